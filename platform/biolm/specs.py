@@ -318,9 +318,7 @@ class BenchmarkSpec:
             if summary.method == "weighted_mean_of_groups" and (
                 len(summary.weights) != len(summary.members) or any(w <= 0 for w in summary.weights)
             ):
-                raise SpecError(
-                    f"benchmark {self.slug}: summary {summary.slug} needs one positive weight per group"
-                )
+                raise SpecError(f"benchmark {self.slug}: summary {summary.slug} needs one positive weight per group")
 
     def _validate_published(self, keys: set[str]) -> None:
         seen: set[str] = set()

@@ -1,0 +1,38 @@
+# The README's commands. `make demo` and `make test` work on a fresh machine:
+# they create the virtualenv and install the pinned dependencies themselves.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: demo test lint format lock clean
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py sync_plugins
+	@echo "biolm leaderboard: http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: lint
+	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(VENV)/.installed
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+lock: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev]' && $(PY) -m pip uninstall --quiet -y biolm
+	$(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' > requirements.lock
+
+clean:
+	rm -rf $(VENV) var/biolm.sqlite3 var/celery-broker var/staticfiles

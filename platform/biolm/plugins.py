@@ -1,0 +1,249 @@
+"""Build the plugin manager and collect what every plugin contributes.
+
+Built-in plugins register exactly as third-party ones do (datasette's
+``DEFAULT_PLUGINS``); third-party ones arrive through the ``biolm`` entry-point
+group. A plugin that fails to import, raises in a hook, or returns an invalid
+spec is recorded as a :class:`PluginProblem` naming it, and skipped: one broken
+plugin must never stop the platform from starting.
+
+No Django here: Celery workers and the engine use the same contributions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from biolm import hookspecs
+from biolm.specs import (
+    ArchitectureSpec,
+    BenchmarkSpec,
+    DatasetSpec,
+    MetricSpec,
+    PreprocessorSpec,
+    RecipeSpec,
+    SpecError,
+    TaskTypeSpec,
+)
+
+logger = logging.getLogger("biolm.plugins")
+
+ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
+
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "plugins.tasks.metrics",
+    "plugins.architectures.transformers_encoders",
+    "plugins.recipes.papers",
+    "plugins.preprocessors.text",
+    "plugins.datasets.blurb",
+    "plugins.datasets.biomedical",
+    "plugins.datasets.clinical",
+    "plugins.benchmarks.blurb",
+    "plugins.benchmarks.lewis2020",
+    "plugins.benchmarks.bioformer",
+    "plugins.benchmarks.gatortron",
+    "plugins.benchmarks.clinical_longformer",
+)
+
+# hook name -> (contribution kind, spec class)
+HOOKS: dict[str, tuple[str, type]] = {
+    "biolm_metrics": ("metrics", MetricSpec),
+    "biolm_task_types": ("task_types", TaskTypeSpec),
+    "biolm_architectures": ("architectures", ArchitectureSpec),
+    "biolm_pretraining_recipes": ("recipes", RecipeSpec),
+    "biolm_corpus_preprocessors": ("preprocessors", PreprocessorSpec),
+    "biolm_datasets": ("datasets", DatasetSpec),
+    "biolm_benchmarks": ("benchmarks", BenchmarkSpec),
+}
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    """Something wrong with one plugin, reported by name."""
+
+    plugin: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.plugin}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a registered plugin came from."""
+
+    name: str
+    source: str  # "builtin" or "entrypoint"
+    distribution: str = ""
+    version: str = ""
+
+
+@dataclass
+class Contributions:
+    """Everything the loaded plugins contribute, validated and de-duplicated."""
+
+    metrics: dict[str, MetricSpec] = field(default_factory=dict)
+    task_types: dict[str, TaskTypeSpec] = field(default_factory=dict)
+    architectures: dict[str, ArchitectureSpec] = field(default_factory=dict)
+    recipes: dict[str, RecipeSpec] = field(default_factory=dict)
+    preprocessors: dict[str, PreprocessorSpec] = field(default_factory=dict)
+    datasets: dict[str, DatasetSpec] = field(default_factory=dict)
+    benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
+    origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, slug) -> plugin name
+    plugins: list[PluginInfo] = field(default_factory=list)
+    problems: list[PluginProblem] = field(default_factory=list)
+
+    def by_plugin(self, plugin: str) -> dict[str, list[str]]:
+        """The slugs each kind of contribution that ``plugin`` provided."""
+        result: dict[str, list[str]] = {}
+        for (kind, slug), name in self.origin.items():
+            if name == plugin:
+                result.setdefault(kind, []).append(slug)
+        return {kind: sorted(slugs) for kind, slugs in sorted(result.items())}
+
+
+class _Manager(pluggy.PluginManager):
+    """A PluginManager that also remembers plugins that failed to load."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT_NAME)
+        self.load_problems: list[PluginProblem] = []
+        self.infos: list[PluginInfo] = []
+
+
+def get_plugin_manager(
+    default_plugins: Iterable[str] = DEFAULT_PLUGINS,
+    load_entrypoints: bool = True,
+    extra_plugins: Iterable[tuple[str, Any]] = (),
+) -> _Manager:
+    """Return a fresh manager with built-ins, entry-point plugins and ``extra_plugins``.
+
+    A factory rather than a module global so tests (and plugin authors' own
+    tests) can build one with exactly the plugins they want.
+    """
+    pm = _Manager()
+    pm.add_hookspecs(hookspecs)
+    for module_name in default_plugins:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # a broken plugin must not stop the platform
+            _record(pm, module_name, f"failed to import: {type(exc).__name__}: {exc}")
+            continue
+        _register(pm, module, module_name, PluginInfo(module_name, "builtin"))
+    if load_entrypoints:
+        _load_entrypoints(pm)
+    for name, plugin in extra_plugins:
+        _register(pm, plugin, name, PluginInfo(name, "extra"))
+    return pm
+
+
+def _record(pm: _Manager, plugin: str, message: str) -> None:
+    logger.error("biolm plugin %s skipped: %s", plugin, message)
+    pm.load_problems.append(PluginProblem(plugin, message))
+
+
+def _register(pm: _Manager, plugin: Any, name: str, info: PluginInfo) -> None:
+    try:
+        pm.register(plugin, name=name)
+    except Exception as exc:  # pluggy validates hook names and signatures here
+        _record(pm, name, f"cannot be registered: {exc}")
+        return
+    pm.infos.append(info)
+
+
+def _load_entrypoints(pm: _Manager) -> None:
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else ""
+        version = dist.version if dist is not None else ""
+        label = f"{ep.name} ({dist_name} {version})".strip() if dist_name else ep.name
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            _record(pm, label, f"failed to import {ep.value}: {type(exc).__name__}: {exc}")
+            continue
+        _register(pm, plugin, ep.name, PluginInfo(ep.name, "entrypoint", dist_name, version))
+
+
+def collect_contributions(pm: _Manager | None = None) -> Contributions:
+    """Call every hook of every plugin, validate the answers and cross-check references."""
+    pm = pm or get_plugin_manager()
+    contributions = Contributions(plugins=list(pm.infos), problems=list(pm.load_problems))
+    for hook_name, (kind, spec_class) in HOOKS.items():
+        caller = getattr(pm.hook, hook_name)
+        # get_hookimpls() is in registration order: built-ins first, so they win slug clashes.
+        for impl in caller.get_hookimpls():
+            _collect_one(contributions, impl.plugin_name, kind, spec_class, impl.function)
+    _cross_check(contributions)
+    return contributions
+
+
+def _collect_one(
+    contributions: Contributions,
+    plugin: str,
+    kind: str,
+    spec_class: type,
+    function: Callable[[], Any],
+) -> None:
+    try:
+        answer = function()
+    except Exception as exc:
+        _problem(contributions, plugin, f"{function.__name__} raised {type(exc).__name__}: {exc}")
+        return
+    if answer is None:
+        return
+    if not isinstance(answer, list | tuple):
+        _problem(contributions, plugin, f"{function.__name__} must return a list, got {type(answer).__name__}")
+        return
+    registry: dict[str, Any] = getattr(contributions, kind)
+    for spec in answer:
+        if not isinstance(spec, spec_class):
+            _problem(contributions, plugin, f"{function.__name__} returned {spec!r}, expected {spec_class.__name__}")
+            continue
+        try:
+            spec.validate()
+        except SpecError as exc:
+            _problem(contributions, plugin, f"invalid {spec_class.__name__}: {exc}")
+            continue
+        if spec.slug in registry:
+            owner = contributions.origin[(kind, spec.slug)]
+            _problem(contributions, plugin, f"{kind} {spec.slug!r} is already provided by {owner}; skipped")
+            continue
+        registry[spec.slug] = spec
+        contributions.origin[(kind, spec.slug)] = plugin
+
+
+def _problem(contributions: Contributions, plugin: str, message: str) -> None:
+    logger.error("biolm plugin %s: %s", plugin, message)
+    contributions.problems.append(PluginProblem(plugin, message))
+
+
+def _drop(contributions: Contributions, kind: str, slug: str, message: str) -> None:
+    plugin = contributions.origin.pop((kind, slug))
+    getattr(contributions, kind).pop(slug)
+    _problem(contributions, plugin, message)
+
+
+def _cross_check(contributions: Contributions) -> None:
+    """Skip datasets and benchmarks that refer to things no plugin provides."""
+    for slug, dataset in list(contributions.datasets.items()):
+        if dataset.metric not in contributions.metrics:
+            _drop(contributions, "datasets", slug, f"dataset {slug!r} names unknown metric {dataset.metric!r}; skipped")
+    for slug, benchmark in list(contributions.benchmarks.items()):
+        missing_datasets = sorted({e.dataset for e in benchmark.entries} - set(contributions.datasets))
+        missing_metrics = sorted({e.metric for e in benchmark.entries} - set(contributions.metrics))
+        if missing_datasets or missing_metrics:
+            what = []
+            if missing_datasets:
+                what.append(f"datasets {missing_datasets}")
+            if missing_metrics:
+                what.append(f"metrics {missing_metrics}")
+            _drop(contributions, "benchmarks", slug, f"benchmark {slug!r} needs unknown {' and '.join(what)}; skipped")

@@ -1,0 +1,113 @@
+"""Units of work on the GPU/CPU queues and the runs they produce.
+
+The database row is the source of truth for a job's state; workers receive the
+job id, a per-job token and the job's immutable ``spec``, and never need
+database credentials. A :class:`Run` is one fine-tuning/evaluation of a model on
+a dataset at one hyperparameter point and seed; it is unique per job, so a
+redelivered task cannot record the same run twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+
+from registry.models import Benchmark, Dataset, LanguageModel
+from submissions.models import Submission
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class Job(models.Model):
+    class Kind(models.TextChoices):
+        PRETRAIN = "pretrain"
+        SEARCH = "search", "hyperparameter search on dev"
+        FINETUNE = "finetune", "seeds on test"
+        AGGREGATE = "aggregate"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Queue(models.TextChoices):
+        GPU = "gpu"
+        CPU = "cpu"
+
+    submission = models.ForeignKey(Submission, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="jobs")
+    benchmark = models.ForeignKey(Benchmark, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    depends_on = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="dependents")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    queue = models.CharField(max_length=5, choices=Queue.choices, default=Queue.GPU)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    priority = models.SmallIntegerField(default=0, help_text="Higher runs first.")
+    spec = models.JSONField(default=dict, help_text="The immutable engine spec the worker receives.")
+    token = models.CharField(max_length=64, default=new_token, editable=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    progress_step = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    progress_loss = models.FloatField(null=True, blank=True)
+    last_heartbeat = models.DateTimeField(null=True, blank=True)
+    log = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-priority", "created_at"]
+        indexes = [models.Index(fields=["status", "queue", "-priority", "created_at"])]
+
+    def __str__(self) -> str:
+        target = self.dataset.slug if self.dataset_id else (self.benchmark.slug if self.benchmark_id else "-")
+        return f"#{self.pk} {self.kind} {self.language_model} {target} ({self.status})"
+
+    @property
+    def progress(self) -> float | None:
+        return self.progress_step / self.progress_total if self.progress_total else None
+
+
+class Run(models.Model):
+    class Split(models.TextChoices):
+        DEV = "dev"
+        TEST = "test"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="runs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="runs")
+    hyperparameters = models.JSONField(default=dict)
+    hyperparameters_key = models.CharField(max_length=200, help_text="Canonical form of hyperparameters.")
+    seed = models.IntegerField()
+    split = models.CharField(max_length=4, choices=Split.choices)
+    metrics = models.JSONField(default=dict, help_text="{metric slug: value on the 0-100 scale}")
+    efficiency = models.JSONField(default=dict, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "hyperparameters_key", "seed", "split"], name="unique_run_per_job_point_seed_split"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.language_model} {self.dataset.slug} seed={self.seed} {self.split}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.hyperparameters_key:
+            self.hyperparameters_key = canonical_key(self.hyperparameters)
+        super().save(*args, **kwargs)
+
+
+def canonical_key(hyperparameters: dict) -> str:
+    """A stable text form of a hyperparameter point, so equal points compare equal."""
+    return ",".join(f"{k}={hyperparameters[k]!r}" for k in sorted(hyperparameters))[:200]

@@ -1,0 +1,76 @@
+"""Per-dataset results and the materialised per-benchmark scores shown on the leaderboard.
+
+A :class:`Result` is one number a model obtained on a dataset under a metric:
+either transcribed from a paper's table (scope = that benchmark's slug, since
+the same paper-model pair is only comparable within that table) or aggregated
+here from seeds (scope = "", usable by every benchmark with that dataset and
+metric). A :class:`Score` is derived from results by the benchmark's
+aggregation and stores the aggregation version it was computed with, so a
+changed aggregation can find and recompute stale scores.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from registry.models import Benchmark, Dataset, LanguageModel, Metric
+
+
+class Result(models.Model):
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="results")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="results")
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="results")
+    variant = models.CharField(max_length=200, blank=True)
+    scope = models.SlugField(
+        max_length=100, blank=True, help_text="Benchmark slug for a number transcribed from its paper; empty if ours."
+    )
+    value = models.FloatField(help_text="On the 0-100 scale.")
+    std = models.FloatField(null=True, blank=True)
+    median = models.FloatField(null=True, blank=True)
+    n_seeds = models.PositiveSmallIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["language_model", "dataset", "metric", "variant", "scope"], name="unique_result"
+            )
+        ]
+        indexes = [models.Index(fields=["dataset", "metric"])]
+
+    def __str__(self) -> str:
+        return f"{self.language_model} {self.dataset.slug} {self.metric.slug}={self.value:.2f}"
+
+
+class ScoreQuerySet(models.QuerySet["Score"]):
+    def stale(self) -> ScoreQuerySet:
+        """Scores computed with an aggregation other than their benchmark's current one."""
+        return self.exclude(aggregation_version=models.F("benchmark__aggregation_version"))
+
+    def ranked(self) -> ScoreQuerySet:
+        return self.order_by(models.F("score").desc(nulls_last=True), "language_model__name")
+
+
+class Score(models.Model):
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="scores")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="scores")
+    score = models.FloatField(null=True, blank=True, help_text="The primary summary; empty when incomplete.")
+    groups = models.JSONField(default=dict)
+    summaries = models.JSONField(default=dict)
+    entries = models.JSONField(default=dict, help_text="{entry key: value} used for this score.")
+    missing = models.JSONField(default=list)
+    aggregation_version = models.CharField(max_length=50)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    objects = ScoreQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["language_model", "benchmark"], name="unique_score")]
+
+    def __str__(self) -> str:
+        return f"{self.language_model} on {self.benchmark.slug}: {self.score}"
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing

@@ -1,0 +1,70 @@
+"""Admin for plugin-contributed rows (read-mostly: plugins are their source) and language models."""
+
+from django.contrib import admin
+
+from registry.models import (
+    Architecture,
+    Benchmark,
+    BenchmarkEntry,
+    Dataset,
+    LanguageModel,
+    Metric,
+    PretrainingRecipe,
+    TaskType,
+)
+
+
+class ContributedAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "plugin", "active", "updated_at")
+    list_filter = ("active", "plugin")
+    search_fields = ("slug", "name", "description")
+    readonly_fields = ("plugin", "updated_at")
+
+
+@admin.register(Metric)
+class MetricAdmin(ContributedAdmin):
+    list_display = ("slug", "name", "higher_is_better", "plugin", "active")
+
+
+@admin.register(TaskType)
+class TaskTypeAdmin(ContributedAdmin):
+    pass
+
+
+@admin.register(Architecture)
+class ArchitectureAdmin(ContributedAdmin):
+    list_display = ("slug", "name", "model_type", "max_sequence_length", "plugin", "active")
+
+
+@admin.register(PretrainingRecipe)
+class PretrainingRecipeAdmin(ContributedAdmin):
+    pass
+
+
+@admin.register(Dataset)
+class DatasetAdmin(ContributedAdmin):
+    list_display = ("slug", "name", "task_type", "metric", "domain", "access", "plugin", "active")
+    list_filter = ("domain", "access", "task_type", "active", "plugin")
+    list_select_related = ("task_type", "metric")
+
+
+class BenchmarkEntryInline(admin.TabularInline):
+    model = BenchmarkEntry
+    extra = 0
+    fields = ("position", "key", "dataset", "metric", "label", "variant")
+
+
+@admin.register(Benchmark)
+class BenchmarkAdmin(ContributedAdmin):
+    list_display = ("slug", "name", "aggregation_version", "source_paper", "plugin", "active")
+    inlines = [BenchmarkEntryInline]
+
+
+@admin.register(LanguageModel)
+class LanguageModelAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "origin", "architecture", "parameter_count", "visibility", "owner", "reported_in")
+    list_filter = ("origin", "visibility", "architecture", "reported_in")
+    search_fields = ("name", "slug", "pretraining_corpus", "vocabulary", "source_paper")
+    list_select_related = ("architecture", "owner", "reported_in")
+    autocomplete_fields = ("owner",)
+    raw_id_fields = ("reported_in",)

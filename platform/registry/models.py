@@ -1,0 +1,172 @@
+"""What plugins contribute, mirrored in the database, and the language models people evaluate.
+
+Rows for architectures, recipes, datasets, metrics and benchmarks are written
+only by :mod:`registry.sync` from plugin specs: the plugin is the single source
+of truth, the table makes it queryable and joinable. A contribution that
+disappears (plugin uninstalled) is marked inactive rather than deleted, so
+results that refer to it survive.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class PluginContributed(models.Model):
+    """Fields every plugin-contributed row shares."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    plugin = models.CharField(max_length=200, help_text="The plugin that contributes this row.")
+    active = models.BooleanField(default=True, help_text="False once no installed plugin contributes it.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Metric(PluginContributed):
+    higher_is_better = models.BooleanField(default=True)
+
+
+class TaskType(PluginContributed):
+    pass
+
+
+class Architecture(PluginContributed):
+    model_type = models.CharField(max_length=100, help_text="Hugging Face config model_type.")
+    presets = models.JSONField(default=dict, blank=True)
+    max_sequence_length = models.PositiveIntegerField(default=512)
+    citation = models.TextField(blank=True)
+
+
+class PretrainingRecipe(PluginContributed):
+    objectives = models.JSONField(default=list)
+    settings = models.JSONField(default=dict, blank=True)
+    citation = models.TextField(blank=True)
+
+
+class Dataset(PluginContributed):
+    class Domain(models.TextChoices):
+        BIOMEDICAL = "biomedical"
+        CLINICAL = "clinical"
+
+    class Access(models.TextChoices):
+        PUBLIC = "public"
+        RESTRICTED = "restricted", "restricted (data use agreement)"
+
+    task_type = models.ForeignKey(TaskType, on_delete=models.PROTECT, related_name="datasets")
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="datasets")
+    domain = models.CharField(max_length=20, choices=Domain.choices)
+    access = models.CharField(max_length=20, choices=Access.choices, default=Access.PUBLIC)
+    splits = models.JSONField(default=list, help_text="[{name, size, unit}] as the dataset's paper reports them.")
+    labels = models.JSONField(default=list, blank=True)
+    source = models.TextField(blank=True)
+    licence = models.TextField(blank=True)
+    citation = models.TextField(blank=True)
+
+    def split_size(self, name: str) -> int | None:
+        return next((s["size"] for s in self.splits if s["name"] == name), None)
+
+
+class Benchmark(PluginContributed):
+    citation = models.TextField(blank=True)
+    source_paper = models.CharField(max_length=300, blank=True)
+    aggregation = models.JSONField(help_text="The AggregationSpec as JSON; see biolm.specs.")
+    aggregation_version = models.CharField(max_length=50)
+    precision = models.PositiveSmallIntegerField(default=2, help_text="Decimal places the paper prints.")
+    published_source = models.CharField(max_length=300, blank=True)
+    datasets = models.ManyToManyField(Dataset, through="BenchmarkEntry", related_name="benchmarks")
+
+    def get_absolute_url(self) -> str:
+        return reverse("leaderboard:benchmark", args=[self.slug])
+
+
+class BenchmarkEntry(models.Model):
+    """One scored column of a benchmark: a dataset under a metric (and variant)."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="entries")
+    key = models.SlugField(max_length=100)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="entries")
+    metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="entries")
+    label = models.CharField(max_length=200, blank=True)
+    variant = models.CharField(max_length=200, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["benchmark", "position"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "key"], name="unique_entry_key_per_benchmark")]
+        verbose_name_plural = "benchmark entries"
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.slug}:{self.key}"
+
+    @property
+    def display_label(self) -> str:
+        return self.label or self.dataset.name
+
+
+class LanguageModelQuerySet(models.QuerySet["LanguageModel"]):
+    def public(self) -> LanguageModelQuerySet:
+        return self.filter(visibility=LanguageModel.Visibility.PUBLIC)
+
+    def visible_to(self, user) -> LanguageModelQuerySet:
+        if user.is_authenticated and user.is_staff:
+            return self.all()
+        if user.is_authenticated:
+            return self.filter(models.Q(visibility=LanguageModel.Visibility.PUBLIC) | models.Q(owner=user))
+        return self.public()
+
+
+class LanguageModel(models.Model):
+    """An encoder on the leaderboard: published ("reported") or evaluated here ("reproduced")."""
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public"
+        PRIVATE = "private"
+
+    class Origin(models.TextChoices):
+        REPORTED = "reported", "reported in a paper"
+        REPRODUCED = "reproduced", "evaluated on biolm"
+
+    slug = models.SlugField(max_length=150, unique=True)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="language_models"
+    )
+    architecture = models.ForeignKey(Architecture, null=True, blank=True, on_delete=models.PROTECT)
+    recipe = models.ForeignKey(PretrainingRecipe, null=True, blank=True, on_delete=models.SET_NULL)
+    parameter_count = models.BigIntegerField(null=True, blank=True)
+    vocabulary = models.CharField(max_length=300, blank=True)
+    pretraining_corpus = models.CharField(max_length=500, blank=True)
+    max_sequence_length = models.PositiveIntegerField(null=True, blank=True)
+    checkpoint = models.CharField(max_length=500, blank=True, help_text="Local path, artefact URL or Hub id.")
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
+    origin = models.CharField(max_length=12, choices=Origin.choices, default=Origin.REPRODUCED)
+    source_paper = models.CharField(max_length=300, blank=True)
+    reported_in = models.ForeignKey(
+        Benchmark,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reported_models",
+        help_text="For reported models: the benchmark whose published table lists this row.",
+    )
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = LanguageModelQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,327 @@
+"""Write plugin contributions into the database, idempotently.
+
+Running it twice changes nothing the second time. Rows no longer contributed
+are marked inactive (results that refer to them survive). Published results
+are upserted as "reported" language models; a benchmark whose aggregation
+changed gets all its stored scores recomputed, and so does any reported model
+whose transcribed numbers changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
+from biolm.specs import BenchmarkSpec, PublishedModelSpec
+from leaderboard.models import Result
+from leaderboard.scoring import recompute_scores, recompute_stale_scores
+from registry.models import (
+    Architecture,
+    Benchmark,
+    BenchmarkEntry,
+    Dataset,
+    LanguageModel,
+    Metric,
+    PretrainingRecipe,
+    TaskType,
+)
+
+logger = logging.getLogger("biolm.sync")
+
+
+@dataclass
+class SyncReport:
+    created: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
+    deactivated: dict[str, int] = field(default_factory=dict)
+    rescored: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def count(self, bucket: dict[str, int], kind: str) -> None:
+        bucket[kind] = bucket.get(kind, 0) + 1
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deactivated or self.rescored)
+
+
+def load_contributions() -> Contributions:
+    """Contributions of the built-in plugins plus installed entry points (per settings)."""
+    from django.conf import settings
+
+    return collect_contributions(get_plugin_manager(load_entrypoints=settings.BIOLM_LOAD_ENTRYPOINT_PLUGINS))
+
+
+def _upsert(model, report: SyncReport, kind: str, lookup: dict, values: dict) -> tuple:
+    """update_or_create that only writes (and counts) when something differs; returns (row, changed)."""
+    obj = model.objects.filter(**lookup).first()
+    if obj is None:
+        obj = model.objects.create(**lookup, **values)
+        report.count(report.created, kind)
+        return obj, True
+    changed = [name for name, value in values.items() if getattr(obj, name) != value]
+    if changed:
+        for name in changed:
+            setattr(obj, name, values[name])
+        obj.save()
+        report.count(report.updated, kind)
+    return obj, bool(changed)
+
+
+def _deactivate_missing(model, kind: str, slugs: set[str], report: SyncReport) -> None:
+    n = model.objects.filter(active=True).exclude(slug__in=slugs).update(active=False)
+    if n:
+        report.deactivated[kind] = n
+
+
+@transaction.atomic
+def sync_contributions(contributions: Contributions | None = None) -> SyncReport:
+    """Mirror ``contributions`` (default: the installed plugins) into the database."""
+    contributions = contributions or load_contributions()
+    report = SyncReport(problems=[str(p) for p in contributions.problems])
+    origin = contributions.origin
+
+    for slug, spec in contributions.metrics.items():
+        _upsert(
+            Metric,
+            report,
+            "metrics",
+            {"slug": slug},
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "higher_is_better": spec.higher_is_better,
+                "plugin": origin[("metrics", slug)],
+                "active": True,
+            },
+        )
+    for slug, spec in contributions.task_types.items():
+        _upsert(
+            TaskType,
+            report,
+            "task_types",
+            {"slug": slug},
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "plugin": origin[("task_types", slug)],
+                "active": True,
+            },
+        )
+    _sync_task_types_used_by_datasets(contributions, report)
+    for slug, spec in contributions.architectures.items():
+        _upsert(
+            Architecture,
+            report,
+            "architectures",
+            {"slug": slug},
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "model_type": spec.model_type,
+                "presets": _jsonable(spec.presets),
+                "max_sequence_length": spec.max_sequence_length,
+                "citation": spec.citation,
+                "plugin": origin[("architectures", slug)],
+                "active": True,
+            },
+        )
+    for slug, spec in contributions.recipes.items():
+        _upsert(
+            PretrainingRecipe,
+            report,
+            "recipes",
+            {"slug": slug},
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "objectives": list(spec.objectives),
+                "settings": _jsonable(spec.settings),
+                "citation": spec.citation,
+                "plugin": origin[("recipes", slug)],
+                "active": True,
+            },
+        )
+    metrics = {m.slug: m for m in Metric.objects.all()}
+    task_types = {t.slug: t for t in TaskType.objects.all()}
+    for slug, spec in contributions.datasets.items():
+        _upsert(
+            Dataset,
+            report,
+            "datasets",
+            {"slug": slug},
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "task_type": task_types[spec.task_type],
+                "metric": metrics[spec.metric],
+                "domain": spec.domain,
+                "access": spec.access,
+                "splits": [dataclasses.asdict(s) for s in spec.splits],
+                "labels": list(spec.labels),
+                "source": spec.source,
+                "licence": spec.licence,
+                "citation": spec.citation,
+                "plugin": origin[("datasets", slug)],
+                "active": True,
+            },
+        )
+    for slug, spec in contributions.benchmarks.items():
+        _sync_benchmark(spec, origin[("benchmarks", slug)], report)
+
+    _deactivate_missing(Metric, "metrics", set(contributions.metrics), report)
+    _deactivate_missing(TaskType, "task_types", _used_task_types(contributions), report)
+    _deactivate_missing(Architecture, "architectures", set(contributions.architectures), report)
+    _deactivate_missing(PretrainingRecipe, "recipes", set(contributions.recipes), report)
+    _deactivate_missing(Dataset, "datasets", set(contributions.datasets), report)
+    _deactivate_missing(Benchmark, "benchmarks", set(contributions.benchmarks), report)
+    report.rescored += recompute_stale_scores()
+    for problem in report.problems:
+        logger.warning("plugin problem: %s", problem)
+    return report
+
+
+def _used_task_types(contributions: Contributions) -> set[str]:
+    return set(contributions.task_types) | {d.task_type for d in contributions.datasets.values()}
+
+
+def _sync_task_types_used_by_datasets(contributions: Contributions, report: SyncReport) -> None:
+    """A dataset may name a built-in task type no plugin described; give it a plain row."""
+    for slug in _used_task_types(contributions) - set(contributions.task_types):
+        _upsert(
+            TaskType,
+            report,
+            "task_types",
+            {"slug": slug},
+            {"name": slug.replace("-", " ").capitalize(), "plugin": "biolm.specs", "active": True},
+        )
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _jsonable(v) for k, v in value.items()}  # type: ignore[union-attr]
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> None:
+    aggregation = _jsonable(dataclasses.asdict(spec.aggregation))
+    existing = Benchmark.objects.filter(slug=spec.slug).first()
+    aggregation_changed = existing is not None and (
+        existing.aggregation != aggregation or existing.aggregation_version != spec.aggregation.version
+    )
+    if aggregation_changed and existing.aggregation_version == spec.aggregation.version:
+        report.problems.append(
+            f"{plugin}: benchmark {spec.slug!r} changed its aggregation without a new version "
+            f"(still {spec.aggregation.version!r}); scores were recomputed anyway"
+        )
+    benchmark, _ = _upsert(
+        Benchmark,
+        report,
+        "benchmarks",
+        {"slug": spec.slug},
+        {
+            "name": spec.name,
+            "description": spec.description,
+            "citation": spec.citation,
+            "source_paper": spec.source_paper,
+            "aggregation": aggregation,
+            "aggregation_version": spec.aggregation.version,
+            "precision": spec.precision,
+            "published_source": spec.published_source,
+            "plugin": plugin,
+            "active": True,
+        },
+    )
+    datasets = {d.slug: d for d in Dataset.objects.filter(slug__in={e.dataset for e in spec.entries})}
+    metrics = {m.slug: m for m in Metric.objects.filter(slug__in={e.metric for e in spec.entries})}
+    entries_changed = False
+    for position, entry in enumerate(spec.entries):
+        _, changed = _upsert(
+            BenchmarkEntry,
+            report,
+            "benchmark_entries",
+            {"benchmark": benchmark, "key": entry.key},
+            {
+                "dataset": datasets[entry.dataset],
+                "metric": metrics[entry.metric],
+                "label": entry.label,
+                "variant": entry.variant,
+                "position": position,
+            },
+        )
+        entries_changed |= changed
+    removed, _ = benchmark.entries.exclude(key__in=spec.entry_keys()).delete()
+    entries_changed |= bool(removed)
+
+    changed_models = [_sync_published_model(benchmark, spec, model, report) for model in spec.published]
+    dropped, _ = (
+        LanguageModel.objects.filter(origin=LanguageModel.Origin.REPORTED, reported_in=benchmark)
+        .exclude(pk__in=[m.pk for m, _ in changed_models])
+        .delete()
+    )
+    if dropped:
+        report.count(report.deactivated, "reported_models")
+    if aggregation_changed or entries_changed:
+        report.rescored += recompute_scores(benchmark)
+    else:
+        stale = [m for m, changed in changed_models if changed]
+        if stale:
+            report.rescored += recompute_scores(benchmark, stale)
+
+
+def _sync_published_model(
+    benchmark: Benchmark, spec: BenchmarkSpec, published: PublishedModelSpec, report: SyncReport
+) -> tuple[LanguageModel, bool]:
+    """Upsert one published row and its results; return (model, whether its numbers changed)."""
+    architecture = Architecture.objects.filter(slug=published.architecture).first()
+    if architecture is None:
+        report.problems.append(
+            f"benchmark {spec.slug}: published model {published.slug} names unknown architecture "
+            f"{published.architecture!r}; loaded without one"
+        )
+    model, _ = _upsert(
+        LanguageModel,
+        report,
+        "language_models",
+        {"slug": f"{spec.slug}--{published.slug}"},
+        {
+            "name": published.name,
+            "architecture": architecture,
+            "parameter_count": published.parameters,
+            "vocabulary": published.vocabulary,
+            "pretraining_corpus": published.pretraining_corpus,
+            "max_sequence_length": published.max_sequence_length,
+            "checkpoint": published.hf_checkpoint,
+            "visibility": LanguageModel.Visibility.PUBLIC,
+            "origin": LanguageModel.Origin.REPORTED,
+            "source_paper": spec.published_source or spec.source_paper,
+            "reported_in": benchmark,
+            "notes": published.notes,
+        },
+    )
+    rows = {e.key: e for e in benchmark.entries.all()}
+    variants = {e.key: e.variant for e in spec.entries}
+    changed = False
+    wanted = set()
+    for key, value in published.scores.items():
+        lookup = {"dataset_id": rows[key].dataset_id, "metric_id": rows[key].metric_id, "variant": variants[key]}
+        wanted.add(tuple(lookup.values()))
+        _, result_changed = _upsert(
+            Result,
+            report,
+            "results",
+            {"language_model": model, "scope": spec.slug, **lookup},
+            {"value": float(value), "source": spec.published_source or spec.source_paper},
+        )
+        changed |= result_changed
+    for result in Result.objects.filter(language_model=model, scope=spec.slug):
+        if (result.dataset_id, result.metric_id, result.variant) not in wanted:
+            result.delete()
+            changed = True
+    return model, changed

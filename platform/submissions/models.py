@@ -1,0 +1,31 @@
+"""A researcher's request to evaluate a language model on one or more benchmarks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from registry.models import Benchmark, LanguageModel
+
+
+class Submission(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        FINISHED = "finished"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    submitter = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="submissions")
+    benchmarks = models.ManyToManyField(Benchmark, related_name="submissions")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.language_model} by {self.submitter} ({self.status})"

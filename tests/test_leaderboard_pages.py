@@ -1,0 +1,85 @@
+"""The server-rendered leaderboard pages a reader browses."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from registry.models import LanguageModel
+
+pytestmark = pytest.mark.django_db
+
+
+def test_index_lists_every_builtin_benchmark_with_links(client):
+    page = client.get("/").content.decode()
+    for slug in ("blurb", "lewis2020", "bioformer", "gatortron", "clinical-longformer"):
+        assert f'href="/leaderboard/{slug}/"' in page
+
+
+def test_blurb_page_ranks_pubmedbert_first_with_its_published_score(client):
+    page = client.get("/leaderboard/blurb/").content.decode()
+    rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<th scope=\"row\">([^<]+)", page)
+    assert rows[0] == ("1", "PubMedBERT")
+    assert "81.10" in page
+    assert "Gu et al." in page
+
+
+def test_pages_are_accessible_tables_with_a_language_caption_and_header_scopes(client):
+    page = client.get("/leaderboard/blurb/").content.decode()
+    assert '<html lang="en">' in page
+    assert "<caption>" in page
+    assert page.count('scope="col"') >= 13 + 4
+    assert 'scope="row"' in page
+    assert 'href="#content"' in page
+
+
+def test_unknown_benchmark_is_a_404(client):
+    assert client.get("/leaderboard/no-such-benchmark/").status_code == 404
+
+
+def test_private_models_are_shown_only_to_their_owner_and_staff(client, alice, bob, staff):
+    from leaderboard.models import Result
+    from leaderboard.scoring import recompute_scores
+    from registry.models import Benchmark, Dataset, Metric
+
+    model = LanguageModel.objects.create(
+        slug="alice-secret", name="Alice Secret BERT", owner=alice, visibility=LanguageModel.Visibility.PRIVATE
+    )
+    Result.objects.create(
+        language_model=model, dataset=Dataset.objects.get(slug="biosses"), metric=Metric.objects.get(slug="pearson"),
+        value=95.0,
+    )  # fmt: skip
+    recompute_scores(Benchmark.objects.get(slug="blurb"), [model])
+    assert "Alice Secret BERT" not in client.get("/leaderboard/blurb/").content.decode()
+    for user, visible in ((bob, False), (alice, True), (staff, True)):
+        client.force_login(user)
+        assert ("Alice Secret BERT" in client.get("/leaderboard/blurb/").content.decode()) is visible
+
+
+def test_a_model_missing_datasets_is_listed_unranked(client, alice):
+    from leaderboard.models import Result
+    from leaderboard.scoring import recompute_scores
+    from registry.models import Benchmark, Dataset, Metric
+
+    model = LanguageModel.objects.create(slug="alice-partial", name="Alice Partial BERT", owner=alice)
+    Result.objects.create(
+        language_model=model, dataset=Dataset.objects.get(slug="biosses"), metric=Metric.objects.get(slug="pearson"),
+        value=99.0,
+    )  # fmt: skip
+    recompute_scores(Benchmark.objects.get(slug="blurb"), [model])
+    page = client.get("/leaderboard/blurb/").content.decode()
+    unranked = r'<td>&ndash;</td>\s*<th scope="row">Alice Partial BERT <span class="muted">\(missing 12\)'
+    assert re.search(unranked, page)
+
+
+def test_admin_lists_every_model_for_staff(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.org", "root-password-123")
+    client.force_login(admin)
+    for path in (
+        "registry/architecture", "registry/pretrainingrecipe", "registry/dataset", "registry/benchmark",
+        "registry/languagemodel", "registry/metric", "registry/tasktype", "submissions/submission",
+        "jobs/job", "jobs/run", "leaderboard/result", "leaderboard/score",
+    ):  # fmt: skip
+        response = client.get(f"/admin/{path}/?q=bert")
+        assert response.status_code == 200, path

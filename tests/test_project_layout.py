@@ -1,0 +1,90 @@
+"""The repository's contract: layout, deployment file, documented settings, README commands."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_platform_is_a_source_root_not_a_package_so_the_stdlib_platform_module_still_works():
+    assert not (ROOT / "platform" / "__init__.py").exists()
+    import platform
+
+    assert Path(platform.__file__).parent == Path(sys.modules["os"].__file__).parent
+    assert platform.python_version().startswith("3.")
+
+
+def test_core_modules_used_by_workers_import_no_django():
+    for name in ("specs", "hookspecs", "plugins", "aggregation", "published"):
+        source = (ROOT / "platform" / "biolm" / f"{name}.py").read_text()
+        assert not re.search(r"^\s*(from|import) django", source, re.M), name
+
+
+def compose_services() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+
+
+def test_compose_has_the_services_of_a_real_deployment():
+    services = compose_services()
+    assert {"postgres", "redis", "web", "worker-gpu", "worker-cpu", "beat"} <= set(services)
+    gpu = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
+    assert "--queues" in services["worker-gpu"]["command"] and "gpu" in services["worker-gpu"]["command"]
+    assert "cpu" in services["worker-cpu"]["command"]
+
+
+def test_every_compose_command_refers_to_something_that_exists():
+    from django.core.management import get_commands
+
+    commands = get_commands()
+    services = compose_services()
+    for name in ("web", "worker-gpu", "worker-cpu", "beat"):
+        command = services[name]["command"]
+        text = command if isinstance(command, str) else shlex.join(command)
+        for management_command in re.findall(r"manage\.py (\w+)", text):
+            assert management_command in commands, (name, management_command)
+        for module in re.findall(r"gunicorn ([\w.]+):application", text):
+            assert (ROOT / "platform" / (module.replace(".", "/") + ".py")).exists(), (name, module)
+        for app in re.findall(r"celery -A (\w+)|\"-A\", \"(\w+)\"|'-A' (\w+)", text):
+            app_name = next(a for a in app if a)
+            assert (ROOT / "platform" / app_name / "celery.py").exists(), (name, app_name)
+        if services[name].get("build") or "build" in str(services[name]):
+            assert (ROOT / "Dockerfile").exists()
+    from django.conf import settings
+
+    assert settings.CELERY_TASK_DEFAULT_QUEUE in {"cpu", "gpu"}
+
+
+def test_every_environment_variable_read_by_settings_is_documented_in_env_example():
+    read = set()
+    for path in (ROOT / "platform").rglob("*.py"):
+        read |= set(re.findall(r"env_(?:str|bool|int|list)\(\s*\"([A-Z_]+)\"", path.read_text()))
+    documented = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert read, "no settings found"
+    assert read <= documented, sorted(read - documented)
+
+
+def test_readme_opens_with_the_demo_and_test_commands_and_ci_runs_the_test_command():
+    readme = (ROOT / "README.md").read_text()
+    first_block = re.search(r"```(?:sh|bash)?\n(.*?)```", readme, re.S).group(1)
+    assert [line.strip() for line in first_block.strip().splitlines() if not line.startswith("#")] == [
+        "make demo",
+        "make test",
+    ]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci
+
+
+def test_readme_documents_every_benchmark_and_dataset_slug():
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    readme = (ROOT / "README.md").read_text()
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))
+    for slug in [*contributions.benchmarks, *contributions.datasets]:
+        assert f"`{slug}`" in readme, slug
