@@ -151,8 +151,14 @@ def _record(pm: _Manager, plugin: str, message: str) -> None:
 def _register(pm: _Manager, plugin: Any, name: str, info: PluginInfo) -> None:
     try:
         pm.register(plugin, name=name)
-    except Exception as exc:  # pluggy validates hook names and signatures here
+    except Exception as exc:  # pluggy validates signatures of known hooks here
         _record(pm, name, f"cannot be registered: {exc}")
+        return
+    # pluggy accepts implementations of hooks it does not know (a typo would be silently ignored).
+    unknown = sorted(caller.name for caller in pm.get_hookcallers(plugin) or () if not caller.has_spec())
+    if unknown:
+        pm.unregister(plugin)
+        _record(pm, name, f"implements unknown hook(s) {', '.join(unknown)}; known hooks: {', '.join(HOOKS)}")
         return
     pm.infos.append(info)
 

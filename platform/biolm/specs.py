@@ -256,6 +256,7 @@ class PublishedModelSpec:
     hf_checkpoint: str = ""
     reported_summaries: Mapping[str, float] = field(default_factory=dict)
     notes: str = ""
+    source: str = ""  # the table this row comes from, when not the benchmark's published_source
 
 
 @dataclass(frozen=True)

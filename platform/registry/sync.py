@@ -300,7 +300,7 @@ def _sync_published_model(
             "checkpoint": published.hf_checkpoint,
             "visibility": LanguageModel.Visibility.PUBLIC,
             "origin": LanguageModel.Origin.REPORTED,
-            "source_paper": spec.published_source or spec.source_paper,
+            "source_paper": (published.source or spec.published_source or spec.source_paper)[:300],
             "reported_in": benchmark,
             "notes": published.notes,
         },
@@ -317,7 +317,7 @@ def _sync_published_model(
             report,
             "results",
             {"language_model": model, "scope": spec.slug, **lookup},
-            {"value": float(value), "source": spec.published_source or spec.source_paper},
+            {"value": float(value), "source": (published.source or spec.published_source or spec.source_paper)[:300]},
         )
         changed |= result_changed
     for result in Result.objects.filter(language_model=model, scope=spec.slug):
