@@ -112,12 +112,13 @@ WHITENOISE_USE_FINDERS = True
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _BROKER_DIR = VAR_DIR / "celery-broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_BROKER_DIR / "out"),
         "data_folder_out": str(_BROKER_DIR / "out"),
         "processed_folder": str(_BROKER_DIR / "processed"),
+        "control_folder": str(_BROKER_DIR / "control"),
         "store_processed": False,
     }
 else:
