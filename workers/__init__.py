@@ -1,0 +1,1 @@
+"""Celery tasks and the Django-free ML engine (workers/engine) arrive with the fine-tuning issue."""
