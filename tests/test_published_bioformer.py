@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pluggy
 import pytest
+from published_checks import check_printed_summary, check_rounding_exception, published_model
 
 from biolm import hookspecs
 from biolm.aggregation import aggregate
@@ -81,10 +82,6 @@ ROUNDING_EXCEPTIONS = {
 @pytest.fixture(scope="module")
 def spec() -> BenchmarkSpec:
     return bioformer.bioformer_benchmark()
-
-
-def _model(spec: BenchmarkSpec, slug: str):
-    return next(m for m in spec.published if m.slug == slug)
 
 
 # --- spec ---------------------------------------------------------------------------------------
@@ -169,11 +166,11 @@ def test_published_models(spec: BenchmarkSpec) -> None:
     lengths = {m.slug: m.max_sequence_length for m in spec.published}
     assert lengths["bioformer-16l"] == 1024  # Table 1: "Max input sequence length 1,024"
     assert all(v == 512 for k, v in lengths.items() if k != "bioformer-16l")
-    assert _model(spec, "bioformer-8l").hf_checkpoint == "bioformers/bioformer-8L"
-    assert _model(spec, "bioformer-16l").hf_checkpoint == "bioformers/bioformer-16L"
-    assert "32,768" in _model(spec, "bioformer-8l").vocabulary
-    assert "28,996" in _model(spec, "biobert-base-v1.1").vocabulary
-    assert "30,522" in _model(spec, "pubmedbert-absfull").vocabulary
+    assert published_model(spec, "bioformer-8l").hf_checkpoint == "bioformers/bioformer-8L"
+    assert published_model(spec, "bioformer-16l").hf_checkpoint == "bioformers/bioformer-16L"
+    assert "32,768" in published_model(spec, "bioformer-8l").vocabulary
+    assert "28,996" in published_model(spec, "biobert-base-v1.1").vocabulary
+    assert "30,522" in published_model(spec, "pubmedbert-absfull").vocabulary
 
 
 def test_every_model_has_every_entry(spec: BenchmarkSpec) -> None:
@@ -184,12 +181,14 @@ def test_every_model_has_every_entry(spec: BenchmarkSpec) -> None:
 
 @pytest.mark.parametrize("key", list(TABLE_3))
 def test_scores_match_second_transcription(spec: BenchmarkSpec, key: str) -> None:
-    assert tuple(_model(spec, slug).scores[key] for slug in MODELS) == TABLE_3[key]
+    assert tuple(published_model(spec, slug).scores[key] for slug in MODELS) == TABLE_3[key]
 
 
 @pytest.mark.parametrize("summary", list(TABLE_3_AVERAGES))
 def test_reported_summaries_match_second_transcription(spec: BenchmarkSpec, summary: str) -> None:
-    assert tuple(_model(spec, slug).reported_summaries[summary] for slug in MODELS) == TABLE_3_AVERAGES[summary]
+    assert (
+        tuple(published_model(spec, slug).reported_summaries[summary] for slug in MODELS) == TABLE_3_AVERAGES[summary]
+    )
 
 
 def test_reported_summaries_name_groups_or_summaries(spec: BenchmarkSpec) -> None:
@@ -208,36 +207,15 @@ def test_values_keep_the_printed_digits(spec: BenchmarkSpec) -> None:
 # --- aggregation reproduces the paper's averages ------------------------------------------------
 
 
-def _computed(spec: BenchmarkSpec, slug: str) -> dict[str, float | None]:
-    result = aggregate(spec, _model(spec, slug).scores)
-    return {**result.groups, **result.summaries}
-
-
 @pytest.mark.parametrize("slug", MODELS)
 @pytest.mark.parametrize("summary", list(TABLE_3_AVERAGES))
 def test_aggregate_reproduces_reported_average(spec: BenchmarkSpec, slug: str, summary: str) -> None:
-    computed = _computed(spec, slug)[summary]
-    printed = _model(spec, slug).reported_summaries[summary]
-    assert computed is not None
-    if (slug, summary) in ROUNDING_EXCEPTIONS:  # details checked by test_rounding_exceptions_are_exact
-        assert abs(computed - printed) > TOLERANCE, (slug, summary, computed, printed)
-    else:
-        assert abs(computed - printed) <= TOLERANCE, (slug, summary, computed, printed)
+    check_printed_summary(spec, slug, summary, ROUNDING_EXCEPTIONS, TOLERANCE)
 
 
 @pytest.mark.parametrize("case", sorted(ROUNDING_EXCEPTIONS))
 def test_rounding_exceptions_are_exact(spec: BenchmarkSpec, case: tuple[str, str]) -> None:
-    """Each exception really misses the tolerance, by the amount stated, and by no more than rounding."""
-    slug, summary = case
-    computed_stated, printed_stated, reason = ROUNDING_EXCEPTIONS[case]
-    computed = _computed(spec, slug)[summary]
-    printed = _model(spec, slug).reported_summaries[summary]
-    assert reason
-    assert printed == printed_stated
-    assert computed == pytest.approx(computed_stated, abs=1e-9)
-    assert abs(computed - printed) > TOLERANCE, "no longer an exception: remove it from ROUNDING_EXCEPTIONS"
-    # Within what rounding eight two-decimal inputs can explain (each off by at most 0.005).
-    assert abs(computed - printed) <= 2 * TOLERANCE
+    check_rounding_exception(spec, case, ROUNDING_EXCEPTIONS, TOLERANCE)
 
 
 def test_overall_average_from_printed_task_averages(spec: BenchmarkSpec) -> None:
@@ -257,7 +235,7 @@ def test_primary_score_is_the_overall_average(spec: BenchmarkSpec) -> None:
 
 
 def test_overall_average_by_hand(spec: BenchmarkSpec) -> None:
-    result = aggregate(spec, _model(spec, "bioformer-16l").scores)
+    result = aggregate(spec, published_model(spec, "bioformer-16l").scores)
     ner = (84.26 + 92.34 + 94.00 + 86.53 + 77.17 + 88.51 + 87.73 + 74.65) / 8
     re = (79.07 + 84.56 + 84.76 + 81.40) / 4
     dc = (86.37 + 90.69) / 2
@@ -280,7 +258,7 @@ def test_overall_average_by_hand(spec: BenchmarkSpec) -> None:
     ],
 )
 def test_missing_number_gives_no_summary(spec: BenchmarkSpec, model: str, drop: str, group: str) -> None:
-    scores = dict(_model(spec, model).scores)
+    scores = dict(published_model(spec, model).scores)
     del scores[drop]
     result = aggregate(spec, scores)
     assert result.missing == (drop,)

@@ -114,7 +114,7 @@ def published(bench: BenchmarkSpec) -> dict:
 def test_spec_validates(bench):
     bench.validate()
     assert (bench.slug, bench.name, bench.precision) == ("blurb", "BLURB", 2)
-    assert bench.published_source == "Gu et al. 2021 (PubMedBERT), Table 6"
+    assert bench.published_source == "Gu et al. 2021 (PubMedBERT), Tables 6-9"
     assert "Gu" in bench.citation and "10.1145/3458754" in bench.citation
     assert bench.source_paper.startswith("Gu et al. 2021")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pluggy
 import pytest
+from published_checks import check_printed_summary, check_rounding_exception, computed_summaries, published_model
 
 from biolm import hookspecs
 from biolm.aggregation import aggregate
@@ -215,15 +216,6 @@ def spec() -> BenchmarkSpec:
     return lewis2020.lewis2020_benchmark()
 
 
-def _model(spec: BenchmarkSpec, slug: str):
-    return next(m for m in spec.published if m.slug == slug)
-
-
-def _computed(spec: BenchmarkSpec, slug: str) -> dict[str, float | None]:
-    result = aggregate(spec, _model(spec, slug).scores)
-    return {**result.groups, **result.summaries}
-
-
 # --- spec ---------------------------------------------------------------------------------------
 
 
@@ -326,7 +318,7 @@ def test_published_models(spec: BenchmarkSpec) -> None:
     assert {s for s, a in arch.items() if a == "bert"} == {"scibert", "biobert", "clinicalbert"}
     assert all(a == "roberta" for s, a in arch.items() if s not in {"scibert", "biobert", "clinicalbert"})
     for slug in TABLE_7_EXTRA_MODELS:
-        assert "Table 7" in _model(spec, slug).notes, slug
+        assert "Table 7" in published_model(spec, slug).notes, slug
     assert all(m.max_sequence_length == 512 for m in spec.published)
     assert all(m.parameters is None for m in spec.published)  # the paper prints no parameter counts
 
@@ -344,19 +336,19 @@ def test_every_model_reports_every_summary(spec: BenchmarkSpec) -> None:
 
 @pytest.mark.parametrize("key", list(TABLE_2))
 def test_table_2_scores_match_second_transcription(spec: BenchmarkSpec, key: str) -> None:
-    assert tuple(_model(spec, slug).scores[key] for slug in TABLE_2_MODELS) == TABLE_2[key]
+    assert tuple(published_model(spec, slug).scores[key] for slug in TABLE_2_MODELS) == TABLE_2[key]
 
 
 @pytest.mark.parametrize("summary", list(TABLE_2_MEANS))
 def test_table_2_means_match_second_transcription(spec: BenchmarkSpec, summary: str) -> None:
-    printed = tuple(_model(spec, slug).reported_summaries[summary] for slug in TABLE_2_MODELS)
+    printed = tuple(published_model(spec, slug).reported_summaries[summary] for slug in TABLE_2_MODELS)
     assert printed == TABLE_2_MEANS[summary]
 
 
 @pytest.mark.parametrize("column", range(12))
 def test_table_7_columns_match_published_models(spec: BenchmarkSpec, column: int) -> None:
     """Every Table 7 column is one published model: the extra five come from it, the other seven equal Table 2."""
-    model = _model(spec, TABLE_7_COLUMNS[column])
+    model = published_model(spec, TABLE_7_COLUMNS[column])
     assert {k: v[column] for k, v in TABLE_7.items()} == dict(model.scores)
     assert {k: v[column] for k, v in TABLE_7_MEANS.items()} == dict(model.reported_summaries)
 
@@ -369,14 +361,14 @@ def test_table_7_column_mapping(spec: BenchmarkSpec) -> None:
         assert len(values) == 12
     # The text: "BioBERT performs best from the publicly available models" (Mean (all)).
     specialised = ("scibert", "biobert", "clinicalbert", "biomed-roberta")
-    means = {s: _model(spec, s).reported_summaries["mean-all"] for s in specialised}
+    means = {s: published_model(spec, s).reported_summaries["mean-all"] for s in specialised}
     assert max(means, key=means.get) == "biobert"
     # Table 5 credits EU-ADR 85.5 to SciBERT (dagger): the column printed under "BioBERT" in Table 7.
     assert TABLE_7["eu-adr"][TABLE_7_COLUMNS.index("scibert")] == 85.5
-    assert _model(spec, "scibert").scores["eu-adr"] == 85.5
+    assert published_model(spec, "scibert").scores["eu-adr"] == 85.5
     # Table 5 credits HOC 87.2 and ChemProt 76.4 to RoBERTa-large + PubMed + MIMIC-III (asterisk).
-    assert _model(spec, "roberta-large-pm-m3").scores["hoc"] == 87.2
-    assert _model(spec, "roberta-large-pm-m3").scores["chemprot"] == 76.4
+    assert published_model(spec, "roberta-large-pm-m3").scores["hoc"] == 87.2
+    assert published_model(spec, "roberta-large-pm-m3").scores["chemprot"] == 76.4
 
 
 def test_values_keep_the_printed_digits(spec: BenchmarkSpec) -> None:
@@ -408,7 +400,7 @@ def test_table_3_header_mapping() -> None:
 def test_tables_3_and_6_match_reported_summaries(spec: BenchmarkSpec, table: str) -> None:
     rows = TABLE_3 if table == "3" else {k: v for k, v in TABLE_6.items() if k in MODELS}
     for slug, values in rows.items():
-        reported = _model(spec, slug).reported_summaries
+        reported = published_model(spec, slug).reported_summaries
         for summary, value in zip(TABLE_3_COLUMNS, values, strict=True):
             if (slug, summary) in TABLE_3_EXCEPTIONS:
                 printed_3, kept, reason = TABLE_3_EXCEPTIONS[slug, summary]
@@ -420,7 +412,7 @@ def test_tables_3_and_6_match_reported_summaries(spec: BenchmarkSpec, table: str
 
 def test_table_3_exception_is_explained_by_the_per_task_numbers(spec: BenchmarkSpec) -> None:
     for (slug, summary), (printed_3, kept, _reason) in TABLE_3_EXCEPTIONS.items():
-        computed = _computed(spec, slug)[summary]
+        computed = computed_summaries(spec, slug)[summary]
         assert abs(computed - kept) <= TOLERANCE
         assert abs(computed - printed_3) > TOLERANCE
 
@@ -438,28 +430,12 @@ def test_table_6_distilled_column_is_distill_align_not_distill(spec: BenchmarkSp
 @pytest.mark.parametrize("slug", MODELS)
 @pytest.mark.parametrize("summary", SUMMARY_KEYS)
 def test_aggregate_reproduces_reported_mean(spec: BenchmarkSpec, slug: str, summary: str) -> None:
-    computed = _computed(spec, slug)[summary]
-    printed = _model(spec, slug).reported_summaries[summary]
-    assert computed is not None
-    if (slug, summary) in ROUNDING_EXCEPTIONS:  # details checked by test_rounding_exceptions_are_exact
-        assert abs(computed - printed) > TOLERANCE, (slug, summary, computed, printed)
-    else:
-        assert abs(computed - printed) <= TOLERANCE, (slug, summary, computed, printed)
+    check_printed_summary(spec, slug, summary, ROUNDING_EXCEPTIONS, TOLERANCE)
 
 
 @pytest.mark.parametrize("case", sorted(ROUNDING_EXCEPTIONS))
 def test_rounding_exceptions_are_exact(spec: BenchmarkSpec, case: tuple[str, str]) -> None:
-    """Each exception really misses the tolerance, by the amount stated, and by no more than rounding."""
-    slug, summary = case
-    computed_stated, printed_stated, reason = ROUNDING_EXCEPTIONS[case]
-    computed = _computed(spec, slug)[summary]
-    printed = _model(spec, slug).reported_summaries[summary]
-    assert reason
-    assert printed == printed_stated
-    assert computed == pytest.approx(computed_stated, abs=1e-9)
-    assert abs(computed - printed) > TOLERANCE, "no longer an exception: remove it from ROUNDING_EXCEPTIONS"
-    # Within what rounding one-decimal medians can explain (each off by at most 0.05).
-    assert abs(computed - printed) <= 2 * TOLERANCE
+    check_rounding_exception(spec, case, ROUNDING_EXCEPTIONS, TOLERANCE)
 
 
 def test_exceptions_are_the_only_ones() -> None:
@@ -471,7 +447,7 @@ def test_exceptions_are_the_only_ones() -> None:
 
 
 def test_mean_all_is_the_mean_over_tasks_not_over_groups(spec: BenchmarkSpec) -> None:
-    result = aggregate(spec, _model(spec, "ours-large").scores)
+    result = aggregate(spec, published_model(spec, "ours-large").scores)
     assert result.score == result.summaries["mean-all"]
     assert result.score == pytest.approx(sum(TABLE_2[k][7] for k in ENTRY_KEYS) / 18)
     # Weighted by group size, the two partitions give the same overall mean.
@@ -481,7 +457,7 @@ def test_mean_all_is_the_mean_over_tasks_not_over_groups(spec: BenchmarkSpec) ->
 
 
 def test_missing_number_gives_no_summary(spec: BenchmarkSpec) -> None:
-    scores = dict(_model(spec, "biobert").scores)
+    scores = dict(published_model(spec, "biobert").scores)
     del scores["mednli"]
     result = aggregate(spec, scores)
     assert result.missing == ("mednli",)
