@@ -31,6 +31,9 @@ TASK_TYPES = (
     "extractive-qa",
 )
 DOMAINS = ("biomedical", "clinical")
+# Canonical example schemas (after BigBIO); their datasets.Features live in biolm.schemas.
+SCHEMA_NAMES = ("token-tagging", "classification", "regression", "relation", "extractive-qa")
+SPLIT_NAMES = ("train", "dev", "test")
 AGGREGATION_METHODS = ("mean", "mean_of_groups", "weighted_mean_of_groups")
 
 
@@ -103,6 +106,35 @@ class SplitSpec:
 
 
 @dataclass(frozen=True)
+class AdapterSpec:
+    """How to read a dataset's official distribution files into a canonical schema.
+
+    ``reader`` is ``"module:function"``; the function is called as
+    ``reader(directory, **options)`` and returns ``{split: [example, ...]}``, each
+    example a dict in the ``schema`` plus a ``"_where"`` key (``"file:line"``) that
+    validation errors quote. ``default_path`` is relative to BIOLM_DATA_DIR.
+    ``optional_splits`` may be absent from a distribution (say why in the docstring).
+    """
+
+    schema: str
+    reader: str
+    options: Mapping[str, object] = field(default_factory=dict)
+    default_path: str = ""
+    optional_splits: tuple[str, ...] = ()
+    multi_label: bool = False
+
+    def validate(self, dataset: str) -> None:
+        if self.schema not in SCHEMA_NAMES:
+            raise SpecError(f"dataset {dataset}: adapter schema {self.schema!r} is not one of {SCHEMA_NAMES}")
+        module, _, function = self.reader.partition(":")
+        if not module or not function:
+            raise SpecError(f"dataset {dataset}: adapter reader {self.reader!r} must look like 'module:function'")
+        unknown = sorted(set(self.optional_splits) - set(SPLIT_NAMES))
+        if unknown:
+            raise SpecError(f"dataset {dataset}: unknown optional splits {unknown}")
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     """A benchmark dataset: what it is, how it is scored, and its terms of use.
 
@@ -123,9 +155,13 @@ class DatasetSpec:
     citation: str = ""
     labels: tuple[str, ...] = ()
     access: Literal["public", "restricted"] = "public"
+    adapter: AdapterSpec | None = None
+    demo: bool = False
 
     def validate(self) -> None:
         check_slug(self.slug, "dataset slug")
+        if self.adapter is not None:
+            self.adapter.validate(self.slug)
         _require_text(self.name, f"dataset {self.slug}: name")
         if self.task_type not in TASK_TYPES:
             raise SpecError(f"dataset {self.slug}: task_type {self.task_type!r} is not one of {TASK_TYPES}")
