@@ -133,6 +133,7 @@ CELERY_BEAT_SCHEDULE = {
     "recompute-stale-scores": {"task": "biolm.leaderboard.recompute_stale_scores", "schedule": 600.0},
 }
 
+BIOLM_VAR_DIR = VAR_DIR
 BIOLM_DATA_DIR = Path(env_str("BIOLM_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
 BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 

@@ -7,6 +7,7 @@ from registry.models import (
     Benchmark,
     BenchmarkEntry,
     Dataset,
+    DatasetImport,
     LanguageModel,
     Metric,
     PretrainingRecipe,
@@ -68,3 +69,13 @@ class LanguageModelAdmin(admin.ModelAdmin):
     list_select_related = ("architecture", "owner", "reported_in")
     autocomplete_fields = ("owner",)
     raw_id_fields = ("reported_in",)
+
+
+@admin.register(DatasetImport)
+class DatasetImportAdmin(admin.ModelAdmin):
+    """Sizes, fingerprint and the longest inputs' ids; never the examples or their labels."""
+
+    list_display = ("dataset", "fingerprint", "split_sizes", "imported_at")
+    list_filter = ("dataset__domain", "dataset__demo")
+    search_fields = ("dataset__slug", "fingerprint", "source_path")
+    readonly_fields = [f.name for f in DatasetImport._meta.fields]

@@ -71,9 +71,40 @@ class Dataset(PluginContributed):
     source = models.TextField(blank=True)
     licence = models.TextField(blank=True)
     citation = models.TextField(blank=True)
+    adapter = models.JSONField(null=True, blank=True, help_text="The AdapterSpec that reads official files.")
+    demo = models.BooleanField(default=False, help_text="Invented demo data, not a real benchmark dataset.")
 
     def split_size(self, name: str) -> int | None:
         return next((s["size"] for s in self.splits if s["name"] == name), None)
+
+    @property
+    def current_import(self) -> DatasetImport | None:
+        return self.imports.order_by("-imported_at").first()
+
+
+class DatasetImport(models.Model):
+    """One validated import of a dataset's files, stored as a datasets.DatasetDict on disk.
+
+    Gold labels live only in the stored files, never in the database or on a page:
+    this row keeps sizes, the label set, the fingerprint and the longest inputs' ids.
+    """
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="imports")
+    fingerprint = models.CharField(max_length=32, help_text="Content hash of the canonical examples.")
+    source_path = models.CharField(max_length=1000, help_text="The directory the official files were read from.")
+    stored_path = models.CharField(max_length=1000, help_text="Where the validated DatasetDict is saved.")
+    split_sizes = models.JSONField(default=dict)
+    label_set = models.JSONField(default=list)
+    longest_examples = models.JSONField(default=list, help_text="[{split, id, length}] of the longest inputs.")
+    notes = models.JSONField(default=list, blank=True)
+    imported_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "fingerprint"], name="unique_import_per_content")]
+        ordering = ["-imported_at"]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.slug}@{self.fingerprint}"
 
 
 class Benchmark(PluginContributed):

@@ -166,6 +166,8 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
                 "source": spec.source,
                 "licence": spec.licence,
                 "citation": spec.citation,
+                "adapter": _jsonable(dataclasses.asdict(spec.adapter)) if spec.adapter else None,
+                "demo": spec.demo,
                 "plugin": origin[("datasets", slug)],
                 "active": True,
             },

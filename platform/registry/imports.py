@@ -1,0 +1,106 @@
+"""Import a dataset's official files: validate everything, then store it, all or nothing.
+
+Validation happens completely before anything is written. The DatasetDict is
+saved to a temporary directory and renamed into place, and the database row is
+written in a transaction; if that fails the new directory is removed. So an
+import either registers a whole, valid dataset or leaves no trace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from biolm.dataset_io import DataFormatError, LoadedDataset, load_dataset_files
+from biolm.plugins import Contributions
+from biolm.specs import DatasetSpec
+from registry.models import Dataset, DatasetImport
+from registry.sync import load_contributions
+
+logger = logging.getLogger("biolm.imports")
+
+
+class UnknownDatasetError(LookupError):
+    pass
+
+
+@dataclass
+class ImportOutcome:
+    record: DatasetImport
+    loaded: LoadedDataset
+    created: bool
+
+
+def datasets_root() -> Path:
+    return Path(settings.BIOLM_VAR_DIR) / "datasets"
+
+
+def dataset_spec(slug: str, contributions: Contributions | None = None) -> DatasetSpec:
+    contributions = contributions or load_contributions()
+    spec = contributions.datasets.get(slug)
+    if spec is None:
+        close = difflib.get_close_matches(slug.lower(), list(contributions.datasets), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownDatasetError(f"unknown dataset {slug!r}{hint}; `manage.py datasets` lists them")
+    return spec
+
+
+def default_directory(spec: DatasetSpec) -> Path | None:
+    """Where the dataset's files are expected when no --path is given."""
+    if spec.adapter is None or not spec.adapter.default_path:
+        return None
+    path = Path(spec.adapter.default_path)
+    return path if path.is_absolute() else Path(settings.BIOLM_DATA_DIR) / path
+
+
+def import_dataset(slug: str, path: Path | None = None, contributions: Contributions | None = None) -> ImportOutcome:
+    """Validate and register ``slug`` from ``path`` (default: its directory under BIOLM_DATA_DIR)."""
+    spec = dataset_spec(slug, contributions)
+    if spec.adapter is None:
+        raise DataFormatError(slug, "this dataset has no adapter: biolm cannot read its files yet")
+    directory = Path(path) if path is not None else default_directory(spec)
+    if directory is None:
+        raise DataFormatError(slug, "no --path given and the dataset has no default location")
+    dataset = Dataset.objects.filter(slug=slug, active=True).first()
+    if dataset is None:
+        raise UnknownDatasetError(f"dataset {slug!r} is not in the database; run `manage.py sync_plugins` first")
+
+    loaded = load_dataset_files(spec, directory)  # raises DataFormatError before anything is written
+    target = datasets_root() / slug / loaded.fingerprint
+    created_dir = False
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{loaded.fingerprint}-", dir=target.parent))
+        try:
+            loaded.to_datasetdict().save_to_disk(str(staging / "data"))
+            (staging / "data").rename(target)
+            created_dir = True
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with transaction.atomic():
+            record, created = DatasetImport.objects.update_or_create(
+                dataset=dataset,
+                fingerprint=loaded.fingerprint,
+                defaults={
+                    "source_path": str(Path(directory).resolve()),
+                    "stored_path": str(target),
+                    "split_sizes": loaded.sizes,
+                    "label_set": loaded.label_set,
+                    "longest_examples": loaded.longest_examples(),
+                    "notes": loaded.notes,
+                },
+            )
+    except Exception:
+        if created_dir:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    logger.info("imported %s (%s): %s", slug, loaded.fingerprint, loaded.sizes)
+    return ImportOutcome(record, loaded, created)

@@ -1,0 +1,81 @@
+"""``manage.py import_dataset NAME [--path DIR]``: validate and register a dataset's official files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from biolm.dataset_io import DataFormatError
+from registry.imports import UnknownDatasetError, dataset_spec, default_directory, import_dataset
+from registry.sync import load_contributions
+
+
+class Command(BaseCommand):
+    help = (
+        "Read a dataset's official files with its adapter, validate every example, and register it "
+        "(content fingerprint, split sizes, label set, longest inputs). Nothing is kept if anything is wrong."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("names", nargs="*", metavar="NAME", help="Dataset slug(s), e.g. ncbi-disease.")
+        parser.add_argument(
+            "--path", type=Path, help="Directory of the official files (default: under BIOLM_DATA_DIR)."
+        )
+        parser.add_argument(
+            "--available", action="store_true", help="Import every dataset whose files are at their default location."
+        )
+        parser.add_argument("--json", action="store_true", help="Print JSON instead of text.")
+
+    def handle(self, *args, **options) -> None:
+        contributions = load_contributions()
+        names = list(options["names"])
+        if options["available"]:
+            names += [
+                slug
+                for slug, spec in contributions.datasets.items()
+                if (directory := default_directory(spec)) is not None and directory.is_dir() and slug not in names
+            ]
+        if not names:
+            raise CommandError("name a dataset (e.g. `import_dataset ncbi-disease`) or pass --available")
+        if options["path"] and len(names) > 1:
+            raise CommandError("--path applies to one dataset; name exactly one")
+        results = []
+        for name in names:
+            try:
+                dataset_spec(name, contributions)
+                outcome = import_dataset(name, options["path"], contributions)
+            except (UnknownDatasetError, DataFormatError) as exc:
+                raise CommandError(f"{name}: {exc}") from None
+            record = outcome.record
+            results.append(
+                {
+                    "dataset": name,
+                    "fingerprint": record.fingerprint,
+                    "source_path": record.source_path,
+                    "split_sizes": record.split_sizes,
+                    "label_set": record.label_set,
+                    "longest_examples": record.longest_examples,
+                    "notes": record.notes,
+                    "created": outcome.created,
+                }
+            )
+            if not options["json"]:
+                self._describe(results[-1])
+        if options["json"]:
+            self.stdout.write(json.dumps(results, indent=2))
+
+    def _describe(self, result: dict) -> None:
+        state = "imported" if result["created"] else "already imported (same content)"
+        self.stdout.write(self.style.SUCCESS(f"{result['dataset']}: {state}, fingerprint {result['fingerprint']}"))
+        sizes = ", ".join(f"{split} {n:,}" for split, n in result["split_sizes"].items())
+        self.stdout.write(f"  from {result['source_path']}\n  examples: {sizes}")
+        labels = result["label_set"]
+        if labels:
+            shown = ", ".join(labels[:12]) + (f", ... ({len(labels)} in all)" if len(labels) > 12 else "")
+            self.stdout.write(f"  labels: {shown}")
+        longest = ", ".join(f"{e['split']}:{e['id']} ({e['length']:,})" for e in result["longest_examples"])
+        self.stdout.write(f"  longest inputs: {longest}")
+        for note in result["notes"]:
+            self.stdout.write(self.style.WARNING(f"  note: {note}"))

@@ -1,0 +1,20 @@
+"""Readers of official dataset distribution formats, one module per format family.
+
+Each module declares ``ADAPTERS: dict[slug, AdapterSpec]`` next to the readers they
+name; the catalogue modules (plugins/datasets/*.py) attach them to their specs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from biolm.specs import AdapterSpec, DatasetSpec
+
+
+def with_adapters(specs: Iterable[DatasetSpec], *adapters: Mapping[str, AdapterSpec]) -> tuple[DatasetSpec, ...]:
+    """The specs with their adapters attached; a slug with no adapter keeps ``adapter=None``."""
+    merged: dict[str, AdapterSpec] = {}
+    for mapping in adapters:
+        merged.update(mapping)
+    return tuple(dataclasses.replace(s, adapter=merged[s.slug]) if s.slug in merged else s for s in specs)
