@@ -47,19 +47,24 @@ def open_text(path: Path) -> Any:
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, line without newline)``; bad encoding and empty files are errors."""
+    """Yield ``(line number, line without newline)``; bad encoding and empty files are errors.
+
+    Lines are decoded one at a time so a bad byte is reported on its own line.
+    """
     if not path.exists():
         raise DataFormatError(path, "file not found")
     empty = True
     line_no = 0
     try:
-        with open_text(path) as handle:
-            for line_no, line in enumerate(handle, start=1):
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
                 empty = False
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    message = f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
+                    raise DataFormatError(path, message, line_no) from None
                 yield line_no, line.rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        message = f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)"
-        raise DataFormatError(path, message, line_no + 1) from None
     except (OSError, EOFError) as exc:  # e.g. a truncated gzip stream
         raise DataFormatError(path, f"cannot be read: {exc}", line_no + 1 if line_no else None) from exc
     if empty:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import pluggy
 
 from biolm.specs import DatasetSpec, SplitSpec
+from plugins.datasets.readers import all_adapters, with_adapters
 
 hookimpl = pluggy.HookimplMarker("biolm")
 
@@ -198,4 +199,4 @@ DATASETS: tuple[DatasetSpec, ...] = (
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
     """Biomedical datasets of seeds 000, 001 and 003 that BLURB does not include."""
-    return list(DATASETS)
+    return list(with_adapters(DATASETS, all_adapters()))

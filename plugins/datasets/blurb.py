@@ -23,6 +23,7 @@ from __future__ import annotations
 import pluggy
 
 from biolm.specs import DatasetSpec, SplitSpec
+from plugins.datasets.readers import all_adapters, with_adapters
 
 hookimpl = pluggy.HookimplMarker("biolm")
 
@@ -319,4 +320,4 @@ DATASETS: tuple[DatasetSpec, ...] = (
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
     """The BLURB datasets with the split sizes and metrics of seed 004 Table 3."""
-    return list(DATASETS)
+    return list(with_adapters(DATASETS, all_adapters()))

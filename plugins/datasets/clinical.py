@@ -31,6 +31,7 @@ from __future__ import annotations
 import pluggy
 
 from biolm.specs import DatasetSpec, SplitSpec
+from plugins.datasets.readers import all_adapters, with_adapters
 
 hookimpl = pluggy.HookimplMarker("biolm")
 
@@ -377,4 +378,4 @@ DATASETS: tuple[DatasetSpec, ...] = (
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
     """Clinical datasets of seeds 000-002; all but OpenI need a data use agreement."""
-    return list(DATASETS)
+    return list(with_adapters(DATASETS, all_adapters()))

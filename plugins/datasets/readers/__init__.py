@@ -7,9 +7,34 @@ name; the catalogue modules (plugins/datasets/*.py) attach them to their specs.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Iterable, Mapping
 
 from biolm.specs import AdapterSpec, DatasetSpec
+
+READER_MODULES = (
+    "conll",
+    "relation_tsv",
+    "biosses",
+    "hoc",
+    "pubmedqa",
+    "bioasq",
+    "litcovid",
+    "squad",
+    "clinical",
+)
+
+
+def all_adapters() -> dict[str, AdapterSpec]:
+    """Every reader module's ADAPTERS, merged (a slug declared twice is a programming error)."""
+    merged: dict[str, AdapterSpec] = {}
+    for name in READER_MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        clash = set(merged) & set(module.ADAPTERS)
+        if clash:
+            raise ValueError(f"adapters for {sorted(clash)} are declared twice (readers.{name})")
+        merged.update(module.ADAPTERS)
+    return merged
 
 
 def with_adapters(specs: Iterable[DatasetSpec], *adapters: Mapping[str, AdapterSpec]) -> tuple[DatasetSpec, ...]:

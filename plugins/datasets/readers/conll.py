@@ -1,0 +1,218 @@
+"""Token-tagging datasets distributed as CoNLL-style ``token<TAB>tag`` files.
+
+Every NER and PICO distribution we use has the same shape: one token per line, a tab, its
+tag; a blank line between sentences; one file per split. They differ only in three ways,
+which are options of the single reader :func:`read_conll` instead of near-copies of it:
+
+* **file names** -- BLURB writes ``dev.tsv``, Crichton et al. and BioBERT write
+  ``devel.tsv``; both are looked for (a ``.gz`` of either too), and finding both is an error
+  rather than a silent choice.
+* **document markers** (``docstart``) -- the BLURB JNLPBA and EBM PICO files start every
+  abstract with ``-DOCSTART- <PMID>`` (JNLPBA) or ``-DOCSTART- (<PMID>)`` (EBM PICO) and a
+  blank line. With ``docstart="pmid"`` that PMID becomes the ``document_id`` of the sentences
+  that follow and the marker line is not a sentence; a marker also ends a sentence, because
+  17 EBM PICO dev abstracts do not end with a blank line. The other distributions have no
+  markers (``docstart="none"``, where a marker line is an error), so each sentence is its own
+  document: ``document_id`` is the sentence's ``id``. Sentence ids are ``<split>-<index>``, not
+  PMID-based, because the JNLPBA files repeat three abstracts under the same PMID (train
+  97218353; test 98282479 and 98281994), each time with slightly different tokens.
+* **entity types in tags** (``collapse_types``) -- Crichton et al.'s files type their tags
+  (``B-Chemical``), BLURB and BioBERT strip the type (``B``), which loses nothing when a
+  corpus has one type. BC4CHEMD is catalogued with untyped ``B``/``I``/``O`` as BioBERT and
+  Bioformer used it, so its adapter collapses Crichton's typed tags; a second entity type in
+  a file is an error, because merging types would change the task. LINNAEUS keeps
+  Crichton's ``B-Species``/``I-Species``, which is what the catalogue lists.
+
+Splits that a distribution lacks are named in ``optional_splits`` (both the adapter's and the
+reader's option, so a missing required file is reported with the names looked for):
+
+* EBM PICO has no train split here: every copy of the BLURB ``train.tsv`` (and of the
+  EBM-NLP corpus it is built from) is at least 4 MiB, and files of that size were absent from
+  the repository snapshots the data directory was collected from. To build it, download
+  ``ebm_nlp_2_00.tar.gz`` from github.com/bepnye/EBM-NLP and apply BLURB's data_generation
+  procedure with ``EBM-PICO/blurb/train_pmid.tsv`` (see the data README).
+
+Content checks (tags in the label set, one tag per token, no white space in tokens) are left
+to :func:`biolm.dataset_io.validate_examples`; this module only raises
+:class:`~biolm.dataset_io.DataFormatError` for what is wrong with the file's syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from biolm.dataset_io import DataFormatError, read_lines
+from biolm.specs import SPLIT_NAMES, AdapterSpec
+
+READER = "plugins.datasets.readers.conll:read_conll"
+
+SPLIT_FILES: dict[str, tuple[str, ...]] = {
+    "train": ("train.tsv", "train.tsv.gz"),
+    "dev": ("dev.tsv", "dev.tsv.gz", "devel.tsv", "devel.tsv.gz"),
+    "test": ("test.tsv", "test.tsv.gz"),
+}
+DOCSTART_MODES = ("none", "pmid")
+
+_DOCSTART = "-DOCSTART-"
+_DOCSTART_PMID = re.compile(r"^-DOCSTART- (?:(\d+)|\((\d+)\))$")
+_TYPED_TAG = re.compile(r"^([BI])-(.+)$")
+
+
+def read_conll(
+    directory: Path,
+    *,
+    docstart: str = "none",
+    collapse_types: bool = False,
+    optional_splits: Sequence[str] = (),
+) -> dict[str, list[dict]]:
+    """Read ``train``/``dev``/``test`` ``token<TAB>tag`` files into token-tagging examples.
+
+    ``docstart``: ``"none"`` (no ``-DOCSTART-`` lines allowed) or ``"pmid"`` (every document
+    starts with ``-DOCSTART- <PMID>`` or ``-DOCSTART- (<PMID>)``). ``collapse_types`` turns
+    ``B-Type``/``I-Type`` into ``B``/``I`` for single-type corpora. A split in
+    ``optional_splits`` may have no file; any other missing file is an error.
+    """
+    if docstart not in DOCSTART_MODES:
+        raise ValueError(f"docstart must be one of {DOCSTART_MODES}, got {docstart!r}")
+    directory = Path(directory)
+    splits: dict[str, list[dict]] = {}
+    for split in SPLIT_NAMES:
+        path = split_file(directory, split)
+        if path is None:
+            if split in optional_splits:
+                continue
+            looked_for = ", ".join(SPLIT_FILES[split])
+            raise DataFormatError(directory, f"no file for the {split} split; looked for {looked_for}")
+        splits[split] = read_conll_file(path, split, docstart=docstart, collapse_types=collapse_types)
+    return splits
+
+
+def split_file(directory: Path, split: str) -> Path | None:
+    """The one file of ``split`` in ``directory``; two candidates at once are an error."""
+    found = [directory / name for name in SPLIT_FILES[split] if (directory / name).is_file()]
+    if len(found) > 1:
+        names = " and ".join(p.name for p in found)
+        raise DataFormatError(directory, f"found both {names} for the {split} split; expected exactly one")
+    return found[0] if found else None
+
+
+def read_conll_file(path: Path, split: str, *, docstart: str = "none", collapse_types: bool = False) -> list[dict]:
+    """The sentences of one ``token<TAB>tag`` file, each tagged with ``_where`` = its first line."""
+    examples: list[dict] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+    start = 0
+    document: str | None = None
+    entity_type: tuple[str, int] | None = None  # (type, line) of the first typed tag, for collapse_types
+
+    def end_sentence() -> None:
+        if not tokens:
+            return
+        sentence_id = f"{split}-{len(examples)}"
+        examples.append(
+            {
+                "id": sentence_id,
+                "document_id": document if document is not None else sentence_id,
+                "tokens": list(tokens),
+                "tags": list(tags),
+                "_where": f"{path}:{start}",
+            }
+        )
+        tokens.clear()
+        tags.clear()
+
+    for line_no, line in read_lines(path):
+        if line.startswith(_DOCSTART):
+            end_sentence()
+            document = _document_id(path, line, line_no, docstart)
+            continue
+        if not line.strip():
+            end_sentence()
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(
+                path, f"expected 2 tab-separated columns (token<TAB>tag), found {len(fields)}: {line[:80]!r}", line_no
+            )
+        token, tag = fields
+        if not token or not tag:
+            empty = "token" if not token else "tag"
+            raise DataFormatError(path, f"expected token<TAB>tag, found an empty {empty}: {line[:80]!r}", line_no)
+        if docstart == "pmid" and document is None:
+            raise DataFormatError(path, "expected a '-DOCSTART- <PMID>' line before the first sentence", line_no)
+        if collapse_types:
+            tag, entity_type = _collapse(path, tag, line_no, entity_type)
+        if not tokens:
+            start = line_no
+        tokens.append(token)
+        tags.append(tag)
+    end_sentence()
+    if not examples:
+        raise DataFormatError(path, "has no sentences; expected token<TAB>tag lines, a blank line between sentences")
+    return examples
+
+
+def _document_id(path: Path, line: str, line_no: int, docstart: str) -> str:
+    if docstart == "none":
+        raise DataFormatError(
+            path, "unexpected -DOCSTART- line: this distribution has no document markers (docstart='none')", line_no
+        )
+    match = _DOCSTART_PMID.match(line.rstrip())
+    if match is None:
+        raise DataFormatError(
+            path, f"expected '-DOCSTART- <PMID>' or '-DOCSTART- (<PMID>)', found {line[:80]!r}", line_no
+        )
+    return match.group(1) or match.group(2)
+
+
+def _collapse(path: Path, tag: str, line_no: int, seen: tuple[str, int] | None) -> tuple[str, tuple[str, int] | None]:
+    match = _TYPED_TAG.match(tag)
+    if match is None:
+        return tag, seen
+    prefix, entity_type = match.groups()
+    if seen is None:
+        return prefix, (entity_type, line_no)
+    if entity_type != seen[0]:
+        raise DataFormatError(
+            path,
+            f"found entity type {entity_type!r} after {seen[0]!r} (line {seen[1]}); collapsing B-/I- tags to "
+            "untyped B/I expects a single entity type",
+            line_no,
+        )
+    return prefix, seen
+
+
+def _adapter(
+    default_path: str, *, docstart: str = "none", collapse_types: bool = False, optional_splits: tuple[str, ...] = ()
+) -> AdapterSpec:
+    options: dict[str, object] = {}
+    if docstart != "none":
+        options["docstart"] = docstart
+    if collapse_types:
+        options["collapse_types"] = True
+    if optional_splits:
+        options["optional_splits"] = list(optional_splits)
+    return AdapterSpec(
+        schema="token-tagging",
+        reader=READER,
+        options=options,
+        default_path=default_path,
+        optional_splits=optional_splits,
+    )
+
+
+ADAPTERS: dict[str, AdapterSpec] = {
+    "bc5-chem": _adapter("BC5-chem/blurb"),
+    "bc5-disease": _adapter("BC5-disease/blurb"),
+    "ncbi-disease": _adapter("NCBI-disease/blurb"),
+    "bc2gm": _adapter("BC2GM/blurb"),
+    "jnlpba": _adapter("JNLPBA/blurb", docstart="pmid"),
+    # train is absent from this distribution (files >= 4 MiB were not in the snapshots): see the module docstring.
+    "ebm-pico": _adapter("EBM-PICO/blurb", docstart="pmid", optional_splits=("train",)),
+    "linnaeus": _adapter("LINNAEUS/crichton-IOB"),
+    "s800": _adapter("S800/biobert-NER"),
+    # Crichton et al.'s typed B-Chemical/I-Chemical collapsed to the catalogue's B/I/O; also reads BioBERT's copy.
+    "bc4chemd": _adapter("BC4CHEMD/crichton-IOB", collapse_types=True),
+}
