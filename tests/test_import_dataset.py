@@ -137,3 +137,13 @@ def test_dataset_page_shows_terms_and_how_to_bring_restricted_files(client):
     assert "restricted" in html
     assert "import_dataset mednli --path DIR" in html
     assert "Licence and terms" in html
+
+
+@pytest.mark.skipif(not (DATA_DIR / "BC5-disease" / "blurb").is_dir(), reason="BLURB BC5-disease files are absent")
+def test_datasets_compares_files_with_the_paper_in_the_papers_unit():
+    run("import_dataset", "bc5-disease")
+    row = next(r for r in json.loads(run("datasets", "--json")) if r["dataset"] == "bc5-disease")
+    assert row["imported_sizes"] == {"train": 4560, "dev": 4581, "test": 4797}  # sentences
+    assert row["imported_paper_unit_sizes"] == {"train": 4182, "dev": 4246, "test": 4424}  # mentions
+    assert row["differs_from_paper"] == {"dev": {"paper": 4244, "files": 4246}}
+    assert "differs:  dev has 4,246 in the files, 4,244 in the paper" in run("datasets")

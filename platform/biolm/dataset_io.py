@@ -144,6 +144,15 @@ class LoadedDataset:
         features = SCHEMAS[self.spec.adapter.schema]
         return DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in self.splits.items()})
 
+    def sizes_in_paper_units(self) -> dict[str, int]:
+        """Each split counted in the unit the dataset's paper uses (mentions, PICO elements, ...).
+
+        Papers count NER splits in entity mentions and PICO in tagged words, not sentences, so
+        comparing imported sizes with the paper needs the same unit.
+        """
+        units = {s.name: s.unit for s in self.spec.splits}
+        return {name: count_in_unit(rows, units.get(name, "examples")) for name, rows in self.splits.items()}
+
     def longest_examples(self, n: int = 3) -> list[dict]:
         """The longest inputs (in characters or words), so users see what the engine must handle."""
         found = []
@@ -152,6 +161,15 @@ class LoadedDataset:
                 found.append({"split": split, "id": row["id"], "length": example_length(row)})
         found.sort(key=lambda r: (-r["length"], r["split"], r["id"]))
         return found[:n]
+
+
+def count_in_unit(rows: list[dict], unit: str) -> int:
+    """Count ``rows`` in ``unit``: "mentions" are B tags, "PICO elements" non-O words, else examples."""
+    if unit == "mentions":
+        return sum(1 for row in rows for tag in row.get("tags", ()) if tag == "B" or tag.startswith("B-"))
+    if unit == "PICO elements":
+        return sum(1 for row in rows for tag in row.get("tags", ()) if tag != "O")
+    return len(rows)
 
 
 def example_length(row: Mapping[str, Any]) -> int:

@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import datasets
 from django.conf import settings
 from django.db import transaction
 
@@ -79,6 +80,7 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{loaded.fingerprint}-", dir=target.parent))
         try:
+            datasets.disable_progress_bars()  # the command prints one line per dataset instead
             loaded.to_datasetdict().save_to_disk(str(staging / "data"))
             (staging / "data").rename(target)
             created_dir = True
@@ -93,6 +95,7 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
                     "source_path": str(Path(directory).resolve()),
                     "stored_path": str(target),
                     "split_sizes": loaded.sizes,
+                    "paper_unit_sizes": loaded.sizes_in_paper_units(),
                     "label_set": loaded.label_set,
                     "longest_examples": loaded.longest_examples(),
                     "notes": loaded.notes,
@@ -102,5 +105,5 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
         if created_dir:
             shutil.rmtree(target, ignore_errors=True)
         raise
-    logger.info("imported %s (%s): %s", slug, loaded.fingerprint, loaded.sizes)
+    logger.debug("imported %s (%s): %s", slug, loaded.fingerprint, loaded.sizes)
     return ImportOutcome(record, loaded, created)

@@ -93,7 +93,8 @@ class DatasetImport(models.Model):
     fingerprint = models.CharField(max_length=32, help_text="Content hash of the canonical examples.")
     source_path = models.CharField(max_length=1000, help_text="The directory the official files were read from.")
     stored_path = models.CharField(max_length=1000, help_text="Where the validated DatasetDict is saved.")
-    split_sizes = models.JSONField(default=dict)
+    split_sizes = models.JSONField(default=dict, help_text="Examples per split.")
+    paper_unit_sizes = models.JSONField(default=dict, help_text="Per split, in the unit the paper counts.")
     label_set = models.JSONField(default=list)
     longest_examples = models.JSONField(default=list, help_text="[{split, id, length}] of the longest inputs.")
     notes = models.JSONField(default=list, blank=True)
@@ -105,6 +106,16 @@ class DatasetImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset.slug}@{self.fingerprint}"
+
+    def differences_from_paper(self) -> dict[str, tuple[int, int]]:
+        """{split: (paper, measured)} where the imported files differ from the paper's table."""
+        return {
+            split["name"]: (split["size"], self.paper_unit_sizes[split["name"]])
+            for split in self.dataset.splits
+            if split["size"] is not None
+            and split["name"] in self.paper_unit_sizes
+            and self.paper_unit_sizes[split["name"]] != split["size"]
+        }
 
 
 class Benchmark(PluginContributed):

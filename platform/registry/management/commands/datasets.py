@@ -36,6 +36,12 @@ class Command(BaseCommand):
                     "readable": spec.adapter is not None,
                     "paper_splits": {s.name: {"size": s.size, "unit": s.unit} for s in spec.splits},
                     "imported_sizes": latest.split_sizes if latest else None,
+                    "imported_paper_unit_sizes": latest.paper_unit_sizes if latest else None,
+                    "differs_from_paper": (
+                        {split: {"paper": p, "files": m} for split, (p, m) in latest.differences_from_paper().items()}
+                        if latest
+                        else {}
+                    ),
                     "fingerprint": latest.fingerprint if latest else None,
                     "notes": latest.notes if latest else [],
                     "default_path": str(directory) if directory else None,
@@ -57,11 +63,23 @@ class Command(BaseCommand):
                     for split, info in row["paper_splits"].items()
                     if info["size"] is not None
                 )
-                if row["imported_sizes"]:
-                    imported = ", ".join(f"{s} {n:,}" for s, n in row["imported_sizes"].items())
-                    self.stdout.write(f"      imported: {imported} examples ({row['fingerprint']})")
                 if paper:
                     self.stdout.write(f"      paper:    {paper}")
+                if row["imported_sizes"]:
+                    units = {split: info["unit"] for split, info in row["paper_splits"].items()}
+                    measured = ", ".join(
+                        f"{split} {n:,} {units.get(split, 'examples')}"
+                        for split, n in row["imported_paper_unit_sizes"].items()
+                    )
+                    examples = ", ".join(f"{s} {n:,}" for s, n in row["imported_sizes"].items())
+                    self.stdout.write(f"      files:    {measured} ({examples} examples; {row['fingerprint']})")
+                for split, sizes in row["differs_from_paper"].items():
+                    self.stdout.write(
+                        self.style.WARNING(
+                            f"      differs:  {split} has {sizes['files']:,} in the files, "
+                            f"{sizes['paper']:,} in the paper"
+                        )
+                    )
                 for note in row["notes"]:
                     self.stdout.write(self.style.WARNING(f"      note: {note}"))
                 if status == "available":
