@@ -16,6 +16,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py sync_plugins
+	$(PY) manage.py import_dataset --available
 	@echo "biolm leaderboard: http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

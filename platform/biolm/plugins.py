@@ -44,11 +44,13 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.datasets.blurb",
     "plugins.datasets.biomedical",
     "plugins.datasets.clinical",
+    "plugins.datasets.demo_catalogue",
     "plugins.benchmarks.blurb",
     "plugins.benchmarks.lewis2020",
     "plugins.benchmarks.bioformer",
     "plugins.benchmarks.gatortron",
     "plugins.benchmarks.clinical_longformer",
+    "plugins.benchmarks.blurb_mini",
 )
 
 # hook name -> (contribution kind, spec class)

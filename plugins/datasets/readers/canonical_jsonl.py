@@ -1,0 +1,98 @@
+"""Datasets already in a canonical schema, as JSON Lines: the shipped BLURB-mini demo data, or your own.
+
+Layout: ``<directory>/{train,dev,test}.jsonl`` (``.jsonl.gz`` also read), one example
+per line, each a JSON object with exactly the fields of the adapter's schema (``biolm.schemas``);
+blank lines are skipped. Because the examples are canonical already, this reader only parses: the
+fields, labels, tag counts and spans are checked by ``validate_examples`` like every other
+dataset's, and its errors quote the ``file:line`` this reader records in ``_where``. What only
+a JSONL parser can see is reported here with file and line: a line that is not JSON, a line
+that is not an object, a key repeated within an object, and the reserved key ``_where``.
+
+The demo data ships inside this package so that ``make demo`` needs no downloaded data: its
+adapters' ``default_path`` is the absolute folder ``DEMO_DATA_DIR / <slug>`` (an absolute default
+path is used as is, a relative one is taken under BIOLM_DATA_DIR).
+
+Everything under :data:`DEMO_DATA_DIR` is invented demo data (plugins/datasets/demo/generate.py
+regenerates it byte for byte); scores on it mean nothing about real performance.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from biolm.dataset_io import DataFormatError, read_lines
+from biolm.specs import SPLIT_NAMES, AdapterSpec
+
+DEMO_DATA_DIR = Path(__file__).resolve().parents[1] / "demo"
+READER = "plugins.datasets.readers.canonical_jsonl:read_canonical_jsonl"
+SPLIT_FILES = {split: (f"{split}.jsonl", f"{split}.jsonl.gz") for split in SPLIT_NAMES}
+
+
+def read_canonical_jsonl(directory: Path) -> dict[str, list[dict]]:
+    """Read ``directory / {train,dev,test}.jsonl``; every split file must exist."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise DataFormatError(folder, "is not a directory")
+    splits = {}
+    for split, names in SPLIT_FILES.items():
+        path = next((folder / name for name in names if (folder / name).is_file()), None)
+        if path is None:
+            raise DataFormatError(folder, f"no {split} file: looked for {' or '.join(repr(n) for n in names)}")
+        splits[split] = read_jsonl(path)
+    return splits
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The objects of a JSON Lines file, each with ``"_where": "file:line"``."""
+    examples = []
+    for line_no, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line, object_pairs_hook=_reject_repeated_keys)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line_no) from None
+        except _RepeatedKeyError as exc:
+            raise DataFormatError(path, f"the key {exc.key!r} appears twice in one object", line_no) from None
+        if not isinstance(value, dict):
+            raise DataFormatError(path, f"expected one JSON object per line, found {_json_type(value)}", line_no)
+        if "_where" in value:
+            raise DataFormatError(path, "the key '_where' is reserved for error locations", line_no)
+        value["_where"] = f"{path}:{line_no}"
+        examples.append(value)
+    return examples
+
+
+class _RepeatedKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _reject_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise _RepeatedKeyError(key)
+        result[key] = value
+    return result
+
+
+def _json_type(value: object) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _demo(schema: str, slug: str, multi_label: bool = False) -> AdapterSpec:
+    return AdapterSpec(schema=schema, reader=READER, default_path=str(DEMO_DATA_DIR / slug), multi_label=multi_label)
+
+
+ADAPTERS: dict[str, AdapterSpec] = {
+    "demo-ner": _demo("token-tagging", "demo-ner"),
+    "demo-pico": _demo("token-tagging", "demo-pico"),
+    "demo-relation": _demo("relation", "demo-relation"),
+    "demo-similarity": _demo("regression", "demo-similarity"),
+    "demo-doc-classification": _demo("classification", "demo-doc-classification", multi_label=True),
+    "demo-qa": _demo("classification", "demo-qa"),
+}
