@@ -21,21 +21,11 @@ from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_tsv
 from biolm.specs import AdapterSpec
+from plugins.datasets.blurb import HOC_HALLMARKS
 from plugins.datasets.readers.sentence_common import split_files
 
 HEADER = ("labels", "sentence", "index")
-HALLMARKS = (
-    "activating invasion and metastasis",
-    "avoiding immune destruction",
-    "cellular energetics",
-    "enabling replicative immortality",
-    "evading growth suppressors",
-    "genomic instability and mutation",
-    "inducing angiogenesis",
-    "resisting cell death",
-    "sustaining proliferative signaling",
-    "tumor promoting inflammation",
-)
+HALLMARKS = HOC_HALLMARKS  # the fixed order of the files' "<i>_<flag>" columns
 _INDEX = re.compile(r"(\d+)_s(\d+)")
 _FLAGS = ",".join(f"{i}_x" for i in range(len(HALLMARKS)))
 

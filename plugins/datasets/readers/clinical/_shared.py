@@ -311,6 +311,28 @@ def carve_dev(
     }
 
 
+def read_split_directories(
+    directory: Path,
+    read_split: Callable[[str, Path], list[dict]],
+    dev_fraction: float,
+    group: Callable[[dict], str] | None = None,
+) -> dict[str, list[dict]]:
+    """Read ``train/``, ``dev/`` and ``test/`` with ``read_split(split, path)``; carve dev out of train if absent."""
+    dirs = split_directories(directory)
+    splits = {split: read_split(split, path) for split, path in dirs.items() if path is not None}
+    if dirs["dev"] is None:
+        return carve_dev(splits, dev_fraction, dirs["train"], group)
+    return in_split_order(splits)
+
+
+def record_files(path: Path, suffix: str, expected: str) -> list[Path]:
+    """The record files of one split directory; none at all is an error naming what was expected."""
+    files = list(files_under(path, suffix))
+    if not files:
+        raise DataFormatError(path, f"no records: expected {expected}")
+    return files
+
+
 def in_split_order(splits: dict[str, list[dict]]) -> dict[str, list[dict]]:
     return {split: splits[split] for split in SPLITS if split in splits}
 

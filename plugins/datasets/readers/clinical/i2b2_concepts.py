@@ -53,13 +53,12 @@ from plugins.datasets.readers.clinical._shared import (
     OVERLAP_POLICIES,
     LineIndex,
     Mention,
-    carve_dev,
     check_option,
     decode_utf8,
     files_under,
-    in_split_order,
+    read_split_directories,
+    record_files,
     resolve_overlaps,
-    split_directories,
     tagged_examples,
 )
 
@@ -76,11 +75,7 @@ _TOKEN = re.compile(r"\S+")
 
 def read_i2b2_2010(directory: Path, dev_fraction: float = 0.1, overlaps: str = "error") -> dict[str, list[dict]]:
     check_option(overlaps, OVERLAP_POLICIES, "overlaps", directory)
-    dirs = split_directories(directory)
-    splits = {split: _read_2010_split(path, overlaps) for split, path in dirs.items() if path is not None}
-    if dirs["dev"] is None:
-        return carve_dev(splits, dev_fraction, dirs["train"])
-    return in_split_order(splits)
+    return read_split_directories(directory, lambda split, path: _read_2010_split(path, overlaps), dev_fraction)
 
 
 def _read_2010_split(split_dir: Path, overlaps: str) -> list[dict]:
@@ -167,18 +162,12 @@ def read_i2b2_2012(
     directory: Path, dev_fraction: float = 0.1, overlaps: str = "error", types: Sequence[str] | None = None
 ) -> dict[str, list[dict]]:
     check_option(overlaps, OVERLAP_POLICIES, "overlaps", directory)
-    dirs = split_directories(directory)
-    splits = {}
-    for split, path in dirs.items():
-        if path is None:
-            continue
-        files = list(files_under(path, ".xml"))
-        if not files:
-            raise DataFormatError(path, f"no records: expected <record>.xml files in {split}/")
-        splits[split] = [example for file in files for example in _read_2012_record(file, overlaps, types)]
-    if dirs["dev"] is None:
-        return carve_dev(splits, dev_fraction, dirs["train"])
-    return in_split_order(splits)
+
+    def read_split(split: str, path: Path) -> list[dict]:
+        files = record_files(path, ".xml", f"<record>.xml files in {split}/")
+        return [example for file in files for example in _read_2012_record(file, overlaps, types)]
+
+    return read_split_directories(directory, read_split, dev_fraction)
 
 
 def _attribute(body: str, name: str) -> str | None:

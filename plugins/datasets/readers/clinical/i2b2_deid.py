@@ -48,11 +48,11 @@ from plugins.datasets.readers.clinical._shared import (
     Mention,
     carve_dev,
     check_option,
-    files_under,
     in_split_order,
     log,
+    read_split_directories,
+    record_files,
     resolve_overlaps,
-    split_directories,
     tagged_examples,
 )
 from plugins.datasets.readers.clinical._xml import Element, parse_xml
@@ -177,18 +177,13 @@ def read_i2b2_2014_deid(
     directory: Path, dev_fraction: float = 0.1, unit: str = "document", check_text: bool = True
 ) -> dict[str, list[dict]]:
     check_option(unit, UNITS, "unit", directory)
-    dirs = split_directories(directory)
-    splits = {}
-    for split, path in dirs.items():
-        if path is None:
-            continue
-        files = list(files_under(path, ".xml"))
-        if not files:
-            raise DataFormatError(path, f"no records: expected <patient>-<record>.xml files in {split}/")
-        splits[split] = [example for file in files for example in _read_2014_record(file, unit, check_text)]
-    if dirs["dev"] is None:
-        return carve_dev(splits, dev_fraction, dirs["train"], group=lambda e: e["document_id"].split("-")[0])
-    return in_split_order(splits)
+
+    def read_split(split: str, path: Path) -> list[dict]:
+        files = record_files(path, ".xml", f"<patient>-<record>.xml files in {split}/")
+        return [example for file in files for example in _read_2014_record(file, unit, check_text)]
+
+    # By patient: no patient's records end up in both train and dev.
+    return read_split_directories(directory, read_split, dev_fraction, group=lambda e: e["document_id"].split("-")[0])
 
 
 def _same_text(annotated: str, found: str) -> bool:

@@ -51,15 +51,13 @@ from plugins.datasets.readers.clinical._shared import (
     UNITS,
     LineIndex,
     Mention,
-    carve_dev,
     check_option,
     decode_utf8,
     files_under,
-    in_split_order,
     log,
+    read_split_directories,
     resolve_overlaps,
     segments,
-    split_directories,
     tagged_examples,
 )
 
@@ -176,11 +174,12 @@ def _notes(split_dir: Path) -> list[Note]:
 
 
 def _read_splits(directory: Path, dev_fraction: float, build) -> dict[str, list[dict]]:
-    dirs = split_directories(directory)
-    splits = {split: [e for note in _notes(path) for e in build(note)] for split, path in dirs.items() if path}
-    if dirs["dev"] is None:
-        splits = carve_dev(splits, dev_fraction, dirs["train"], group=lambda e: e["_note"])
-    splits = in_split_order(splits)
+    splits = read_split_directories(
+        directory,
+        lambda split, path: [e for note in _notes(path) for e in build(note)],
+        dev_fraction,
+        group=lambda e: e["_note"],
+    )
     for rows in splits.values():
         for row in rows:
             del row["_note"]
