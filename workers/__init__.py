@@ -1,1 +1,1 @@
-"""Celery tasks and the Django-free ML engine (workers/engine) arrive with the fine-tuning issue."""
+"""Celery tasks (later) and the Django-free fine-tuning and evaluation engine (workers/engine)."""

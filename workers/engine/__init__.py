@@ -1,0 +1,1 @@
+"""The Django-free fine-tuning and evaluation engine."""

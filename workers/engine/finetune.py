@@ -1,0 +1,308 @@
+"""Fine-tune and evaluate one model on one dataset by the protocol, and write a results JSON.
+
+The spec in, results out: no Django, no database. The Celery layer (later) maps a Job row
+to a :class:`FinetuneSpec` and records the returned results; the CLI does the same from
+the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+from biolm.dataset_io import LoadedDataset, load_dataset_files
+from biolm.plugins import collect_contributions, get_plugin_manager
+from biolm.specs import DatasetSpec
+from workers.engine import efficiency
+from workers.engine.architectures import build_config, count_parameters, parse_architecture
+from workers.engine.encoding import (
+    LabelSpace,
+    decode_sequences,
+    decode_token_tagging,
+    encode_sequences,
+    encode_token_tagging,
+)
+from workers.engine.protocol import Summary, default_seeds, grid
+from workers.engine.scoring import score_predictions
+from workers.engine.tokenization import load_tokenizer, train_wordpiece
+from workers.engine.training import Hyperparameters, ProgressCallback, predict, seed_everything, train
+
+logger = logging.getLogger("biolm.engine")
+
+TOKEN_SCHEMAS = {"token-tagging"}
+SEQUENCE_SCHEMAS = {"classification", "regression", "relation"}
+
+
+@dataclass
+class FinetuneSpec:
+    """Everything a fine-tuning job needs; immutable once a job is queued."""
+
+    dataset: str
+    out: Path
+    model_dir: Path | None = None
+    architecture: str | None = None  # "bert:tiny", "bioformer:8l", ...
+    data_dir: Path | None = None
+    seeds: int | None = None
+    first_seed: int = 42
+    grid: str = "blurb"
+    epochs: int | None = None
+    learning_rate: float | None = None
+    batch_size: int | None = None
+    max_length: int = 512
+    eval_batch_size: int = 64
+    device: str = "auto"
+    precision: str = "auto"  # "bf16", "fp32" or "auto" (bf16 where the hardware has it)
+    load_entrypoints: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.model_dir is None) == (self.architecture is None):
+            raise ValueError("give exactly one of --model (a checkpoint directory) or --architecture NAME[:preset]")
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"--precision must be auto, bf16 or fp32, not {self.precision!r}")
+        if self.max_length < 8:
+            raise ValueError("--max-length must be at least 8")
+
+
+@dataclass
+class Prepared:
+    spec: DatasetSpec
+    data: LoadedDataset
+    labels: LabelSpace
+    features: dict[str, list]
+    tokenizer: object
+    task: str  # "token" or "sequence"
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """bf16 autocast where the hardware runs it natively (AMX/AVX512-BF16 CPUs, Ampere+ GPUs)."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        return torch.bfloat16
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+    return torch.bfloat16 if efficiency.cpu_has_native_bf16() else None
+
+
+def prepare(spec: FinetuneSpec) -> Prepared:
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=spec.load_entrypoints))
+    dataset = contributions.datasets.get(spec.dataset)
+    if dataset is None:
+        raise ValueError(f"unknown dataset {spec.dataset!r}; known: {', '.join(sorted(contributions.datasets))}")
+    if dataset.adapter is None:
+        raise ValueError(f"dataset {spec.dataset!r} has no adapter to read its files")
+    schema = dataset.adapter.schema
+    if schema not in TOKEN_SCHEMAS | SEQUENCE_SCHEMAS:
+        raise ValueError(f"dataset {spec.dataset!r} uses the {schema} schema, which the engine does not fine-tune yet")
+    directory = spec.data_dir or _default_directory(dataset)
+    data = load_dataset_files(dataset, directory)
+    if "train" not in data.splits:
+        raise ValueError(f"{directory}: dataset {spec.dataset!r} has no train split here, so it cannot be fine-tuned")
+    labels = _label_space(dataset, data)
+    if spec.model_dir is not None:
+        tokenizer = load_tokenizer(spec.model_dir)
+    else:
+        vocab_size = int(build_config(*parse_architecture(spec.architecture)).vocab_size)
+        tokenizer = train_wordpiece(_texts(data.splits["train"]), vocab_size)
+        logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, spec.dataset)
+    task = "token" if schema in TOKEN_SCHEMAS else "sequence"
+    features = {}
+    for split, rows in data.splits.items():
+        if task == "token":
+            features[split] = encode_token_tagging(rows, tokenizer, labels, spec.max_length)
+        else:
+            pair_key = "text_pair" if schema != "relation" else None
+            features[split] = encode_sequences(rows, tokenizer, labels, spec.max_length, pair_key=pair_key)
+    return Prepared(dataset, data, labels, features, tokenizer, task)
+
+
+def _default_directory(dataset: DatasetSpec) -> Path:
+    import os
+
+    path = Path(dataset.adapter.default_path)
+    if path.is_absolute():
+        return path
+    root = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+    return root / path
+
+
+def _texts(rows: list[dict]):
+    for row in rows:
+        if "tokens" in row:
+            yield " ".join(row["tokens"])
+        else:
+            yield row.get("text", "")
+            if row.get("text_pair"):
+                yield row["text_pair"]
+
+
+def _label_space(dataset: DatasetSpec, data: LoadedDataset) -> LabelSpace:
+    schema = dataset.adapter.schema
+    if schema == "regression":
+        return LabelSpace(("score",), "regression")
+    names = tuple(dataset.labels) or tuple(data.label_set)
+    if schema == "token-tagging" and "O" in names:
+        names = ("O", *(n for n in names if n != "O"))  # so a word with no prediction defaults to O
+    return LabelSpace(names, "multi" if dataset.adapter.multi_label else "single")
+
+
+def build_model(spec: FinetuneSpec, prepared: Prepared) -> torch.nn.Module:
+    labels = prepared.labels
+    head = AutoModelForTokenClassification if prepared.task == "token" else AutoModelForSequenceClassification
+    problem = {"multi": "multi_label_classification", "regression": "regression"}.get(
+        labels.kind, "single_label_classification"
+    )
+    kwargs = {
+        "num_labels": labels.size,
+        "id2label": dict(enumerate(labels.names)),
+        "label2id": labels.index(),
+        "problem_type": problem if prepared.task == "sequence" else None,
+    }
+    if spec.model_dir is not None:
+        # A checkpoint may carry another task's head (or none): its classifier is replaced, never reused.
+        return head.from_pretrained(str(spec.model_dir), local_files_only=True, ignore_mismatched_sizes=True, **kwargs)
+    config = build_config(
+        *parse_architecture(spec.architecture),
+        vocab_size=len(prepared.tokenizer),
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        **kwargs,
+    )
+    return head.from_config(config)
+
+
+@dataclass
+class RunResult:
+    hyperparameters: dict
+    seed: int
+    metrics: dict[str, dict[str, float]]  # split -> metric -> value
+    train: dict
+    inference: dict
+    predictions: dict[str, list] = field(default_factory=dict)
+
+
+def run_once(
+    spec: FinetuneSpec,
+    prepared: Prepared,
+    hp: Hyperparameters,
+    seed: int,
+    splits: tuple[str, ...],
+    device: torch.device,
+    dtype: torch.dtype | None,
+    progress: ProgressCallback | None,
+) -> RunResult:
+    seed_everything(seed)  # the classifier head's initialisation is part of the seed's run
+    model = build_model(spec, prepared)
+    pad_id = prepared.tokenizer.pad_token_id
+    stats = train(model, prepared.features["train"], hp, seed, pad_id, device, dtype, progress)
+    metrics, predictions, inference = {}, {}, {}
+    for split in splits:
+        if split not in prepared.features:
+            continue
+        features = prepared.features[split]
+        logits, seconds = predict(model, features, spec.eval_batch_size, pad_id, device, dtype)
+        rows = prepared.data.splits[split]
+        if prepared.task == "token":
+            predicted = decode_token_tagging(features, logits, rows, prepared.labels)
+        else:
+            import numpy as np
+
+            predicted = decode_sequences(np.stack(logits), prepared.labels)
+        metrics[split] = score_predictions(prepared.spec, prepared.labels, rows, predicted)
+        predictions[split] = predicted
+        tokens = sum(len(f) for f in features)
+        inference[split] = {
+            "seconds": seconds,
+            "tokens_per_second": tokens / seconds if seconds else None,
+            "latency_ms_per_example": 1000 * seconds / len(rows),
+        }
+    return RunResult(
+        hyperparameters=asdict(hp),
+        seed=seed,
+        metrics=metrics,
+        train={
+            "steps": stats.steps,
+            "seconds": stats.seconds,
+            "real_tokens": stats.real_tokens,
+            "padded_tokens": stats.padded_tokens,
+            "tokens_per_second": stats.tokens_per_second,
+            "final_loss": stats.final_loss,
+        },
+        inference=inference,
+        predictions=predictions,
+    )
+
+
+def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
+    """Grid on dev, then seeds on test at the chosen point; returns (and writes) the results."""
+    device = resolve_device(spec.device)
+    dtype = resolve_dtype(spec.precision, device)
+    prepared = prepare(spec)
+    metric = prepared.spec.metric
+    points = grid(spec.grid, prepared.spec.task_type, spec.epochs)
+    if spec.learning_rate or spec.batch_size:
+        points = [
+            Hyperparameters(spec.learning_rate or p.learning_rate, spec.batch_size or p.batch_size, p.epochs)
+            for p in points[:1]
+        ]
+    seeds = [spec.first_seed + i for i in range(spec.seeds or default_seeds(spec.dataset))]
+    efficiency.reset_peak_memory(device)
+
+    def progress(label: str) -> ProgressCallback | None:
+        return progress_factory(label) if progress_factory else None
+
+    search = []
+    for hp in points:
+        result = run_once(spec, prepared, hp, seeds[0], ("dev", "test"), device, dtype, progress(f"dev {hp.key()}"))
+        search.append(result)
+    with_dev = [r for r in search if "dev" in r.metrics]
+    best = max(with_dev, key=lambda r: _finite(r.metrics["dev"][metric])) if with_dev else search[0]
+    chosen = Hyperparameters(**best.hyperparameters)
+    runs = [best]
+    for seed in seeds[1:]:
+        runs.append(run_once(spec, prepared, chosen, seed, ("dev", "test"), device, dtype, progress(f"seed {seed}")))
+
+    test_values = [r.metrics["test"][metric] for r in runs if "test" in r.metrics]
+    model_for_count = build_model(spec, prepared)
+    results = {
+        "dataset": spec.dataset,
+        "metric": metric,
+        "model": str(spec.model_dir) if spec.model_dir else spec.architecture,
+        "chosen_hyperparameters": asdict(chosen),
+        "selection": [{"hyperparameters": r.hyperparameters, "dev": r.metrics.get("dev", {})} for r in search],
+        "test": asdict(Summary.of(test_values)) if test_values else None,
+        "runs": [
+            {
+                "seed": r.seed,
+                "hyperparameters": r.hyperparameters,
+                "metrics": r.metrics,
+                "train": r.train,
+                "inference": r.inference,
+            }
+            for r in runs
+        ],
+        "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
+        "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": prepared.data.notes},
+        "efficiency": efficiency.summary(runs, count_parameters(model_for_count), device),
+        "provenance": efficiency.provenance(device, dtype, seeds),
+    }
+    spec.out.mkdir(parents=True, exist_ok=True)
+    (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    return results
+
+
+def _finite(value: float) -> float:
+    return value if isinstance(value, float | int) and math.isfinite(value) else float("-inf")

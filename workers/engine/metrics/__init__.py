@@ -1,0 +1,102 @@
+"""Every metric the platform's benchmarks use, on the 0-100 scale the papers print.
+
+Uniform signature: ``METRICS[slug](gold, pred, **options) -> float``, keyed by exactly the slugs of
+``plugins/tasks/metrics.py``. ``gold`` and ``pred`` are aligned sequences (one item per example);
+options are keyword-only and an unknown option raises ``TypeError`` rather than being ignored.
+Inputs per family (modules: ``tagging``, ``classification``, ``qa``):
+
+* entity-*: lists of sentences of tags (``B-Chemical``, ``I``, ``O``); ``mode="conlleval"``
+  (default) or ``mode="strict", scheme="IOB2" | "IOBES" | "BILOU" | "IO"``.
+* token-macro-f1: sentences of word tags (``I-PAR``/``O``), or of sets of elements per word.
+* micro-f1, macro-f1, binary-f1, precision, recall: one label per example, or multi-label rows
+  (a 2-D 0/1 matrix, or one ``set``/``frozenset`` of labels per example). Options ``positive=``,
+  ``negative=`` and ``labels=`` say which classes count (see ``classification._positive_labels``).
+* average-micro-f1 (HoC): multi-label rows per abstract (``pool_by_document`` ORs sentence labels);
+  ``definition="micro"`` (default: the leaderboard's, as LinkBERT computes it) or ``"blue"`` (BLUE).
+* pearson: numbers; accuracy: labels; roc-auc: ``pred`` holds scores, not labels.
+* exact-match, squad-f1: ``gold`` holds one answer or a list of acceptable answers per question.
+* strict-accuracy, lenient-accuracy, mrr: ``pred`` holds each question's ranked answers.
+
+Undefined precision, recall and F1 (no predicted or no gold positives) count as 0, as in seqeval and scikit-learn
+(``zero_division="warn"``), so a model that predicts nothing scores 0 instead of crashing a run.
+Nothing is ever dropped: inputs of different lengths raise ``ValueError`` (METRICS.md's trap of
+the Hugging Face NER example silently ignoring gold labels beyond the maximum length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workers.engine.metrics.classification import (
+    accuracy,
+    average_micro_f1,
+    binary_f1,
+    macro_f1,
+    micro_f1,
+    pearson,
+    pool_by_document,
+    precision,
+    recall,
+    roc_auc,
+)
+from workers.engine.metrics.common import PRF
+from workers.engine.metrics.qa import exact_match, lenient_accuracy, mrr, normalize_answer, squad_f1, strict_accuracy
+from workers.engine.metrics.tagging import entity_f1, entity_precision, entity_recall, entity_scores, token_macro_f1
+
+__all__ = [
+    "METRICS",
+    "PRF",
+    "accuracy",
+    "average_micro_f1",
+    "binary_f1",
+    "compute",
+    "entity_f1",
+    "entity_precision",
+    "entity_recall",
+    "entity_scores",
+    "exact_match",
+    "lenient_accuracy",
+    "macro_f1",
+    "micro_f1",
+    "mrr",
+    "normalize_answer",
+    "pearson",
+    "pool_by_document",
+    "precision",
+    "recall",
+    "roc_auc",
+    "squad_f1",
+    "strict_accuracy",
+    "token_macro_f1",
+]
+
+METRICS: dict[str, Callable[..., float]] = {
+    "entity-f1": entity_f1,
+    "entity-precision": entity_precision,
+    "entity-recall": entity_recall,
+    "token-macro-f1": token_macro_f1,
+    "micro-f1": micro_f1,
+    "macro-f1": macro_f1,
+    "binary-f1": binary_f1,
+    "precision": precision,
+    "recall": recall,
+    "average-micro-f1": average_micro_f1,
+    "pearson": pearson,
+    "accuracy": accuracy,
+    "exact-match": exact_match,
+    "squad-f1": squad_f1,
+    "roc-auc": roc_auc,
+    "strict-accuracy": strict_accuracy,
+    "lenient-accuracy": lenient_accuracy,
+    "mrr": mrr,
+}
+
+
+def compute(slug: str, gold: Any, pred: Any, **options: Any) -> float:
+    """``METRICS[slug](gold, pred, **options)``, with an error naming the known slugs."""
+    try:
+        metric = METRICS[slug]
+    except KeyError:
+        raise KeyError(f"no metric {slug!r}; known: {', '.join(sorted(METRICS))}") from None
+    return metric(gold, pred, **options)

@@ -1,0 +1,183 @@
+"""Entity-level scores of tag sequences (NER, de-identification) and EBM PICO's word-level macro F1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+
+from workers.engine.metrics.common import PRF, check_aligned, prf, sets_to_matrix
+
+# strict schemes: (allowed prefixes, one-token entity prefix, closing prefix an entity must end with)
+_SCHEMES = {
+    "IOB2": ("BIO", None, None),
+    "IOBES": ("BIESO", "S", "E"),
+    "BILOU": ("BILUO", "U", "L"),
+    "IO": ("IO", None, None),
+}
+_SCHEME_ALIASES = {"BIO": "IOB2", "BIOES": "IOBES", "BIOUL": "BILOU"}
+_AS_IOBES = {"U": "S", "L": "E"}
+
+
+@lru_cache(maxsize=4096)
+def _parse(label: str) -> tuple[str, str]:
+    """(prefix, type) of a tag; untyped tags (``B``) get seqeval's placeholder type ``_``."""
+    if label == "O":
+        return "O", "_"
+    if len(label) == 1 and label in "BIESUL":
+        return label, "_"
+    if len(label) > 2 and label[0] in "BIESUL" and label[1] == "-":
+        return label[0], label[2:]
+    raise ValueError(f"{label!r} is not a tag: expected O, a prefix (B I E S U L) or prefix-Type such as B-Chemical")
+
+
+def _conlleval_entities(seq: Sequence[str]) -> set[tuple[str, int, int]]:
+    """Chunks by conlleval.pl's rules, which seqeval's default mode copies.
+
+    An entity may start with ``I-`` (or follow a type change), so a prediction ``O I-X I-X``
+    still earns credit. U-/L- are read as S-/E-: seqeval's default mode does not know them and
+    silently merges or drops BIOUL entities (``B L B L`` yields one chunk, see the tests).
+    """
+    entities = set()
+    prev_tag, prev_type, begin = "O", "", 0
+    for i, label in enumerate([*seq, "O"]):
+        tag, type_ = _parse(label)
+        tag = _AS_IOBES.get(tag, tag)
+        if prev_tag != "O" and (prev_tag in "ES" or tag in "BSO" or type_ != prev_type):
+            entities.add((prev_type, begin, i))
+        if tag != "O" and (tag in "BS" or prev_tag in "ESO" or type_ != prev_type):
+            begin = i
+        prev_tag, prev_type = tag, type_
+    return entities
+
+
+def _strict_entities(seq: Sequence[str], scheme: str) -> set[tuple[str, int, int]]:
+    """Chunks as seqeval's strict mode reads them: only well-formed entities of the scheme count.
+
+    IOB2: B-X then I-X*; IOBES/BILOU: S-X (U-X) alone, or B-X I-X* E-X (L-X); IO (not in seqeval):
+    a maximal run of I-X. A prefix the scheme does not allow raises, as seqeval does.
+    """
+    allowed, unit, close = _SCHEMES[scheme]
+    tags = [_parse(label) for label in seq]
+    for (tag, _), label in zip(tags, seq, strict=True):
+        if tag not in allowed:
+            raise ValueError(f"tag {label!r} is not allowed in scheme {scheme} (prefixes {' '.join(allowed)})")
+    entities, i = set(), 0
+    while i < len(tags):
+        tag, type_ = tags[i]
+        if tag == unit:
+            entities.add((type_, i, i + 1))
+        elif tag == "B" or (scheme == "IO" and tag == "I"):
+            j = i + 1
+            while j < len(tags) and tags[j - 1][0] in "BI" and tags[j][0] in ("I", close) and tags[j][1] == type_:
+                j += 1
+            if close is None or tags[j - 1][0] == close:
+                entities.add((type_, i, j))
+            i = j
+            continue
+        i += 1
+    return entities
+
+
+def entity_scores(
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    *,
+    mode: Literal["conlleval", "strict"] = "conlleval",
+    scheme: str | None = None,
+) -> PRF:
+    """Micro P/R/F1 over entity mentions (exact span and type), as seqeval computes them.
+
+    ``conlleval`` is seqeval's default and what the BLURB reference scripts report; ``strict``
+    with a scheme gives lower numbers on the same predictions (METRICS.md: record the mode).
+    Words, not sub-tokens: pass one tag per word.
+    """
+    if mode == "conlleval":
+        if scheme is not None:
+            raise ValueError("scheme applies to mode='strict' only; conlleval mode reads any of B/I/E/S/U/L")
+        extract: Callable[[Sequence[str]], set] = _conlleval_entities
+    elif mode == "strict":
+        name = _SCHEME_ALIASES.get((scheme or "IOB2").upper(), (scheme or "IOB2").upper())
+        if name not in _SCHEMES:
+            raise ValueError(f"unknown scheme {scheme!r}; use one of {sorted(_SCHEMES)}")
+        extract = lambda seq: _strict_entities(seq, name)  # noqa: E731
+    else:
+        raise ValueError(f"mode must be 'conlleval' or 'strict', not {mode!r}")
+    check_aligned(gold, pred, "sentences")
+    tp = n_gold = n_pred = 0
+    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        check_aligned(g, p, f"tags in sentence {k}")
+        gold_entities, pred_entities = extract(g), extract(p)
+        tp += len(gold_entities & pred_entities)
+        n_gold += len(gold_entities)
+        n_pred += len(pred_entities)
+    return PRF(*(float(v) for v in prf(tp, n_pred, n_gold)))
+
+
+def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
+    """BLURB's NER metric (BC5-chem, BC5-disease, NCBI-disease, BC2GM, JNLPBA); options as entity_scores."""
+    return entity_scores(gold, pred, **options).f1
+
+
+def entity_precision(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
+    """Share of predicted entities that are gold entities; options as entity_scores."""
+    return entity_scores(gold, pred, **options).precision
+
+
+def entity_recall(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
+    """Share of gold entities predicted exactly; options as entity_scores."""
+    return entity_scores(gold, pred, **options).recall
+
+
+# --- word level (EBM PICO) -----------------------------------------------------------------------
+
+
+def _element(tag: str) -> str:
+    """``I-PAR`` -> ``PAR``: EBM PICO's files are IO-tagged, so the prefix carries no information."""
+    return tag[2:] if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIESUL" else tag
+
+
+def token_macro_f1(
+    gold: Sequence[Sequence[Any]],
+    pred: Sequence[Sequence[Any]],
+    *,
+    labels: Iterable[str] | None = None,
+    outside: str = "O",
+) -> float:
+    """BLURB's EBM PICO score: every word scored on its own, F1 per element, then the mean.
+
+    A word is a tag (``I-PAR``; prefixes are stripped, ``outside`` means no element) or a
+    collection of elements, for corpora where one word belongs to several. ``labels`` fixes the
+    elements averaged over (``I-PAR``-style names are accepted); by default those seen, minus
+    ``outside``. An element in ``labels`` that never occurs scores 0, as in scikit-learn.
+    """
+
+    check_aligned(gold, pred, "sentences")
+    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        check_aligned(g, p, f"words in sentence {k}")
+    gold_words = [w if isinstance(w, str) else frozenset(w) for s in gold for w in s]
+    pred_words = [w if isinstance(w, str) else frozenset(w) for s in pred for w in s]
+    elements = {}  # each distinct word value (a tag, or a set of elements) -> its elements
+    for w in {*gold_words, *pred_words}:
+        members = [w] if isinstance(w, str) else w
+        elements[w] = frozenset(_element(x) for x in members if x != outside)
+    names = sorted(set().union(*elements.values())) if labels is None else labels
+    names = list(dict.fromkeys(_element(x) for x in names if x != outside))
+    if not names:
+        return 0.0
+    if any(len(e) > 1 for e in elements.values()):
+        g, p = (
+            sets_to_matrix([elements[w] for w in gold_words], names),
+            sets_to_matrix([elements[w] for w in pred_words], names),
+        )
+        return float(prf((g & p).sum(0), p.sum(0), g.sum(0))[2].mean())
+    # one element per word at most: integer codes and bincount (400k words in milliseconds)
+    column = {name: j for j, name in enumerate(names)}
+    other = len(names)  # the last bin collects outside words and elements not in names
+    code = {w: column.get(next(iter(e)), other) if e else other for w, e in elements.items()}
+    g = np.fromiter((code[w] for w in gold_words), dtype=np.int64, count=len(gold_words))
+    p = np.fromiter((code[w] for w in pred_words), dtype=np.int64, count=len(pred_words))
+    tp, n_pred, n_gold = (np.bincount(x, minlength=other + 1)[:other] for x in (g[g == p], p, g))
+    return float(prf(tp, n_pred, n_gold)[2].mean())
