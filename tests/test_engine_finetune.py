@@ -116,3 +116,50 @@ def test_model_and_architecture_are_mutually_exclusive(tmp_path):
 def test_an_unknown_dataset_is_reported_with_the_known_ones(tmp_path, capsys):
     assert main(["finetune", "--architecture", "bert:tiny", "--dataset", "nope", "--out", str(tmp_path)]) == 1
     assert "unknown dataset 'nope'" in capsys.readouterr().err
+
+
+CLINICAL_FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
+
+
+@pytest.mark.parametrize(
+    ("dataset", "fixture"),
+    [
+        ("mednli", "mednli"),
+        ("i2b2-2010", "i2b2-2010"),
+        ("i2b2-2010-re", "i2b2_2010_re"),
+        ("i2b2-2012", "i2b2-2012"),
+        ("i2b2-2006-deid", "i2b2-2006"),
+        ("i2b2-2014-deid", "i2b2-2014"),
+        ("n2c2-2018-ade", "n2c2-2018"),
+        ("n2c2-2018-ade-re", "n2c2-2018"),
+        ("n2c2-2019-sts", "n2c2-2019-sts"),
+        ("mimic-aki", "mimic-aki"),
+    ],
+)
+def test_cli_fine_tunes_on_each_clinical_fixture(tmp_path, dataset, fixture):
+    args = [
+        "finetune",
+        "--architecture",
+        "bert:tiny",
+        "--dataset",
+        dataset,
+        "--data-dir",
+        str(CLINICAL_FIXTURES / fixture),
+    ]
+    assert main([*args, "--grid", "single", "--seeds", "1", "--epochs", "1", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["runs"][0]["metrics"]["test"], results["runs"][0]["metrics"]
+
+
+def test_a_test_only_distribution_cannot_be_fine_tuned(tmp_path, capsys):
+    args = [
+        "finetune",
+        "--architecture",
+        "bert:tiny",
+        "--dataset",
+        "openi",
+        "--data-dir",
+        str(CLINICAL_FIXTURES / "openi"),
+    ]
+    assert main([*args, "--out", str(tmp_path)]) == 1
+    assert "no train split here" in capsys.readouterr().err

@@ -100,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     test = results["test"]
+    if test is None:
+        print(
+            f"{results['dataset']}: {results['metric']} is undefined on this test split; "
+            f"see {spec.out / 'results.json'}"
+        )
+        return 0
     print(
         f"{results['dataset']}: test {results['metric']} {test['mean']:.2f} ± {test['std']:.2f} "
         f"(median {test['median']:.2f}, {test['n']} seeds) at {results['chosen_hyperparameters']}; "

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
@@ -217,11 +218,11 @@ def run_once(
         rows = prepared.data.splits[split]
         if prepared.task == "token":
             predicted = decode_token_tagging(features, logits, rows, prepared.labels)
+            stacked = None
         else:
-            import numpy as np
-
-            predicted = decode_sequences(np.stack(logits), prepared.labels)
-        metrics[split] = score_predictions(prepared.spec, prepared.labels, rows, predicted)
+            stacked = np.stack(logits)
+            predicted = decode_sequences(stacked, prepared.labels)
+        metrics[split] = score_predictions(prepared.spec, prepared.labels, rows, predicted, stacked)
         predictions[split] = predicted
         tokens = sum(len(f) for f in features)
         inference[split] = {
@@ -275,7 +276,7 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
     for seed in seeds[1:]:
         runs.append(run_once(spec, prepared, chosen, seed, ("dev", "test"), device, dtype, progress(f"seed {seed}")))
 
-    test_values = [r.metrics["test"][metric] for r in runs if "test" in r.metrics]
+    test_values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
     model_for_count = build_model(spec, prepared)
     results = {
         "dataset": spec.dataset,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from biolm.specs import DatasetSpec
 from workers.engine.encoding import LabelSpace
 from workers.engine.metrics import METRICS
@@ -41,9 +43,17 @@ def gold_values(schema: str, labels: LabelSpace, rows: Sequence[dict]) -> list:
 
 
 def score_predictions(
-    dataset: DatasetSpec, labels: LabelSpace, rows: Sequence[dict], predicted: Sequence
-) -> dict[str, float]:
-    """``{metric slug: value}`` for the dataset's metric and its schema's companions."""
+    dataset: DatasetSpec,
+    labels: LabelSpace,
+    rows: Sequence[dict],
+    predicted: Sequence,
+    logits: np.ndarray | None = None,
+) -> dict[str, float | None]:
+    """``{metric slug: value}`` for the dataset's metric and its schema's companions.
+
+    A metric that is undefined on this split (Pearson of a single pair, AUC with one class)
+    is ``None`` rather than an error, so a tiny dev split cannot abort a whole grid.
+    """
     schema = dataset.adapter.schema
     gold = gold_values(schema, labels, rows)
     pred = [frozenset(p) for p in predicted] if labels.kind == "multi" else list(predicted)
@@ -64,7 +74,24 @@ def score_predictions(
             options["negative"] = negative
         if slug == "macro-f1" and labels.kind != "multi":
             options["labels"] = [name for name in labels.names if name != negative] if negative else list(labels.names)
-        if slug == "roc-auc":
-            continue  # needs scores, not labels: computed from logits by the caller when the metric asks for it
-        scores[slug] = METRICS[slug](gold, pred, **options)
+        try:
+            if slug == "roc-auc":
+                scores[slug] = _roc_auc(labels, gold, logits)
+            else:
+                scores[slug] = METRICS[slug](gold, pred, **options)
+        except ValueError:
+            scores[slug] = None
     return scores
+
+
+def _roc_auc(labels: LabelSpace, gold: list, logits: np.ndarray | None) -> float:
+    """AUC from the model's scores: the positive class's logit margin, or per-label logits."""
+    if logits is None:
+        raise ValueError("ROC AUC needs the model's scores")
+    if labels.kind == "multi":
+        matrix = np.array([[name in row for name in labels.names] for row in gold])
+        return METRICS["roc-auc"](matrix, logits)
+    negative = negative_label(labels)
+    positive = next(i for i, name in enumerate(labels.names) if name != negative)
+    margin = logits[:, positive] - np.delete(logits, positive, axis=1).max(axis=1)
+    return METRICS["roc-auc"](gold, margin, positive=labels.names[positive])
