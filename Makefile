@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test lint format lock clean
+.PHONY: demo test lint format lock clean bench
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,9 @@ demo: $(VENV)/.installed
 
 test: lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+bench: $(VENV)/.installed
+	$(PY) -m bench
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .

@@ -1,0 +1,11 @@
+"""Throughput benchmarks of the fine-tuning engine against the Hugging Face baselines (``make bench``).
+
+Each module has ``NAME`` and ``run(config=None, out_dir=None) -> dict``: it measures, writes
+``var/bench/<NAME>.json`` and returns the same dictionary. ``python -m bench [NAME ...]`` runs
+them (all by default). Timings on a shared machine are noisy: compare the ratios measured in
+one run, not absolute figures across runs.
+"""
+
+from __future__ import annotations
+
+BENCHMARKS = ("finetune_throughput", "inference_throughput")

