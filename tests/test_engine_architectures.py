@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification
-from transformers.utils import logging as hf_logging
 
 from plugins.architectures.transformers_encoders import ARCHITECTURES
 from workers.engine.architectures import (
@@ -253,7 +251,7 @@ def test_longformer_token_tagging_takes_global_attention_on_cls_and_any_length()
     assert not torch.allclose(with_global, local_only), "global attention on [CLS] changes the outputs"
 
 
-def test_bigbird_short_inputs_silently_switch_the_model_to_full_attention(caplog):
+def test_bigbird_short_inputs_silently_switch_the_model_to_full_attention():
     config = build_config("big-bird", num_labels=3)
     threshold = bigbird_block_sparse_threshold(config)
     assert threshold == (5 + 2 * 2) * 16 == 144
@@ -261,14 +259,10 @@ def test_bigbird_short_inputs_silently_switch_the_model_to_full_attention(caplog
     assert bigbird_uses_block_sparse(config, 160)
     model = AutoModelForTokenClassification.from_config(config).eval()
     assert model.base_model.attention_type == "block_sparse"
-    hf_logging.enable_propagation()  # transformers' loggers do not reach pytest's caplog by default
-    try:
-        with caplog.at_level(logging.WARNING), torch.no_grad():
-            short = model(**token_batch(config, lengths=(12, 9))).logits
-    finally:
-        hf_logging.disable_propagation()
+    with torch.no_grad():
+        short = model(**token_batch(config, lengths=(12, 9))).logits
     assert short.shape == (2, 12, 3)
-    assert "Changing attention type to 'original_full'" in caplog.text  # only a log line tells
+    # Only a log line tells (and transformers may print it once per process, so a test cannot rely on it).
     # transformers switched the whole model, and it stays so: later long batches get full attention too.
     assert model.base_model.attention_type == "original_full"
     assert config.attention_type == "block_sparse"
