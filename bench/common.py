@@ -105,6 +105,64 @@ def matmul_peak(dtype: torch.dtype, size: int = 2048, seconds: float = 1.0) -> d
     return {"dtype": str(dtype).replace("torch.", ""), "size": size, "flops_per_second": flops / best, "rounds": rounds}
 
 
+class Stopwatch:
+    """Wall-clock seconds of a block, and how much of the machine the process actually got meanwhile.
+
+    ``cpu_share`` is the process's CPU time (all threads, user + system) over wall time times the
+    torch thread count: near 1 when the compute threads ran undisturbed, well below when another
+    process took the cores (the figures of that block are then not comparable; see ``contended``).
+    """
+
+    def __enter__(self) -> Stopwatch:
+        self.load_before = _loadavg()
+        self._cpu = _cpu_seconds()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self._start
+        self.cpu_seconds = _cpu_seconds() - self._cpu
+        self.cpu_share = self.cpu_seconds / (self.seconds * torch.get_num_threads()) if self.seconds else 0.0
+        self.load_after = _loadavg()
+
+    def figures(self) -> dict:
+        return {
+            "cpu_seconds": self.cpu_seconds,
+            "cpu_share": self.cpu_share,
+            "loadavg_1min_before": self.load_before,
+            "loadavg_1min_after": self.load_after,
+        }
+
+
+CONTENDED_BELOW = 0.75  # cpu_share under this: another process was competing for the cores
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def contention_warnings(arms: dict[str, dict]) -> list[str]:
+    """One line per arm whose runs did not get the cores to themselves."""
+    lines = []
+    for arm, figures in arms.items():
+        shares = [r["cpu_share"] for r in figures.get("runs", []) if "cpu_share" in r]
+        if shares and min(shares) < CONTENDED_BELOW:
+            lines.append(
+                f"WARNING: {arm} got {100 * min(shares):.0f}% of {torch.get_num_threads()} cores: another process "
+                "was competing for the CPU, so its figures (and the ratios) are not trustworthy; run again on an "
+                "idle machine"
+            )
+    return lines
+
+
 # --- model and data ---------------------------------------------------------------------------
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -156,11 +155,11 @@ def _train_hf(arm: str, model, features, task, config: Config, dtype) -> dict:
             model=model, args=args, train_dataset=dataset, data_collator=collator, processing_class=task.tokenizer
         )
         trainer.remove_callback(PrinterCallback)  # no log lines in the benchmark's output
-        start = time.perf_counter()
-        result = trainer.train()
-        seconds = time.perf_counter() - start
+        with common.Stopwatch() as watch:
+            result = trainer.train()
     return {
-        "seconds": seconds,
+        "seconds": watch.seconds,
+        **watch.figures(),
         "steps": int(trainer.state.global_step),
         "real_tokens": collator.real,
         "padded_tokens": collator.padded,
@@ -180,11 +179,11 @@ def _train_engine(model, features, task, config: Config, dtype) -> dict:
         weight_decay=config.weight_decay,
     )
     pad_id = task.tokenizer.pad_token_id
-    start = time.perf_counter()
-    stats = train(model, features, hp, config.seed, pad_id, torch.device("cpu"), dtype)
-    seconds = time.perf_counter() - start
+    with common.Stopwatch() as watch:
+        stats = train(model, features, hp, config.seed, pad_id, torch.device("cpu"), dtype)
     return {
-        "seconds": seconds,
+        "seconds": watch.seconds,
+        **watch.figures(),
         "engine_loop_seconds": stats.seconds,
         "steps": stats.steps,
         "real_tokens": stats.real_tokens,
@@ -271,7 +270,8 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             runs[arm].append(figures)
             print(
                 f"  {arm}: {figures['tokens_per_second']:,.0f} real tokens/s over {figures['seconds']:.1f} s, "
-                f"{figures['steps']} steps, dev entity F1 {figures['dev']['entity_f1']:.2f}",
+                f"{figures['steps']} steps, {100 * figures['cpu_share']:.0f}% of the cores, "
+                f"dev entity F1 {figures['dev']['entity_f1']:.2f}",
                 flush=True,
             )
             del model
@@ -329,6 +329,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "precision": common.dtype_name(dtype),
             **({k: v for k, v in engine["utilisation"].items() if k.startswith("mfu_")} if engine else {}),
         },
+        "contention_warnings": common.contention_warnings(arms),
         "dev_entity_f1": {arm: a["dev_entity_f1"] for arm, a in arms.items()},
         "dev_f1_spread_points": f1_spread,
         "dev_f1_engine_minus_hf_default": f1_gap("hf_default"),
@@ -397,5 +398,6 @@ def summary(result: dict) -> str:
             f"engine / hf_default = {fmt(result['ratio_vs_default'])} (goal >= {goals['ratio_vs_default']}); "
             f"engine / hf_best = {fmt(result['ratio_vs_best'])} (goal >= {goals['ratio_vs_best']}); "
             f"dev F1 spread {result['dev_f1_spread_points']:.2f} points (goal <= {goals['dev_f1_within_points']})",
+            *result["contention_warnings"],
         ]
     )

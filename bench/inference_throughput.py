@@ -26,7 +26,6 @@ warmed up on the first ``warmup_examples`` sentences, then timed ``repeats`` tim
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -64,15 +63,15 @@ def _engine(model, rows, task, config: Config, dtype) -> dict:
     from workers.engine.encoding import decode_token_tagging, encode_token_tagging
     from workers.engine.training import predict
 
-    start = time.perf_counter()
-    features = encode_token_tagging(rows, task.tokenizer, task.labels, config.max_length)
-    logits, predict_seconds = predict(
-        model, features, config.batch_size, task.tokenizer.pad_token_id, torch.device("cpu"), dtype
-    )
-    predicted = decode_token_tagging(features, logits, rows, task.labels)
-    seconds = time.perf_counter() - start
+    with common.Stopwatch() as watch:
+        features = encode_token_tagging(rows, task.tokenizer, task.labels, config.max_length)
+        logits, predict_seconds = predict(
+            model, features, config.batch_size, task.tokenizer.pad_token_id, torch.device("cpu"), dtype
+        )
+        predicted = decode_token_tagging(features, logits, rows, task.labels)
     return {
-        "seconds": seconds,
+        "seconds": watch.seconds,
+        **watch.figures(),
         "predict_seconds": predict_seconds,
         "real_tokens": sum(len(f) for f in features),
         "outputs": sum(tag != "O" for tags in predicted for tag in tags),
@@ -81,11 +80,9 @@ def _engine(model, rows, task, config: Config, dtype) -> dict:
 
 def _pipeline(pipe, texts, batch_size: int | None, dtype) -> dict:
     autocast = common.autocast_cpu(dtype)
-    start = time.perf_counter()
-    with autocast:
+    with common.Stopwatch() as watch, autocast:
         outputs = pipe(texts) if batch_size is None else pipe(texts, batch_size=batch_size)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "outputs": sum(len(o) for o in outputs)}
+    return {"seconds": watch.seconds, **watch.figures(), "outputs": sum(len(o) for o in outputs)}
 
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
@@ -165,6 +162,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "ratio_vs_pipeline_batched": ratio("engine", "pipeline_batched"),
         "unit": "real tokens per second, end to end (tokenization, forward passes, decoding)",
         "goals": {**GOALS, "met": {"ratio": headline is not None and headline >= GOALS["ratio"]}},
+        "contention_warnings": common.contention_warnings(arms),
         "arms": arms,
         "data": {
             "dataset": task.dataset,
@@ -201,5 +199,6 @@ def summary(result: dict) -> str:
             common.table(headers, rows),
             f"engine / pipeline = {fmt(result['ratio'])} (goal >= {result['goals']['ratio']}); "
             f"engine / pipeline_batched = {fmt(result['ratio_vs_pipeline_batched'])}",
+            *result["contention_warnings"],
         ]
     )
