@@ -110,10 +110,13 @@ class Stopwatch:
 
     ``cpu_share`` is the process's CPU time (all threads, user + system) over wall time times the
     torch thread count: near 1 when the compute threads ran undisturbed, well below when another
-    process took the cores (the figures of that block are then not comparable; see ``contended``).
+    process took the cores (the figures of that block are then not comparable). ``steal_share``
+    is the part of the machine's CPU time the hypervisor gave to other guests, which
+    ``cpu_share`` cannot see.
     """
 
     def __enter__(self) -> Stopwatch:
+        self._stat = _cpu_stat()
         self.load_before = _loadavg()
         self._cpu = _cpu_seconds()
         self._start = time.perf_counter()
@@ -124,22 +127,38 @@ class Stopwatch:
         self.cpu_seconds = _cpu_seconds() - self._cpu
         self.cpu_share = self.cpu_seconds / (self.seconds * torch.get_num_threads()) if self.seconds else 0.0
         self.load_after = _loadavg()
+        after = _cpu_stat()
+        total = sum(after) - sum(self._stat) if after and self._stat else 0
+        # /proc/stat's 8th field: time the hypervisor ran something else while this VM wanted the CPU
+        self.steal_share = (after[7] - self._stat[7]) / total if total else None
 
     def figures(self) -> dict:
         return {
             "cpu_seconds": self.cpu_seconds,
             "cpu_share": self.cpu_share,
+            "steal_share": self.steal_share,
             "loadavg_1min_before": self.load_before,
             "loadavg_1min_after": self.load_after,
         }
 
 
 CONTENDED_BELOW = 0.75  # cpu_share under this: another process was competing for the cores
+STOLEN_ABOVE = 0.1  # steal_share over this: other guests of the hypervisor were taking the CPU
 
 
 def _cpu_seconds() -> float:
     times = os.times()
     return times.user + times.system
+
+
+def _cpu_stat() -> list[int] | None:
+    """The machine-wide CPU time counters of /proc/stat (user nice system idle iowait irq softirq steal ...)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            values = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return values if len(values) >= 8 else None
 
 
 def _loadavg() -> float | None:
@@ -153,12 +172,19 @@ def contention_warnings(arms: dict[str, dict]) -> list[str]:
     """One line per arm whose runs did not get the cores to themselves."""
     lines = []
     for arm, figures in arms.items():
-        shares = [r["cpu_share"] for r in figures.get("runs", []) if "cpu_share" in r]
+        runs = figures.get("runs", [])
+        shares = [r["cpu_share"] for r in runs if "cpu_share" in r]
+        steals = [r["steal_share"] for r in runs if r.get("steal_share") is not None]
         if shares and min(shares) < CONTENDED_BELOW:
             lines.append(
                 f"WARNING: {arm} got {100 * min(shares):.0f}% of {torch.get_num_threads()} cores: another process "
                 "was competing for the CPU, so its figures (and the ratios) are not trustworthy; run again on an "
                 "idle machine"
+            )
+        if steals and max(steals) > STOLEN_ABOVE:
+            lines.append(
+                f"WARNING: the hypervisor took {100 * max(steals):.0f}% of the CPU time during {arm}: its figures "
+                "are not trustworthy; run again"
             )
     return lines
 

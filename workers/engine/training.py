@@ -86,6 +86,7 @@ def train(
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": hp.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=hp.learning_rate,
+        fused=True,  # one kernel for the whole update: the optimizer step was ~15% of a small model's step
     )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)
     model.to(device)
