@@ -216,7 +216,7 @@ def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None) -> Task:
         dataset=dataset, out=OUT_DIR, model_dir=model_dir(), data_dir=data_dir, max_length=8, load_entrypoints=False
     )
     prepared = prepare(spec)
-    if prepared.task != "token":
+    if prepared.formulation.schema != "token-tagging":
         raise ValueError(f"{dataset}: the throughput benchmarks need a token-tagging dataset")
     return Task(dataset, prepared.tokenizer, prepared.labels, prepared.data.splits, prepared.data.fingerprint)
 

@@ -20,6 +20,7 @@ from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
 from workers.engine.finetune import FinetuneSpec, finetune  # noqa: E402
+from workers.engine.formulations import TaskOptions  # noqa: E402
 
 
 @dataclass
@@ -57,9 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workers.engine finetune --help", file=sys.stderr)
         return 2
     parser = HfArgumentParser(
-        (ModelArguments, DataArguments, ProtocolArguments), prog="python -m workers.engine finetune"
+        (ModelArguments, DataArguments, ProtocolArguments, TaskOptions), prog="python -m workers.engine finetune"
     )
-    model_args, data_args, protocol = parser.parse_args_into_dataclasses(argv[1:])
+    try:
+        model_args, data_args, protocol, task = parser.parse_args_into_dataclasses(argv[1:])
+    except ValueError as exc:  # a TaskOptions check
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         spec = FinetuneSpec(
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             max_length=data_args.max_length,
             device=protocol.device,
             precision=protocol.precision,
+            task=task,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -10,7 +10,7 @@ keeps matrix shapes friendly to bf16 kernels and limits the number of distinct s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -65,7 +65,10 @@ def collate(features: Sequence[Feature], pad_id: int, multiple: int = 8) -> dict
 
 
 def iterate(
-    features: Sequence[Feature], batches: Sequence[Sequence[int]], pad_id: int
+    features: Sequence[Feature],
+    batches: Sequence[Sequence[int]],
+    pad_id: int,
+    collate_fn: Callable[[Sequence[Feature], int], dict[str, torch.Tensor]] = collate,
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     for batch in batches:
-        yield list(batch), collate([features[i] for i in batch], pad_id)
+        yield list(batch), collate_fn([features[i] for i in batch], pad_id)

@@ -14,31 +14,20 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
 from biolm.dataset_io import LoadedDataset, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import DatasetSpec
 from workers.engine import efficiency
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
-from workers.engine.encoding import (
-    LabelSpace,
-    decode_sequences,
-    decode_token_tagging,
-    encode_sequences,
-    encode_token_tagging,
-)
+from workers.engine.encoding import LabelSpace
+from workers.engine.formulations import Formulation, ModelSource, TaskOptions, formulation_for
 from workers.engine.protocol import Summary, default_seeds, grid
-from workers.engine.scoring import score_predictions
 from workers.engine.tokenization import load_tokenizer, train_wordpiece
 from workers.engine.training import Hyperparameters, ProgressCallback, predict, seed_everything, train
 
 logger = logging.getLogger("biolm.engine")
-
-TOKEN_SCHEMAS = {"token-tagging"}
-SEQUENCE_SCHEMAS = {"classification", "regression", "relation"}
 
 
 @dataclass
@@ -60,6 +49,7 @@ class FinetuneSpec:
     eval_batch_size: int = 64
     device: str = "auto"
     precision: str = "auto"  # "bf16", "fp32" or "auto" (bf16 where the hardware has it)
+    task: TaskOptions = field(default_factory=TaskOptions)
     load_entrypoints: bool = True
 
     def __post_init__(self) -> None:
@@ -78,7 +68,8 @@ class Prepared:
     labels: LabelSpace
     features: dict[str, list]
     tokenizer: object
-    task: str  # "token" or "sequence"
+    formulation: Formulation
+    source: ModelSource
 
 
 def resolve_device(name: str) -> torch.device:
@@ -105,9 +96,6 @@ def prepare(spec: FinetuneSpec) -> Prepared:
         raise ValueError(f"unknown dataset {spec.dataset!r}; known: {', '.join(sorted(contributions.datasets))}")
     if dataset.adapter is None:
         raise ValueError(f"dataset {spec.dataset!r} has no adapter to read its files")
-    schema = dataset.adapter.schema
-    if schema not in TOKEN_SCHEMAS | SEQUENCE_SCHEMAS:
-        raise ValueError(f"dataset {spec.dataset!r} uses the {schema} schema, which the engine does not fine-tune yet")
     directory = spec.data_dir or _default_directory(dataset)
     data = load_dataset_files(dataset, directory)
     if "train" not in data.splits:
@@ -119,15 +107,10 @@ def prepare(spec: FinetuneSpec) -> Prepared:
         vocab_size = int(build_config(*parse_architecture(spec.architecture)).vocab_size)
         tokenizer = train_wordpiece(_texts(data.splits["train"]), vocab_size)
         logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, spec.dataset)
-    task = "token" if schema in TOKEN_SCHEMAS else "sequence"
-    features = {}
-    for split, rows in data.splits.items():
-        if task == "token":
-            features[split] = encode_token_tagging(rows, tokenizer, labels, spec.max_length)
-        else:
-            pair_key = "text_pair" if schema != "relation" else None
-            features[split] = encode_sequences(rows, tokenizer, labels, spec.max_length, pair_key=pair_key)
-    return Prepared(dataset, data, labels, features, tokenizer, task)
+    formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length)
+    features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
+    source = ModelSource(spec.model_dir, spec.architecture, len(tokenizer))
+    return Prepared(dataset, data, labels, features, tokenizer, formulation, source)
 
 
 def _default_directory(dataset: DatasetSpec) -> Path:
@@ -160,31 +143,6 @@ def _label_space(dataset: DatasetSpec, data: LoadedDataset) -> LabelSpace:
     return LabelSpace(names, "multi" if dataset.adapter.multi_label else "single")
 
 
-def build_model(spec: FinetuneSpec, prepared: Prepared) -> torch.nn.Module:
-    labels = prepared.labels
-    head = AutoModelForTokenClassification if prepared.task == "token" else AutoModelForSequenceClassification
-    problem = {"multi": "multi_label_classification", "regression": "regression"}.get(
-        labels.kind, "single_label_classification"
-    )
-    kwargs = {
-        "num_labels": labels.size,
-        "id2label": dict(enumerate(labels.names)),
-        "label2id": labels.index(),
-        "problem_type": problem if prepared.task == "sequence" else None,
-    }
-    if spec.model_dir is not None:
-        # A checkpoint may carry another task's head (or none): its classifier is replaced, never reused.
-        return head.from_pretrained(str(spec.model_dir), local_files_only=True, ignore_mismatched_sizes=True, **kwargs)
-    config = build_config(
-        *parse_architecture(spec.architecture),
-        vocab_size=len(prepared.tokenizer),
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        **kwargs,
-    )
-    return head.from_config(config)
-
-
 @dataclass
 class RunResult:
     hyperparameters: dict
@@ -206,23 +164,19 @@ def run_once(
     progress: ProgressCallback | None,
 ) -> RunResult:
     seed_everything(seed)  # the classifier head's initialisation is part of the seed's run
-    model = build_model(spec, prepared)
+    formulation = prepared.formulation
+    model = formulation.build_model(prepared.source)
     pad_id = prepared.tokenizer.pad_token_id
-    stats = train(model, prepared.features["train"], hp, seed, pad_id, device, dtype, progress)
+    stats = train(model, prepared.features["train"], hp, seed, pad_id, device, dtype, progress, formulation.collate)
     metrics, predictions, inference = {}, {}, {}
     for split in splits:
         if split not in prepared.features:
             continue
         features = prepared.features[split]
-        logits, seconds = predict(model, features, spec.eval_batch_size, pad_id, device, dtype)
+        logits, seconds = predict(model, features, spec.eval_batch_size, pad_id, device, dtype, formulation.collate)
         rows = prepared.data.splits[split]
-        if prepared.task == "token":
-            predicted = decode_token_tagging(features, logits, rows, prepared.labels)
-            stacked = None
-        else:
-            stacked = np.stack(logits)
-            predicted = decode_sequences(stacked, prepared.labels)
-        metrics[split] = score_predictions(prepared.spec, prepared.labels, rows, predicted, stacked)
+        predicted = formulation.decode(features, logits, rows, model)
+        metrics[split] = formulation.score(rows, predicted, logits)
         predictions[split] = predicted
         tokens = sum(len(f) for f in features)
         inference[split] = {
@@ -277,11 +231,12 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
         runs.append(run_once(spec, prepared, chosen, seed, ("dev", "test"), device, dtype, progress(f"seed {seed}")))
 
     test_values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
-    model_for_count = build_model(spec, prepared)
+    model_for_count = prepared.formulation.build_model(prepared.source)
     results = {
         "dataset": spec.dataset,
         "metric": metric,
         "model": str(spec.model_dir) if spec.model_dir else spec.architecture,
+        "formulation": prepared.formulation.describe(),
         "chosen_hyperparameters": asdict(chosen),
         "selection": [{"hyperparameters": r.hyperparameters, "dev": r.metrics.get("dev", {})} for r in search],
         "test": asdict(Summary.of(test_values)) if test_values else None,

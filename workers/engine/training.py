@@ -22,10 +22,11 @@ import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from workers.engine.batching import iterate, length_grouped_batches, sorted_batches
+from workers.engine.batching import collate, iterate, length_grouped_batches, sorted_batches
 from workers.engine.encoding import Feature
 
 ProgressCallback = Callable[[int, int, float | None], None]
+Collate = Callable[[Sequence[Feature], int], dict[str, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def train(
     device: torch.device,
     dtype: torch.dtype | None,
     progress: ProgressCallback | None = None,
+    collate_fn: Collate = collate,
 ) -> TrainStats:
     seed_everything(seed)
     rng = np.random.default_rng(seed)
@@ -97,7 +99,7 @@ def train(
     start = time.perf_counter()
     for _epoch in range(hp.epochs):
         batches = length_grouped_batches(lengths, hp.batch_size, rng)
-        for batch_indices, batch in iterate(features, batches, pad_id):
+        for batch_indices, batch in iterate(features, batches, pad_id, collate_fn):
             batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
             with autocast(device, dtype):
                 loss = model(**batch).loss
@@ -125,6 +127,7 @@ def predict(
     pad_id: int,
     device: torch.device,
     dtype: torch.dtype | None,
+    collate_fn: Collate = collate,
 ) -> tuple[list[np.ndarray], float]:
     """Logits per feature (in input order, padding removed) and the seconds it took."""
     model.to(device)
@@ -132,8 +135,8 @@ def predict(
     lengths = [len(f) for f in features]
     outputs: list[np.ndarray | None] = [None] * len(features)
     start = time.perf_counter()
-    for batch_indices, batch in iterate(features, sorted_batches(lengths, batch_size), pad_id):
-        batch.pop("labels")
+    for batch_indices, batch in iterate(features, sorted_batches(lengths, batch_size), pad_id, collate_fn):
+        batch.pop("labels", None)
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, dtype):
             logits = model(**batch).logits

@@ -1,0 +1,204 @@
+"""What every task formulation provides: examples in, model inputs out, and back to scored predictions.
+
+A formulation is the paper's way of casting a dataset's task onto an encoder (seed 004 section 5,
+seed 002 Methods, seed 000 section 3.5): how examples become token ids, which head sits on the
+encoder, how the head's outputs become per-example predictions, and how those are scored. The
+training loop (:mod:`workers.engine.training`) only sees :class:`Feature` lists, a collate
+function and a model whose output has ``.loss`` and ``.logits``; everything task-specific lives
+behind this interface, one module per family, so adding a formulation touches no other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from transformers import (
+    AutoModel,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from biolm.specs import DatasetSpec
+from workers.engine.architectures import attention_implementation, build_config, load_config, parse_architecture
+from workers.engine.batching import collate
+from workers.engine.encoding import Feature, LabelSpace
+from workers.engine.scoring import score_predictions
+
+TAGGING_SCHEMES = ("bio", "bioul", "io")
+RELATION_REPRESENTATIONS = ("dummify", "markers")
+RELATION_FEATURES = ("cls", "cls+markers")
+LONG_DOCUMENT_STRATEGIES = ("truncate", "snippets", "full")
+SNIPPET_POOLINGS = ("max", "mean")
+
+
+def _option(default: Any, help_text: str) -> Any:
+    return field(default=default, metadata={"help": help_text})
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """The formulation choices a user can make; defaults are BLURB's (seed 004 section 6.2).
+
+    Each one is a command-line flag of ``python -m workers.engine finetune`` and part of the
+    results' provenance, because the papers' ablations (seed 004 Tables 7-9) show they move
+    scores by points.
+    """
+
+    tagging_scheme: str = _option("bio", "Token tasks: bio, bioul or io (seed 004 Table 9).")
+    crf: bool = _option(False, "Token tasks: a linear-chain CRF over the linear head's scores.")
+    relation_representation: str = _option(
+        "dummify", "Relations: dummify (@GENE$ for each entity, BLURB) or markers ([E1] ... [/E1], GatorTron)."
+    )
+    relation_features: str = _option(
+        "cls", "Relations: cls ([CLS] vector) or cls+markers ([CLS] + both entities' start markers, seed 002)."
+    )
+    long_documents: str = _option(
+        "truncate", "Sequence tasks: truncate, snippets (512-token snippets + pooling) or full (up to 4096)."
+    )
+    snippet_pooling: str = _option("max", "How snippet [CLS] vectors are pooled: max or mean (seed 000 3.5).")
+    snippet_length: int = _option(512, "Tokens per snippet, special tokens included.")
+    max_snippets: int = _option(8, "Snippets per document at most (8 x 512 = 4096, the long models' length).")
+    max_question_length: int = _option(64, "Extractive QA: question tokens kept (seed 002).")
+    qa_window: int = _option(446, "Extractive QA: context tokens per window (seed 002).")
+    qa_stride: int = _option(396, "Extractive QA: context tokens between window starts (seed 002).")
+    max_answer_length: int = _option(32, "Extractive QA: tokens in a predicted answer at most (seed 002).")
+    n_best: int = _option(5, "Extractive QA: ranked answers kept per question (lenient accuracy and MRR use 5).")
+
+    def __post_init__(self) -> None:
+        choices = {
+            "tagging_scheme": TAGGING_SCHEMES,
+            "relation_representation": RELATION_REPRESENTATIONS,
+            "relation_features": RELATION_FEATURES,
+            "long_documents": LONG_DOCUMENT_STRATEGIES,
+            "snippet_pooling": SNIPPET_POOLINGS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+                raise ValueError(f"--{item.name.replace('_', '-')} must be positive, not {value}")
+        if self.relation_features == "cls+markers" and self.relation_representation != "markers":
+            raise ValueError("--relation-features cls+markers needs --relation-representation markers")
+        if self.qa_stride > self.qa_window:
+            raise ValueError(
+                f"--qa-stride {self.qa_stride} is longer than --qa-window {self.qa_window}: text would be skipped"
+            )
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the encoder comes from: a local checkpoint directory or an architecture preset."""
+
+    model_dir: Path | None = None
+    architecture: str | None = None  # "bert:tiny"
+    vocab_size: int | None = None  # the tokenizer's, for models built from scratch
+
+    def config(self, **overrides: Any) -> PretrainedConfig:
+        """The encoder's config with the task's settings (labels, dropout 0.1 when built from scratch)."""
+        if self.model_dir is not None:
+            config = load_config(self.model_dir)
+            for key, value in overrides.items():
+                setattr(config, key, value)
+            return config
+        return build_config(
+            *parse_architecture(self.architecture),
+            vocab_size=self.vocab_size,
+            hidden_dropout_prob=0.1,
+            attention_probs_dropout_prob=0.1,
+            **overrides,
+        )
+
+    def head_model(self, auto_class: type, model_kwargs: dict | None = None, **overrides: Any) -> PreTrainedModel:
+        """``auto_class`` (``AutoModelForTokenClassification``, ...) with its encoder from this source.
+
+        ``overrides`` go to the config, ``model_kwargs`` to the model's constructor. A checkpoint
+        may carry another task's head (or none): its head is replaced, never reused.
+        """
+        config = self.config(**overrides)
+        attention = attention_implementation(config)
+        if self.model_dir is not None:
+            return auto_class.from_pretrained(
+                str(self.model_dir),
+                config=config,
+                local_files_only=True,
+                ignore_mismatched_sizes=True,
+                attn_implementation=attention,
+                **(model_kwargs or {}),
+            )
+        return auto_class.from_config(config, attn_implementation=attention, **(model_kwargs or {}))
+
+    def encoder(self, **overrides: Any) -> PreTrainedModel:
+        """The bare encoder (``AutoModel``, no pooler), for formulations that bring their own head.
+
+        Without the pooler every parameter gets a gradient, which distributed training needs.
+        """
+        return self.head_model(AutoModel, model_kwargs={"add_pooling_layer": False}, **overrides)
+
+
+class Formulation:
+    """One way of casting a dataset onto an encoder. Subclasses override what differs.
+
+    ``schemas`` lists the canonical schemas (``biolm.schemas``) the formulation accepts;
+    :func:`workers.engine.formulations.formulation_for` picks one from the dataset and options.
+    """
+
+    name: ClassVar[str] = "base"
+    schemas: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        dataset: DatasetSpec,
+        labels: LabelSpace,
+        tokenizer: PreTrainedTokenizerBase,
+        options: TaskOptions,
+        max_length: int,
+    ) -> None:
+        self.dataset = dataset
+        self.labels = labels
+        self.tokenizer = tokenizer
+        self.options = options
+        self.max_length = max_length
+
+    @property
+    def schema(self) -> str:
+        return self.dataset.adapter.schema
+
+    def describe(self) -> dict:
+        """What the results JSON records about the formulation (name and the options it uses)."""
+        return {"name": self.name}
+
+    def encode(self, rows: Sequence[dict]) -> list[Feature]:
+        """Model inputs for one split's examples; ``Feature.example`` points back into ``rows``."""
+        raise NotImplementedError
+
+    def build_model(self, source: ModelSource) -> torch.nn.Module:
+        """A fresh model whose forward takes a collated batch and returns ``.loss`` and ``.logits``."""
+        raise NotImplementedError
+
+    def collate(self, features: Sequence[Feature], pad_id: int) -> dict[str, torch.Tensor]:
+        """One padded batch (``labels`` included); inference drops ``labels``."""
+        return collate(features, pad_id)
+
+    def decode(
+        self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
+    ) -> list:
+        """Per-example predictions in the form :func:`score` and the results JSON use.
+
+        ``logits`` holds one array per feature: ``(length, ...)`` for per-token outputs (padding
+        removed), otherwise the row of the batch's ``(batch, ...)`` output.
+        """
+        raise NotImplementedError
+
+    def score(self, rows: Sequence[dict], predicted: Sequence, logits: Sequence[np.ndarray]) -> dict:
+        """``{metric slug: value or None}`` for the dataset's metric and its companions."""
+        stacked = np.stack(logits) if logits and np.ndim(logits[0]) == 1 else None
+        return score_predictions(self.dataset, self.labels, rows, predicted, stacked)
