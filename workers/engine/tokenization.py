@@ -2,29 +2,45 @@
 
 A model built from scratch from an architecture preset has no vocabulary; rather than
 download one (impossible offline, and wrong for a biomedical model anyway, seed 004
-section 3), we train a WordPiece vocabulary of the preset's size on the training texts,
-deterministically, as BERT and PubMedBERT do on their corpora.
+section 3), we learn a WordPiece vocabulary of the preset's size on the training texts,
+as BERT and PubMedBERT do on their corpora.
+
+The vocabulary is learned here rather than by ``tokenizers.trainers.WordPieceTrainer``:
+that trainer breaks ties between equally frequent merges by hash-map order, which changes
+from process to process, so the same data gave different vocabularies (even different
+token sets) and the same seed gave different scores in two runs. The merges below are the
+same greedy pair merging (most frequent adjacent pair, word-internal pieces prefixed
+``##``), with ties broken by the pieces' text, so the result depends on the data only.
+The normalizer, pre-tokenizer, special tokens and post-processor are the library's.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+CONTINUATION = "##"
 
 
 def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool = True) -> PreTrainedTokenizerFast:
-    """A BERT-style WordPiece tokenizer trained on ``texts``."""
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
-    tokenizer.train_from_iterator(texts, trainer)
-    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    """A BERT-style WordPiece tokenizer learned on ``texts``; the same texts give the same ids in any process."""
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    words: Counter[str] = Counter()
+    for text in texts:
+        words.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
+    vocab = learn_wordpiece_vocabulary(words, vocab_size)
+    tokenizer = Tokenizer(models.WordPiece({token: i for i, token in enumerate(vocab)}, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
+    cls_id, sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -39,6 +55,64 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool = Tru
         sep_token="[SEP]",
         mask_token="[MASK]",
     )
+
+
+def learn_wordpiece_vocabulary(words: Counter[str], vocab_size: int) -> list[str]:
+    """Special tokens, every character (word-initial and ``##`` forms), then merged pieces in merge order.
+
+    Greedy merging of the most frequent adjacent pair of pieces, counted over word frequencies;
+    ties go to the alphabetically first pair. Stops at ``vocab_size`` or when no pair is left.
+    """
+    spelled = {word: [word[0], *(CONTINUATION + ch for ch in word[1:])] for word in words if word}
+    alphabet = sorted({piece for pieces in spelled.values() for piece in pieces})
+    vocab = [*SPECIAL_TOKENS, *(piece for piece in alphabet if piece not in SPECIAL_TOKENS)]
+    known = set(vocab)
+    pair_counts: Counter[tuple[str, str]] = Counter()
+    where: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+    for word, pieces in spelled.items():
+        for pair in itertools.pairwise(pieces):
+            pair_counts[pair] += words[word]
+            where[pair].add(word)
+    heap = [(-count, pair) for pair, count in pair_counts.items()]
+    heapq.heapify(heap)
+    while len(vocab) < vocab_size and heap:
+        negative, pair = heapq.heappop(heap)
+        if pair_counts.get(pair, 0) != -negative or negative == 0:
+            continue  # a stale entry: the pair's count changed after it was pushed
+        merged = pair[0] + pair[1].removeprefix(CONTINUATION)
+        if merged not in known:
+            known.add(merged)
+            vocab.append(merged)
+        changed: set[tuple[str, str]] = set()
+        for word in sorted(where.pop(pair)):
+            pieces, count = spelled[word], words[word]
+            for old in itertools.pairwise(pieces):
+                pair_counts[old] -= count
+                changed.add(old)
+            spelled[word] = pieces = _merge(pieces, pair, merged)
+            for new in itertools.pairwise(pieces):
+                pair_counts[new] += count
+                where[new].add(word)
+                changed.add(new)
+        for key in changed:
+            if pair_counts[key] > 0:
+                heapq.heappush(heap, (-pair_counts[key], key))
+            else:
+                pair_counts.pop(key, None)
+                where.pop(key, None)
+    return vocab
+
+
+def _merge(pieces: list[str], pair: tuple[str, str], merged: str) -> list[str]:
+    out, i = [], 0
+    while i < len(pieces):
+        if i + 1 < len(pieces) and pieces[i] == pair[0] and pieces[i + 1] == pair[1]:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(pieces[i])
+            i += 1
+    return out
 
 
 def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
