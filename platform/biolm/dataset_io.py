@@ -254,7 +254,18 @@ def _check_token_tagging(row: dict, where: str, multi_label: bool) -> list[str]:
     for token in tokens:
         if not isinstance(token, str) or not token or any(c.isspace() for c in token):
             raise DataFormatError(where, f"token {token!r} is empty or contains white space")
-    return list(tags)
+    # A word in several PICO elements (seed 004 section 5) joins their tags with "|": I-PAR|I-INT.
+    # Each part must be a known label; "O" or a repeat inside a join is a mistake.
+    parts = []
+    for tag in tags:
+        if "|" not in tag:
+            parts.append(tag)
+            continue
+        joined = tag.split("|")
+        if "" in joined or "O" in joined or len(set(joined)) != len(joined):
+            raise DataFormatError(where, f"tag {tag!r}: join distinct element tags with '|', without O")
+        parts.extend(joined)
+    return parts
 
 
 def _check_classification(row: dict, where: str, multi_label: bool) -> list[str]:

@@ -107,9 +107,9 @@ def prepare(spec: FinetuneSpec) -> Prepared:
         vocab_size = int(build_config(*parse_architecture(spec.architecture)).vocab_size)
         tokenizer = train_wordpiece(_texts(data.splits["train"]), vocab_size)
         logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, spec.dataset)
-    formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length)
-    features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     source = ModelSource(spec.model_dir, spec.architecture, len(tokenizer))
+    formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length, source)
+    features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     return Prepared(dataset, data, labels, features, tokenizer, formulation, source)
 
 
@@ -124,9 +124,15 @@ def _default_directory(dataset: DatasetSpec) -> Path:
 
 
 def _texts(rows: list[dict]):
+    contexts: set[str] = set()
     for row in rows:
         if "tokens" in row:
             yield " ".join(row["tokens"])
+        elif "question" in row:  # extractive QA: each note once, however many questions it has
+            yield row["question"]
+            if row["context"] not in contexts:
+                contexts.add(row["context"])
+                yield row["context"]
         else:
             yield row.get("text", "")
             if row.get("text_pair"):

@@ -31,6 +31,7 @@ from workers.engine.encoding import Feature, LabelSpace
 from workers.engine.scoring import score_predictions
 
 TAGGING_SCHEMES = ("bio", "bioul", "io")
+PICO_ELEMENTS = ("multi", "single")
 RELATION_REPRESENTATIONS = ("dummify", "markers")
 RELATION_FEATURES = ("cls", "cls+markers")
 LONG_DOCUMENT_STRATEGIES = ("truncate", "snippets", "full")
@@ -50,8 +51,13 @@ class TaskOptions:
     scores by points.
     """
 
-    tagging_scheme: str = _option("bio", "Token tasks: bio, bioul or io (seed 004 Table 9).")
+    tagging_scheme: str = _option("bio", "Token tasks: bio, bioul or io (seed 004 tagging-scheme ablation, Table 11).")
     crf: bool = _option(False, "Token tasks: a linear-chain CRF over the linear head's scores.")
+    pico_elements: str = _option(
+        "multi",
+        "PICO: multi (one sigmoid per element, a word may carry several, seed 004 section 5) "
+        "or single (one softmax tag per word, as the BLURB files).",
+    )
     relation_representation: str = _option(
         "dummify", "Relations: dummify (@GENE$ for each entity, BLURB) or markers ([E1] ... [/E1], GatorTron)."
     )
@@ -65,7 +71,9 @@ class TaskOptions:
     snippet_length: int = _option(512, "Tokens per snippet, special tokens included.")
     max_snippets: int = _option(8, "Snippets per document at most (8 x 512 = 4096, the long models' length).")
     max_question_length: int = _option(64, "Extractive QA: question tokens kept (seed 002).")
-    qa_window: int = _option(446, "Extractive QA: context tokens per window (seed 002).")
+    qa_window: int = _option(
+        446, "Extractive QA: tokens per context window, [CLS] and [SEP]s included (seed 002: 446, so 443 of context)."
+    )
     qa_stride: int = _option(396, "Extractive QA: context tokens between window starts (seed 002).")
     max_answer_length: int = _option(32, "Extractive QA: tokens in a predicted answer at most (seed 002).")
     n_best: int = _option(5, "Extractive QA: ranked answers kept per question (lenient accuracy and MRR use 5).")
@@ -73,6 +81,7 @@ class TaskOptions:
     def __post_init__(self) -> None:
         choices = {
             "tagging_scheme": TAGGING_SCHEMES,
+            "pico_elements": PICO_ELEMENTS,
             "relation_representation": RELATION_REPRESENTATIONS,
             "relation_features": RELATION_FEATURES,
             "long_documents": LONG_DOCUMENT_STRATEGIES,
