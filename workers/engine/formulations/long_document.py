@@ -1,0 +1,594 @@
+"""Long documents for sequence-level tasks: 512-token snippets pooled, or the whole note in one long model.
+
+Clinical notes (MIMIC-AKI, OpenI reports, HoC abstracts, discharge summaries) often exceed the
+512 tokens of BERT-style encoders. Seed 000 (Clinical-Longformer and Clinical-BigBird, section
+3.5) compares two ways past the limit, and ``--long-documents`` selects them (``truncate``, the
+first 512 tokens, stays :class:`~workers.engine.formulations.sequence.SequenceClassification`):
+
+``snippets`` (for short-context models such as BERT)
+    Each document is cut into consecutive snippets of at most ``--snippet-length`` tokens (512,
+    special tokens included), at most ``--max-snippets`` of them (8: seed 000 first truncates
+    every document to 4,096 tokens, then segments it into 512-token snippets). The encoder
+    reads every snippet on its own; the snippets' [CLS] hidden states are pooled across the
+    document (``--snippet-pooling`` max or mean, padding snippets masked out: seed 000's
+    "pooling layer ... to aggregate the output from short snippets"), then dropout 0.1 and a
+    linear classifier. **The tail is dropped**: tokens after the first ``max_snippets``
+    snippets' worth of the split text are never read; :meth:`LongDocumentClassification.describe`
+    records how many documents lost a tail and how many tokens.
+
+    Pairs: the longer member of a pair (in tokens: PubMedQA's and BioASQ's passage, LitCovid's
+    abstract) is the one split into snippets, and the shorter one (the question, the title) is
+    repeated in every snippet as its own segment, in the pair's original order:
+    ``[CLS] text-chunk [SEP] text_pair [SEP]`` or ``[CLS] text [SEP] text_pair-chunk [SEP]``.
+    So every snippet sees what the document is being asked about, as truncation's
+    ``longest_first`` keeps both members. The repeated member gets at most half of a snippet's
+    text budget (its own tail is cut beyond that, and counted).
+
+``full`` (for long-input models)
+    The whole document, up to the model's maximum sequence length (the architecture's
+    ``max_sequence_length``, 4,096 for the Longformer and BigBird presets, capped by the
+    config's position embeddings; for a checkpoint, ``max_position_embeddings`` minus
+    RoBERTa-style models' padding offset), in one pass through the family's
+    ``...ForSequenceClassification`` head, the setup the paper's long models are fine-tuned
+    with. Pairs are cut ``longest_first`` like truncation. Longformer gets global attention on
+    [CLS] (``global_attention_mask`` built by the collate function). A 512-token model is
+    refused: use ``snippets`` for it.
+
+BigBird (in either mode) silently switches itself from block-sparse to full attention on a batch
+of at most ``(5 + 2 * num_random_blocks) * block_size`` tokens, and stays switched for every
+later batch (``workers/engine/architectures.py``; METRICS.md). We put it back after every
+forward pass (:class:`BigBirdGuard` calls :func:`restore_bigbird_attention`, so training and
+prediction are both covered) rather than pad short batches up to the threshold: a short batch
+then gets exactly what transformers itself gives a short input (full attention, over at most
+704 tokens for the published configuration, so cheap), long batches always get block-sparse
+attention whatever came before them, and short notes do not pay for hundreds of padding tokens.
+The guard also runs block-sparse batches with autocast off: transformers 5's block-sparse
+attention fails under the bf16 autocast that ``--precision auto`` picks on CPUs with bf16.
+
+``--max-length`` does not apply here: snippets are ``--snippet-length`` long, and ``full`` reads
+as far as the model does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, PretrainedConfig, PreTrainedTokenizerBase
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+from biolm.specs import DatasetSpec
+from workers.engine.architectures import (
+    bigbird_uses_block_sparse,
+    cls_global_attention_mask,
+    resolve_preset,
+    restore_bigbird_attention,
+)
+from workers.engine.batching import collate
+from workers.engine.encoding import Feature, LabelSpace, _target, decode_sequences
+from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
+from workers.engine.formulations.sequence import PROBLEM_TYPES
+
+logger = logging.getLogger("biolm.engine")
+
+SHORT_MODEL_TOKENS = 512  # the BERT-family limit that ``full`` is meant to go beyond
+SNIPPET_DROPOUT = 0.1  # seed 004 section 6.2's dropout, on the pooled vector as on BERT's pooler
+
+# Families whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids):
+# max_position_embeddings - (pad_token_id + 1) positions are usable (514 -> 512 for RoBERTa, 4098 -> 4096).
+OFFSET_POSITION_MODEL_TYPES = frozenset(
+    {
+        "roberta",
+        "roberta-prelayernorm",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "longformer",
+        "data2vec-text",
+        "ibert",
+        "mpnet",
+    }
+)
+
+
+# ---------------------------------------------------------------------------
+# The model's length
+
+
+def model_max_tokens(source: ModelSource) -> int:
+    """The longest input ``source``'s encoder takes, special tokens included.
+
+    An architecture preset: its :class:`~biolm.specs.ArchitectureSpec` ``max_sequence_length``,
+    capped by the preset's position embeddings (``longformer:tiny`` has 1,026 positions, so
+    1,024 tokens). A checkpoint: ``max_position_embeddings``, minus ``pad_token_id + 1`` for
+    RoBERTa-style families (Longformer included), whose first position id follows the padding
+    index.
+    """
+    config = source.config()
+    positions = getattr(config, "max_position_embeddings", None)
+    limit = None
+    if positions:
+        offset = config.pad_token_id + 1 if config.model_type in OFFSET_POSITION_MODEL_TYPES else 0
+        limit = int(positions) - offset
+    if source.architecture is not None:
+        spec, _, _ = resolve_preset(source.architecture)
+        limit = spec.max_sequence_length if limit is None else min(limit, spec.max_sequence_length)
+    if limit is None:
+        raise ValueError(f"{_name(source)}: the config has no max_position_embeddings, so its length is unknown")
+    return limit
+
+
+def _name(source: ModelSource) -> str:
+    return source.architecture or str(source.model_dir)
+
+
+# ---------------------------------------------------------------------------
+# Special tokens, whatever the tokenizer's template
+
+
+@dataclass(frozen=True)
+class SpecialTemplate:
+    """Where a tokenizer puts its special tokens around one text or a pair, and their segment ids.
+
+    Read off the tokenizer itself (its mask token, a single id, stands in for each text), so BERT's
+    ``[CLS] A [SEP] B [SEP]`` and RoBERTa's ``<s> A </s></s> B </s>`` both come out right.
+    """
+
+    single: tuple[tuple[int, ...], tuple[int, ...]]  # ids before, after A
+    single_types: tuple[tuple[int, ...], tuple[int, ...], int]  # types before, after, of A
+    pair: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]  # before A, between, after B
+    pair_types: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int]  # ... of A, of B
+
+    @classmethod
+    def of(cls, tokenizer: PreTrainedTokenizerBase) -> SpecialTemplate:
+        marker_token = tokenizer.mask_token or tokenizer.unk_token
+        if marker_token is None:
+            raise ValueError("the tokenizer has neither a mask nor an unknown token to locate its special tokens with")
+        marker = tokenizer.convert_tokens_to_ids(marker_token)
+        one = tokenizer(marker_token, return_token_type_ids=True)
+        two = tokenizer(marker_token, marker_token, return_token_type_ids=True)
+        ids, types = list(one["input_ids"]), list(one["token_type_ids"])
+        pair_ids, pair_types = list(two["input_ids"]), list(two["token_type_ids"])
+        if ids.count(marker) != 1 or pair_ids.count(marker) != 2:
+            raise ValueError(f"cannot locate the tokenizer's special tokens: {marker_token!r} encodes as {ids}")
+        i = ids.index(marker)
+        a = pair_ids.index(marker)
+        b = pair_ids.index(marker, a + 1)
+        return cls(
+            single=(tuple(ids[:i]), tuple(ids[i + 1 :])),
+            single_types=(tuple(types[:i]), tuple(types[i + 1 :]), types[i]),
+            pair=(tuple(pair_ids[:a]), tuple(pair_ids[a + 1 : b]), tuple(pair_ids[b + 1 :])),
+            pair_types=(
+                tuple(pair_types[:a]),
+                tuple(pair_types[a + 1 : b]),
+                tuple(pair_types[b + 1 :]),
+                pair_types[a],
+                pair_types[b],
+            ),
+        )
+
+    def specials(self, pair: bool) -> int:
+        return sum(map(len, self.pair)) if pair else sum(map(len, self.single))
+
+    def build(self, first: Sequence[int], second: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
+        """Input ids and segment ids of ``first`` (and ``second``) with the special tokens added."""
+        if second is None:
+            (before, after), (t_before, t_after, t_a) = self.single, self.single_types
+            return [*before, *first, *after], [*t_before, *[t_a] * len(first), *t_after]
+        (before, between, after), (t_before, t_between, t_after, t_a, t_b) = self.pair, self.pair_types
+        ids = [*before, *first, *between, *second, *after]
+        types = [*t_before, *[t_a] * len(first), *t_between, *[t_b] * len(second), *t_after]
+        return ids, types
+
+
+def longest_first(first: int, second: int, budget: int) -> tuple[int, int]:
+    """How many tokens of each member ``truncation="longest_first"`` keeps within ``budget``.
+
+    The fast (Rust) tokenizers' rule, which the engine's tokenizers follow (the slow Python ones
+    differ by a token on ties): the shorter member keeps at most half the budget, rounded down
+    (on a tie ``first`` counts as the shorter), and the longer one takes the rest.
+    """
+    if first + second <= budget:
+        return first, second
+    if first > second:
+        kept = min(second, budget // 2)
+        return budget - kept, kept
+    kept = min(first, budget // 2)
+    return kept, budget - kept
+
+
+# ---------------------------------------------------------------------------
+# Features and batches
+
+
+@dataclass
+class DocumentFeature(Feature):
+    """One document as snippets: their ids (special tokens included) end to end in ``input_ids``.
+
+    ``snippet_lengths`` splits ``input_ids`` (and ``token_type_ids``) back into snippets, so
+    ``len(feature)`` is the document's real token count, which the training loop's length
+    grouping and throughput figures use.
+    """
+
+    snippet_lengths: list[int] = field(default_factory=list)
+
+
+def collate_snippets(
+    features: Sequence[DocumentFeature], pad_id: int, max_width: int, multiple: int = 8
+) -> dict[str, torch.Tensor]:
+    """``(batch, snippets, length)`` ids, attention mask and segment ids, a ``(batch, snippets)`` snippet mask.
+
+    A batch is as deep as its document with most snippets and as wide as its longest snippet
+    (rounded up to a multiple of 8, never beyond ``max_width``); padding snippets are all
+    padding and masked out of the pooling.
+    """
+    depth = max(len(f.snippet_lengths) for f in features)
+    longest = max(max(f.snippet_lengths) for f in features)
+    width = max(longest, min(-(-longest // multiple) * multiple, max_width))
+    shape = (len(features), depth, width)
+    input_ids = torch.full(shape, pad_id, dtype=torch.long)
+    attention = torch.zeros(shape, dtype=torch.long)
+    snippet_mask = torch.zeros(shape[:2], dtype=torch.long)
+    with_types = any(f.token_type_ids is not None for f in features)
+    types = torch.zeros(shape, dtype=torch.long) if with_types else None
+    for row, feature in enumerate(features):
+        start = 0
+        for snippet, length in enumerate(feature.snippet_lengths):
+            input_ids[row, snippet, :length] = torch.tensor(feature.input_ids[start : start + length])
+            attention[row, snippet, :length] = 1
+            if types is not None and feature.token_type_ids is not None:
+                types[row, snippet, :length] = torch.tensor(feature.token_type_ids[start : start + length])
+            start += length
+        snippet_mask[row, : len(feature.snippet_lengths)] = 1
+    batch = {"input_ids": input_ids, "attention_mask": attention, "snippet_mask": snippet_mask}
+    if types is not None:
+        batch["token_type_ids"] = types
+    batch["labels"] = _labels(features)
+    return batch
+
+
+def _labels(features: Sequence[Feature]) -> torch.Tensor:
+    if isinstance(features[0].labels, list | float):  # multi-label targets or regression scores
+        return torch.tensor([f.labels for f in features], dtype=torch.float)
+    return torch.tensor([f.labels for f in features], dtype=torch.long)
+
+
+# ---------------------------------------------------------------------------
+# The snippet model
+
+
+class SnippetPoolingClassifier(torch.nn.Module):
+    """Encoder on every real snippet, [CLS] states pooled per document, dropout 0.1, linear head.
+
+    ``forward`` takes :func:`collate_snippets`' batch. Padding snippets are dropped before the
+    encoder runs (the flattened batch holds real snippets only), so a document's logits do not
+    depend on the other documents in its batch. Losses follow ``kind`` as the Hugging Face heads
+    do: cross-entropy (single label), binary cross-entropy with one sigmoid per label (multi),
+    mean squared error on one output (regression).
+    """
+
+    def __init__(self, encoder: torch.nn.Module, num_labels: int, kind: str, pooling: str) -> None:
+        super().__init__()
+        if pooling not in ("max", "mean"):
+            raise ValueError(f"snippet pooling must be max or mean, not {pooling!r}")
+        self.encoder = encoder
+        self.config = encoder.config
+        self.kind = kind
+        self.pooling = pooling
+        self.global_cls = encoder.config.model_type == "longformer"
+        self.dropout = torch.nn.Dropout(SNIPPET_DROPOUT)
+        self.classifier = torch.nn.Linear(encoder.config.hidden_size, num_labels)
+        std = getattr(encoder.config, "initializer_range", 0.02)
+        torch.nn.init.normal_(self.classifier.weight, std=std)
+        torch.nn.init.zeros_(self.classifier.bias)
+
+    def snippet_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The encoder's last-layer [CLS] vector of each ``(snippets, length)`` row."""
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        if self.global_cls:  # Longformer: [CLS] attends to, and is attended by, the whole snippet
+            kwargs["global_attention_mask"] = cls_global_attention_mask(input_ids)
+        return self.encoder(**kwargs).last_hidden_state[:, 0]
+
+    def pool(self, states: torch.Tensor, snippet_mask: torch.Tensor) -> torch.Tensor:
+        """``(batch, snippets, hidden)`` -> ``(batch, hidden)``, ignoring masked snippets."""
+        mask = snippet_mask.bool().unsqueeze(-1)
+        if self.pooling == "max":
+            return states.masked_fill(~mask, torch.finfo(states.dtype).min).amax(dim=1)
+        return (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1).to(states.dtype)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        snippet_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> SequenceClassifierOutput:
+        batch, depth, width = input_ids.shape
+        real = snippet_mask.reshape(-1).bool()
+        flat_types = token_type_ids.reshape(-1, width)[real] if token_type_ids is not None else None
+        cls = self.snippet_states(
+            input_ids.reshape(-1, width)[real], attention_mask.reshape(-1, width)[real], flat_types
+        )
+        states = cls.new_zeros((batch * depth, cls.shape[-1]))
+        states[real] = cls
+        pooled = self.pool(states.view(batch, depth, -1), snippet_mask)
+        logits = self.classifier(self.dropout(pooled))
+        loss = self.loss(logits, labels) if labels is not None else None
+        return SequenceClassifierOutput(loss=loss, logits=logits)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()
+        if self.kind == "regression":
+            return torch.nn.functional.mse_loss(logits.squeeze(-1), labels.float())
+        if self.kind == "multi":
+            return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
+        return torch.nn.functional.cross_entropy(logits, labels)
+
+
+class BigBirdGuard(torch.nn.Module):
+    """A BigBird model (or bare encoder) that stays block-sparse and runs its block-sparse batches in fp32.
+
+    Two transformers 5 behaviours make a plain BigBird unusable for long documents here:
+
+    * a batch of at most :func:`~workers.engine.architectures.bigbird_block_sparse_threshold`
+      tokens switches the model to full attention for good; the guard restores the configured
+      attention after every forward pass (in ``finally``, so in training, where ``backward``
+      reuses the graph already built, and in prediction alike);
+    * block-sparse attention fails under bf16 autocast (its attention-probability scatter mixes
+      fp32 softmax weights into a bf16 buffer: ``scatter(): Expected self.dtype to be equal to
+      src.dtype``), and ``--precision auto`` picks bf16 on CPUs that have it; block-sparse batches
+      therefore run with autocast off (fp32), short full-attention batches keep bf16.
+
+    ``config`` and ``base_model`` are the wrapped model's, so callers inspect it as usual.
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    @property
+    def config(self) -> PretrainedConfig:
+        return self.model.config
+
+    @property
+    def base_model(self) -> torch.nn.Module:
+        return self.model.base_model
+
+    def forward(self, **inputs: torch.Tensor) -> object:
+        input_ids = inputs["input_ids"]
+        sparse = bigbird_uses_block_sparse(self.config, input_ids.shape[-1])
+        precision = torch.autocast(input_ids.device.type, enabled=False) if sparse else contextlib.nullcontext()
+        try:
+            with precision:
+                return self.model(**inputs)
+        finally:
+            restore_bigbird_attention(self.model)
+
+
+def keep_bigbird_block_sparse(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` in a :class:`BigBirdGuard` when it is a BigBird, unchanged otherwise."""
+    return BigBirdGuard(model) if getattr(model.config, "model_type", None) == "big_bird" else model
+
+
+# ---------------------------------------------------------------------------
+# The formulation
+
+
+class LongDocumentClassification(Formulation):
+    """``--long-documents snippets|full`` for classification (single, pair, multi-label) and regression."""
+
+    name = "long-document"
+    schemas = ("classification", "regression")
+
+    def __init__(
+        self,
+        dataset: DatasetSpec,
+        labels: LabelSpace,
+        tokenizer: PreTrainedTokenizerBase,
+        options: TaskOptions,
+        max_length: int,
+        source: ModelSource | None = None,
+    ) -> None:
+        super().__init__(dataset, labels, tokenizer, options, max_length)
+        self.mode = options.long_documents
+        if self.mode not in ("snippets", "full"):
+            raise ValueError(
+                f"{type(self).__name__} handles --long-documents snippets or full, not {self.mode!r} "
+                "(truncation is SequenceClassification)"
+            )
+        if self.schema not in self.schemas:
+            raise ValueError(
+                f"--long-documents {self.mode} applies to classification and regression datasets; "
+                f"{dataset.slug!r} uses the {self.schema} schema"
+            )
+        self.template = SpecialTemplate.of(tokenizer)
+        self.model_type: str | None = None
+        self.model_limit: int | None = None
+        if source is not None:
+            self.model_type = source.config().model_type
+            self.model_limit = model_max_tokens(source)
+        if self.mode == "snippets":
+            if self.options.snippet_length < self.template.specials(pair=True) + 2:
+                raise ValueError(
+                    f"--snippet-length {self.options.snippet_length} leaves no room for text after the "
+                    f"{self.template.specials(pair=True)} special tokens of a pair"
+                )
+            if self.model_limit is not None and self.options.snippet_length > self.model_limit:
+                raise ValueError(
+                    f"--snippet-length {self.options.snippet_length} is longer than {_name(source)} takes "
+                    f"({self.model_limit} tokens); give --snippet-length {self.model_limit} or less"
+                )
+        else:
+            if source is None:
+                raise ValueError("--long-documents full needs the model (source=) to know how long a document may be")
+            if self.model_limit <= SHORT_MODEL_TOKENS:
+                raise ValueError(
+                    f"--long-documents full needs a model that reads more than {SHORT_MODEL_TOKENS} tokens, but "
+                    f"{_name(source)} reads {self.model_limit}: use --long-documents snippets with it "
+                    "(512-token snippets pooled, seed 000 section 3.5), or a long-input architecture such as "
+                    "longformer or big-bird"
+                )
+        self.stats = {"documents": 0, "documents_cut": 0, "tokens_dropped": 0, "pair_members_cut": 0}
+
+    # -- lengths ------------------------------------------------------------
+
+    @property
+    def document_length(self) -> int:
+        """``full``: tokens per document at most, special tokens included (the model's maximum)."""
+        if self.model_limit is None:
+            raise ValueError("the document length of --long-documents full is the model's; no model was given")
+        return self.model_limit
+
+    def describe(self) -> dict:
+        description = {"name": f"{self.name}-{self.mode}", "long_documents": self.mode, **self.stats}
+        if self.mode == "snippets":
+            description |= {
+                "snippet_length": self.options.snippet_length,
+                "max_snippets": self.options.max_snippets,
+                "snippet_pooling": self.options.snippet_pooling,
+                "dropped": (
+                    "the tail of the split text beyond max_snippets snippets (documents_cut documents, "
+                    "tokens_dropped tokens, over every split encoded)"
+                ),
+                "pairs": "the longer member is split into snippets, the shorter repeated in every snippet",
+            }
+        else:
+            description |= {
+                "document_length": self.document_length,
+                "dropped": "the tail beyond document_length tokens (pairs: longest_first)",
+                "global_attention": "cls" if self.model_type == "longformer" else None,
+                "bigbird_attention": (
+                    "block_sparse restored after every forward; block-sparse batches in fp32"
+                    if self.model_type == "big_bird"
+                    else None
+                ),
+            }
+        return description
+
+    # -- encoding -----------------------------------------------------------
+
+    def encode(self, rows: Sequence[dict]) -> list[Feature]:
+        texts = [row["text"] for row in rows]
+        pairs = [row.get("text_pair") or "" for row in rows]
+        has_pairs = any(pairs)
+        first_ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if rows else []
+        second_ids = self.tokenizer(pairs, add_special_tokens=False)["input_ids"] if has_pairs else [[]] * len(rows)
+        label_ids = self.labels.index()
+        build = self._snippets if self.mode == "snippets" else self._full
+        features = []
+        before = dict(self.stats)
+        for index, row in enumerate(rows):
+            ids, types, lengths = build(first_ids[index], second_ids[index] if pairs[index] else None)
+            target = _target(row, self.labels, label_ids)
+            token_types = types if has_pairs else None
+            if self.mode == "snippets":
+                features.append(DocumentFeature(ids, token_types, target, index, snippet_lengths=lengths))
+            else:
+                features.append(Feature(ids, token_types, target, index))
+            self.stats["documents"] += 1
+        cut = self.stats["documents_cut"] - before["documents_cut"]
+        if cut:
+            logger.info(
+                "--long-documents %s: %d of %d documents cut, %d tokens dropped",
+                self.mode,
+                cut,
+                len(rows),
+                self.stats["tokens_dropped"] - before["tokens_dropped"],
+            )
+        return features
+
+    def _snippets(self, first: list[int], second: list[int] | None) -> tuple[list[int], list[int], list[int]]:
+        """Consecutive snippets of the longer member, the shorter one repeated in each."""
+        if second is None:
+            split, partner = first, None
+            budget = self.options.snippet_length - self.template.specials(pair=False)
+        else:
+            split_first = len(first) >= len(second)
+            split, partner = (first, second) if split_first else (second, first)
+            budget = self.options.snippet_length - self.template.specials(pair=True)
+            kept = budget // 2
+            if len(partner) > kept:
+                partner = partner[:kept]
+                self.stats["pair_members_cut"] += 1
+            budget -= len(partner)
+        limit = budget * self.options.max_snippets
+        if len(split) > limit:
+            self.stats["documents_cut"] += 1
+            self.stats["tokens_dropped"] += len(split) - limit
+            split = split[:limit]
+        ids: list[int] = []
+        types: list[int] = []
+        lengths: list[int] = []
+        for start in range(0, max(len(split), 1), budget):
+            chunk = split[start : start + budget]
+            if partner is None:
+                snippet_ids, snippet_types = self.template.build(chunk)
+            elif split_first:
+                snippet_ids, snippet_types = self.template.build(chunk, partner)
+            else:
+                snippet_ids, snippet_types = self.template.build(partner, chunk)
+            ids.extend(snippet_ids)
+            types.extend(snippet_types)
+            lengths.append(len(snippet_ids))
+        return ids, types, lengths
+
+    def _full(self, first: list[int], second: list[int] | None) -> tuple[list[int], list[int], list[int]]:
+        """The document up to the model's length; a pair is cut longest_first, as truncation does."""
+        budget = self.document_length - self.template.specials(pair=second is not None)
+        if second is None:
+            keep_first, keep_second = min(len(first), budget), 0
+        else:
+            keep_first, keep_second = longest_first(len(first), len(second), budget)
+        dropped = len(first) - keep_first + (len(second) - keep_second if second is not None else 0)
+        if dropped:
+            self.stats["documents_cut"] += 1
+            self.stats["tokens_dropped"] += dropped
+        ids, types = self.template.build(first[:keep_first], second[:keep_second] if second is not None else None)
+        return ids, types, [len(ids)]
+
+    # -- model --------------------------------------------------------------
+
+    def build_model(self, source: ModelSource) -> torch.nn.Module:
+        limit = model_max_tokens(source)
+        if self.mode == "snippets":
+            if self.options.snippet_length > limit:
+                raise ValueError(
+                    f"--snippet-length {self.options.snippet_length} is longer than {_name(source)} takes ({limit})"
+                )
+            encoder = keep_bigbird_block_sparse(source.encoder())
+            return SnippetPoolingClassifier(encoder, self.labels.size, self.labels.kind, self.options.snippet_pooling)
+        if limit < self.document_length:
+            raise ValueError(
+                f"documents were encoded to {self.document_length} tokens but {_name(source)} takes {limit}"
+            )
+        model = source.head_model(
+            AutoModelForSequenceClassification,
+            num_labels=self.labels.size,
+            id2label=dict(enumerate(self.labels.names)),
+            label2id=self.labels.index(),
+            problem_type=PROBLEM_TYPES.get(self.labels.kind, "single_label_classification"),
+        )
+        return keep_bigbird_block_sparse(model)
+
+    def collate(self, features: Sequence[Feature], pad_id: int) -> dict[str, torch.Tensor]:
+        if self.mode == "snippets":
+            return collate_snippets(features, pad_id, self.options.snippet_length)
+        longest = max(len(f) for f in features)
+        batch = collate(features, pad_id, multiple=8 if -(-longest // 8) * 8 <= self.document_length else 1)
+        if self.model_type == "longformer":
+            batch["global_attention_mask"] = cls_global_attention_mask(batch["input_ids"])
+        return batch
+
+    def decode(
+        self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
+    ) -> list:
+        return decode_sequences(np.stack(logits), self.labels)
