@@ -38,6 +38,12 @@ class DataArguments:
         default=None, metadata={"help": "Directory of the official files (default: under BIOLM_DATA_DIR)."}
     )
     max_length: int = field(default=512, metadata={"help": "Maximum tokens per input; longer token inputs are split."})
+    max_train_examples: int | None = field(
+        default=None, metadata={"help": "Use only the first N training examples (quick runs; recorded in results)."}
+    )
+    max_eval_examples: int | None = field(
+        default=None, metadata={"help": "Use only the first N dev and test examples (quick runs; recorded in results)."}
+    )
 
 
 @dataclass
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             learning_rate=protocol.learning_rate,
             batch_size=protocol.batch_size,
             max_length=data_args.max_length,
+            max_train_examples=data_args.max_train_examples,
+            max_eval_examples=data_args.max_eval_examples,
             device=protocol.device,
             precision=protocol.precision,
             task=task,

@@ -7,6 +7,7 @@ the command line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -46,6 +47,10 @@ class FinetuneSpec:
     learning_rate: float | None = None
     batch_size: int | None = None
     max_length: int = 512
+    max_train_examples: int | None = (
+        None  # the first N training examples (quick runs, as run_ner.py's max_train_samples)
+    )
+    max_eval_examples: int | None = None  # the first N dev and test examples
     eval_batch_size: int = 64
     device: str = "auto"
     precision: str = "auto"  # "bf16", "fp32" or "auto" (bf16 where the hardware has it)
@@ -59,6 +64,9 @@ class FinetuneSpec:
             raise ValueError(f"--precision must be auto, bf16 or fp32, not {self.precision!r}")
         if self.max_length < 8:
             raise ValueError("--max-length must be at least 8")
+        for name in ("max_train_examples", "max_eval_examples"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
 
 
 @dataclass
@@ -97,7 +105,7 @@ def prepare(spec: FinetuneSpec) -> Prepared:
     if dataset.adapter is None:
         raise ValueError(f"dataset {spec.dataset!r} has no adapter to read its files")
     directory = spec.data_dir or _default_directory(dataset)
-    data = load_dataset_files(dataset, directory)
+    data = _first_examples(load_dataset_files(dataset, directory), spec)
     if "train" not in data.splits:
         raise ValueError(f"{directory}: dataset {spec.dataset!r} has no train split here, so it cannot be fine-tuned")
     labels = _label_space(dataset, data)
@@ -111,6 +119,19 @@ def prepare(spec: FinetuneSpec) -> Prepared:
     formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     return Prepared(dataset, data, labels, features, tokenizer, formulation, source)
+
+
+def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
+    """The data cut to ``max_train_examples`` / ``max_eval_examples``, with a note saying so in the results."""
+    limits = {"train": spec.max_train_examples, "dev": spec.max_eval_examples, "test": spec.max_eval_examples}
+    cut = {
+        split: limits[split] for split, rows in data.splits.items() if limits.get(split) and len(rows) > limits[split]
+    }
+    if not cut:
+        return data
+    splits = {split: rows[: cut.get(split, len(rows))] for split, rows in data.splits.items()}
+    notes = [*data.notes, "only the first examples were used: " + ", ".join(f"{s} {n}" for s, n in cut.items())]
+    return dataclasses.replace(data, splits=splits, notes=notes)
 
 
 def _default_directory(dataset: DatasetSpec) -> Path:
