@@ -80,6 +80,7 @@ def test_cli_fine_tunes_a_tiny_model_on_each_demo_dataset(tmp_path, dataset, cap
     assert results["efficiency"]["parameters"] > 0
     assert results["efficiency"]["finetune_tokens_per_second"] > 0
     assert results["provenance"]["versions"]["torch"].startswith("2.13")
+    assert results["provenance"]["plugins"]["plugins.datasets.demo_catalogue"].startswith("built-in (biolm ")
     assert f"{dataset}: test {metric}" in capsys.readouterr().out
 
 

@@ -68,12 +68,29 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def provenance(device: torch.device, dtype: torch.dtype | None, seeds: list[int]) -> dict:
+def plugin_versions(manager) -> dict[str, str]:
+    """Each registered plugin's name and version: its distribution's for installed plugins, biolm's for built-ins.
+
+    A result depends on the adapter that read the data and the architecture that built the model,
+    so a plugin upgrade must be visible in the provenance.
+    """
+    installed = {id(plugin): f"{dist.project_name} {dist.version}" for plugin, dist in manager.list_plugin_distinfo()}
+    return {
+        name: installed.get(id(plugin), f"built-in (biolm {biolm.__version__})")
+        for name, plugin in sorted(manager.list_name_plugin())
+        if plugin is not None
+    }
+
+
+def provenance(
+    device: torch.device, dtype: torch.dtype | None, seeds: list[int], plugins: dict[str, str] | None = None
+) -> dict:
     return {
         "versions": {
             "biolm": biolm.__version__,
             **{name: _version(name) for name in ("torch", "transformers", "datasets", "tokenizers", "pluggy")},
         },
+        "plugins": plugins or {},
         "python": sys.version.split()[0],
         "git_commit": git_commit(),
         "device": str(device),

@@ -78,6 +78,7 @@ class Prepared:
     tokenizer: object
     formulation: Formulation
     source: ModelSource
+    plugins: dict[str, str] = field(default_factory=dict)  # plugin name -> version, for the provenance
 
 
 def resolve_device(name: str) -> torch.device:
@@ -98,7 +99,8 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 
 def prepare(spec: FinetuneSpec) -> Prepared:
-    contributions = collect_contributions(get_plugin_manager(load_entrypoints=spec.load_entrypoints))
+    manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints)
+    contributions = collect_contributions(manager)
     dataset = contributions.datasets.get(spec.dataset)
     if dataset is None:
         raise ValueError(f"unknown dataset {spec.dataset!r}; known: {', '.join(sorted(contributions.datasets))}")
@@ -118,7 +120,8 @@ def prepare(spec: FinetuneSpec) -> Prepared:
     source = ModelSource(spec.model_dir, spec.architecture, len(tokenizer))
     formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
-    return Prepared(dataset, data, labels, features, tokenizer, formulation, source)
+    plugins = efficiency.plugin_versions(manager)
+    return Prepared(dataset, data, labels, features, tokenizer, formulation, source, plugins)
 
 
 def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
@@ -280,7 +283,7 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
         "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
         "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": prepared.data.notes},
         "efficiency": efficiency.summary(runs, count_parameters(model_for_count), device),
-        "provenance": efficiency.provenance(device, dtype, seeds),
+        "provenance": efficiency.provenance(device, dtype, seeds, prepared.plugins),
     }
     spec.out.mkdir(parents=True, exist_ok=True)
     (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
