@@ -19,8 +19,14 @@ token-classification head, the same seeded initialisation) on the same examples 
   warm-up (10%) and weight decay (0.01), padding to a multiple of 8, no pinned memory, no
   progress bar or logging, collation in the main process (a worker process only competes
   with the two compute threads), and its default fused AdamW.
-* ``engine`` -- ``workers.engine.training.train``: length-grouped batches, dynamic padding to a
-  multiple of 8, bf16 autocast where the CPU has it natively.
+* ``engine`` -- ``workers.engine.training.train``: length-grouped batches (mega-batches of 50
+  batches, against the Trainer's at most 50 and here 15), dynamic padding to a multiple of 8, bf16
+  autocast where the CPU has it natively, fused AdamW, and on CPUs the kernels of
+  ``workers.engine.cpu_kernels`` (dropout masks from 32-bit lanes of the seeded generator instead
+  of ``bernoulli_``, attention with dropout without SDPA's math-path guards). Tried and rejected,
+  measured on this machine: ``torch.compile`` (dynamic shapes: 0.48 s per step against eager's
+  0.39, single thread; static shapes bucketed to multiples of 32: 0.85 against 0.51, plus 15-70 s
+  of compilation per shape) and pure bf16 weights with fp32 master copies (0.87x of autocast).
 
 ``hf_best`` and ``engine`` take the same number of optimizer steps, a quarter of hf_default's
 at the same epochs; so that "equal training" means equal examples and comparable progress,
@@ -48,6 +54,9 @@ from bench import common
 NAME = "finetune_throughput"
 ARMS = ("hf_default", "hf_best", "engine")
 GOALS = {"ratio_vs_default": 3.0, "ratio_vs_best": 1.5, "dev_f1_within_points": 1.0}
+# "dev F1 within 1 point" is read as: the engine's speed costs no accuracy, i.e. its dev F1 is within
+# 1 point of each baseline's. The two Trainer arms differ from each other by batch size (8 vs 32)
+# and so by more than a point after two epochs; that spread is reported too, but it is not ours.
 
 
 @dataclass(frozen=True)
@@ -316,6 +325,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             else None
         )
 
+    gaps = [g for g in (f1_gap("hf_default"), f1_gap("hf_best")) if g is not None]
     engine = arms.get("engine")
     result = {
         "name": NAME,
@@ -339,7 +349,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "met": {
                 "ratio_vs_default": ratio_vs_default is not None and ratio_vs_default >= GOALS["ratio_vs_default"],
                 "ratio_vs_best": ratio_vs_best is not None and ratio_vs_best >= GOALS["ratio_vs_best"],
-                "dev_f1_within_points": f1_spread is not None and f1_spread <= GOALS["dev_f1_within_points"],
+                "dev_f1_within_points": bool(gaps) and all(abs(g) <= GOALS["dev_f1_within_points"] for g in gaps),
             },
         },
         "arms": arms,
@@ -397,7 +407,14 @@ def summary(result: dict) -> str:
             common.table(headers, rows),
             f"engine / hf_default = {fmt(result['ratio_vs_default'])} (goal >= {goals['ratio_vs_default']}); "
             f"engine / hf_best = {fmt(result['ratio_vs_best'])} (goal >= {goals['ratio_vs_best']}); "
-            f"dev F1 spread {result['dev_f1_spread_points']:.2f} points (goal <= {goals['dev_f1_within_points']})",
+            f"dev F1 engine - hf_default {_points(result['dev_f1_engine_minus_hf_default'])}, "
+            f"engine - hf_best {_points(result['dev_f1_engine_minus_hf_best'])} "
+            f"(goal: within {goals['dev_f1_within_points']}); "
+            f"spread of all arms {_points(result['dev_f1_spread_points'])}",
             *result["contention_warnings"],
         ]
     )
+
+
+def _points(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f} points"
