@@ -51,7 +51,4 @@ def formulation_for(
     source: ModelSource | None = None,
 ) -> Formulation:
     """The formulation, ready to encode; ``source`` is the model, for formulations that need its length first."""
-    chosen = formulation_class(dataset, options)
-    if issubclass(chosen, LongDocumentClassification):  # full documents are as long as the model reads
-        return chosen(dataset, labels, tokenizer, options, max_length, source=source)
-    return chosen(dataset, labels, tokenizer, options, max_length)
+    return formulation_class(dataset, options)(dataset, labels, tokenizer, options, max_length, source)

@@ -170,12 +170,18 @@ class Formulation:
         tokenizer: PreTrainedTokenizerBase,
         options: TaskOptions,
         max_length: int,
+        source: ModelSource | None = None,
     ) -> None:
         self.dataset = dataset
         self.labels = labels
         self.tokenizer = tokenizer
         self.options = options
         self.max_length = max_length
+        self.source = source  # the model to come, for formulations that must know its length first
+        self.setup()
+
+    def setup(self) -> None:
+        """Check the options against the dataset and derive what encoding needs; raise ValueError to refuse."""
 
     @property
     def schema(self) -> str:

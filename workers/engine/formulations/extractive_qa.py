@@ -45,10 +45,9 @@ import numpy as np
 import torch
 from transformers import AutoModelForQuestionAnswering, PreTrainedModel, PreTrainedTokenizerBase
 
-from biolm.specs import DatasetSpec
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, LabelSpace
-from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
+from workers.engine.encoding import Feature
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.metrics import METRICS
 
 SQUAD_METRICS = ("squad-f1", "exact-match")
@@ -176,34 +175,27 @@ class ExtractiveQA(Formulation):
     name = "extractive-qa"
     schemas = ("extractive-qa",)
 
-    def __init__(
-        self,
-        dataset: DatasetSpec,
-        labels: LabelSpace,
-        tokenizer: PreTrainedTokenizerBase,
-        options: TaskOptions,
-        max_length: int,
-    ) -> None:
-        super().__init__(dataset, labels, tokenizer, options, max_length)
-        if not getattr(tokenizer, "is_fast", False):
+    def setup(self) -> None:
+        if not getattr(self.tokenizer, "is_fast", False):
             raise ValueError("extractive QA needs a fast tokenizer: answers are mapped back through character offsets")
-        if dataset.metric not in (*SQUAD_METRICS, *FACTOID_METRICS):
+        if self.dataset.metric not in (*SQUAD_METRICS, *FACTOID_METRICS):
             raise ValueError(
-                f"dataset {dataset.slug!r} is scored by {dataset.metric!r}; extractive QA scores "
+                f"dataset {self.dataset.slug!r} is scored by {self.dataset.metric!r}; extractive QA scores "
                 f"{', '.join((*SQUAD_METRICS, *FACTOID_METRICS))}"
             )
-        self.layout = _PairLayout.of(tokenizer)
-        self.context_per_window = options.qa_window - self.layout.special_tokens
-        if self.context_per_window < options.qa_stride:
+        self.layout = _PairLayout.of(self.tokenizer)
+        self.context_per_window = self.options.qa_window - self.layout.special_tokens
+        if self.context_per_window < self.options.qa_stride:
             raise ValueError(
-                f"--qa-window {options.qa_window} leaves {self.context_per_window} context tokens after the "
-                f"{self.layout.special_tokens} special tokens, fewer than --qa-stride {options.qa_stride}: "
+                f"--qa-window {self.options.qa_window} leaves {self.context_per_window} context tokens after the "
+                f"{self.layout.special_tokens} special tokens, fewer than --qa-stride {self.options.qa_stride}: "
                 "windows would skip context"
             )
-        if options.max_question_length + options.qa_window > max_length:
+        options = self.options
+        if options.max_question_length + options.qa_window > self.max_length:
             raise ValueError(
                 f"--max-question-length {options.max_question_length} + --qa-window {options.qa_window} = "
-                f"{options.max_question_length + options.qa_window} tokens, more than --max-length {max_length}"
+                f"{options.max_question_length + options.qa_window} tokens, more than --max-length {self.max_length}"
             )
 
     @property

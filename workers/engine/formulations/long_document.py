@@ -61,7 +61,6 @@ import torch
 from transformers import AutoModelForSequenceClassification, PretrainedConfig, PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from biolm.specs import DatasetSpec
 from workers.engine.architectures import (
     bigbird_uses_block_sparse,
     cls_global_attention_mask,
@@ -69,8 +68,8 @@ from workers.engine.architectures import (
     restore_bigbird_attention,
 )
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, LabelSpace, _target, decode_sequences
-from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
+from workers.engine.encoding import Feature, _target, decode_sequences
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.formulations.sequence import PROBLEM_TYPES
 
 logger = logging.getLogger("biolm.engine")
@@ -389,17 +388,8 @@ class LongDocumentClassification(Formulation):
     name = "long-document"
     schemas = ("classification", "regression")
 
-    def __init__(
-        self,
-        dataset: DatasetSpec,
-        labels: LabelSpace,
-        tokenizer: PreTrainedTokenizerBase,
-        options: TaskOptions,
-        max_length: int,
-        source: ModelSource | None = None,
-    ) -> None:
-        super().__init__(dataset, labels, tokenizer, options, max_length)
-        self.mode = options.long_documents
+    def setup(self) -> None:
+        self.mode = self.options.long_documents
         if self.mode not in ("snippets", "full"):
             raise ValueError(
                 f"{type(self).__name__} handles --long-documents snippets or full, not {self.mode!r} "
@@ -408,14 +398,14 @@ class LongDocumentClassification(Formulation):
         if self.schema not in self.schemas:
             raise ValueError(
                 f"--long-documents {self.mode} applies to classification and regression datasets; "
-                f"{dataset.slug!r} uses the {self.schema} schema"
+                f"{self.dataset.slug!r} uses the {self.schema} schema"
             )
-        self.template = SpecialTemplate.of(tokenizer)
+        self.template = SpecialTemplate.of(self.tokenizer)
         self.model_type: str | None = None
         self.model_limit: int | None = None
-        if source is not None:
-            self.model_type = source.config().model_type
-            self.model_limit = model_max_tokens(source)
+        if self.source is not None:
+            self.model_type = self.source.config().model_type
+            self.model_limit = model_max_tokens(self.source)
         if self.mode == "snippets":
             if self.options.snippet_length < self.template.specials(pair=True) + 2:
                 raise ValueError(
@@ -424,16 +414,16 @@ class LongDocumentClassification(Formulation):
                 )
             if self.model_limit is not None and self.options.snippet_length > self.model_limit:
                 raise ValueError(
-                    f"--snippet-length {self.options.snippet_length} is longer than {_name(source)} takes "
+                    f"--snippet-length {self.options.snippet_length} is longer than {_name(self.source)} takes "
                     f"({self.model_limit} tokens); give --snippet-length {self.model_limit} or less"
                 )
         else:
-            if source is None:
+            if self.source is None:
                 raise ValueError("--long-documents full needs the model (source=) to know how long a document may be")
             if self.model_limit <= SHORT_MODEL_TOKENS:
                 raise ValueError(
                     f"--long-documents full needs a model that reads more than {SHORT_MODEL_TOKENS} tokens, but "
-                    f"{_name(source)} reads {self.model_limit}: use --long-documents snippets with it "
+                    f"{_name(self.source)} reads {self.model_limit}: use --long-documents snippets with it "
                     "(512-token snippets pooled, seed 000 section 3.5), or a long-input architecture such as "
                     "longformer or big-bird"
                 )

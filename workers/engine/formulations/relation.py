@@ -53,10 +53,9 @@ import torch
 from transformers import AutoModelForSequenceClassification, PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from biolm.specs import DatasetSpec
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, LabelSpace, decode_sequences
-from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
+from workers.engine.encoding import Feature, decode_sequences
+from workers.engine.formulations.base import Formulation, ModelSource
 
 logger = logging.getLogger("biolm.engine")
 
@@ -292,19 +291,13 @@ class RelationClassification(Formulation):
     name = "relation-classification"
     schemas = ("relation",)
 
-    def __init__(
-        self,
-        dataset: DatasetSpec,
-        labels: LabelSpace,
-        tokenizer: PreTrainedTokenizerBase,
-        options: TaskOptions,
-        max_length: int,
-    ) -> None:
-        super().__init__(dataset, labels, tokenizer, options, max_length)
-        if labels.kind != "single":
-            raise ValueError(f"relation extraction predicts one label per pair; {dataset.slug!r} is {labels.kind}")
-        self.markers = options.relation_representation == "markers"
-        self.marker_ids = add_marker_tokens(tokenizer) if self.markers else {}
+    def setup(self) -> None:
+        if self.labels.kind != "single":
+            raise ValueError(
+                f"relation extraction predicts one label per pair; {self.dataset.slug!r} is {self.labels.kind}"
+            )
+        self.markers = self.options.relation_representation == "markers"
+        self.marker_ids = add_marker_tokens(self.tokenizer) if self.markers else {}
 
     def describe(self) -> dict:
         described = {

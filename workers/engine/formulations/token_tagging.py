@@ -31,14 +31,12 @@ from transformers import (
     AutoModelForTokenClassification,
     PretrainedConfig,
     PreTrainedModel,
-    PreTrainedTokenizerBase,
 )
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from biolm.specs import DatasetSpec
 from workers.engine.crf import LinearChainCRF, pack_labelled
 from workers.engine.encoding import IGNORE, Feature, LabelSpace, decode_token_tagging, encode_token_tagging
-from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.scoring import score_predictions
 from workers.engine.tagging_schemes import (
     OUTSIDE,
@@ -59,15 +57,7 @@ class TokenTagging(Formulation):
     name = "token-tagging"
     schemas = ("token-tagging",)
 
-    def __init__(
-        self,
-        dataset: DatasetSpec,
-        labels: LabelSpace,
-        tokenizer: PreTrainedTokenizerBase,
-        options: TaskOptions,
-        max_length: int,
-    ) -> None:
-        super().__init__(dataset, labels, tokenizer, options, max_length)
+    def setup(self) -> None:
         options = self.options
         self.multi_element = self.dataset.task_type == "pico" and options.pico_elements == "multi"
         # BIO without a CRF trains on the dataset's tags as they are (the engine's original path).
