@@ -195,6 +195,8 @@ def test_padding_snippets_change_nothing_and_are_never_encoded(datasets, tokeniz
         alone = model(**{k: v for k, v in long_docs.collate([short], pad).items() if k != "labels"}).logits
     assert encoded_rows == [4, 1]  # 1 + 3 real snippets, then the short document alone
     torch.testing.assert_close(together[0], alone[0], rtol=0, atol=1e-5)
+    # The padding overhead counts what the encoder computes: 4 snippets of 32, not the 6 of the tensor.
+    assert long_docs.computed_tokens(batch) == 4 * 32
 
 
 def test_max_and_mean_pooling_equal_a_manual_pooling_of_the_cls_states(datasets, tokenizer):

@@ -197,7 +197,18 @@ def run_once(
     formulation = prepared.formulation
     model = formulation.build_model(prepared.source)
     pad_id = prepared.tokenizer.pad_token_id
-    stats = train(model, prepared.features["train"], hp, seed, pad_id, device, dtype, progress, formulation.collate)
+    stats = train(
+        model,
+        prepared.features["train"],
+        hp,
+        seed,
+        pad_id,
+        device,
+        dtype,
+        progress,
+        formulation.collate,
+        formulation.computed_tokens,
+    )
     metrics, predictions, inference = {}, {}, {}
     for split in splits:
         if split not in prepared.features:

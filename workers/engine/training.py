@@ -78,6 +78,7 @@ def train(
     dtype: torch.dtype | None,
     progress: ProgressCallback | None = None,
     collate_fn: Collate = collate,
+    computed_tokens: Callable[[dict[str, torch.Tensor]], int] | None = None,
 ) -> TrainStats:
     seed_everything(seed)
     rng = np.random.default_rng(seed)
@@ -113,7 +114,7 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 real += sum(lengths[i] for i in batch_indices)
-                padded += batch["input_ids"].numel()
+                padded += computed_tokens(batch) if computed_tokens else batch["input_ids"].numel()
                 if progress is not None and (step % 10 == 0 or step == total):
                     loss_value = float(loss.detach())
                     progress(step, total, loss_value)

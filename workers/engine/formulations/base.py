@@ -203,6 +203,10 @@ class Formulation:
         """One padded batch (``labels`` included); inference drops ``labels``."""
         return collate(features, pad_id)
 
+    def computed_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        """Token positions the encoder really computes for ``batch``, padding included (the padding overhead's base)."""
+        return batch["input_ids"].numel()
+
     def decode(
         self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
     ) -> list:

@@ -569,6 +569,12 @@ class LongDocumentClassification(Formulation):
         )
         return keep_bigbird_block_sparse(model)
 
+    def computed_tokens(self, batch: dict[str, torch.Tensor]) -> int:
+        """Padding snippets never reach the encoder (the model runs the real ones only)."""
+        if "snippet_mask" in batch:
+            return int(batch["snippet_mask"].sum()) * batch["input_ids"].shape[-1]
+        return super().computed_tokens(batch)
+
     def collate(self, features: Sequence[Feature], pad_id: int) -> dict[str, torch.Tensor]:
         if self.mode == "snippets":
             return collate_snippets(features, pad_id, self.options.snippet_length)
