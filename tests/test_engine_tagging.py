@@ -273,6 +273,7 @@ def test_default_bio_path_encodes_and_decodes_exactly_as_the_shared_encoding_fun
         "name": "token-tagging",
         "tagging_scheme": "bio",
         "crf": False,
+        "crf_learning_rate": None,
         "crf_transitions": None,
         "multi_element": False,
         "model_labels": ["O", "B", "I"],
@@ -481,3 +482,26 @@ def test_real_ebm_pico_slice_trains_and_scores_as_element_sets(datasets):
         tp = sum(g and p for g, p in zip(gold, pred, strict=True))
         f1s.append(200 * tp / (sum(gold) + sum(pred)) if sum(gold) + sum(pred) else 0.0)
     assert score == pytest.approx(sum(f1s) / 3)
+
+
+def test_crf_transitions_train_at_their_own_learning_rate(ncbi_slice, tmp_path):
+    """At a BLURB learning rate the encoder moves slowly; the CRF's transitions move at --crf-learning-rate."""
+    from workers.engine.training import parameter_groups
+
+    prepared = prepare(FinetuneSpec("ncbi-disease", tmp_path, architecture="bert:tiny", data_dir=ncbi_slice))
+    hp = Hyperparameters(learning_rate=1e-5, batch_size=16, epochs=1)
+    moved = {}
+    for rate in (1e-5, 1e-2):
+        formulation = formulation_on(prepared, crf=True, crf_learning_rate=rate)
+        torch.manual_seed(0)
+        model = formulation.build_model(prepared.source)
+        groups = parameter_groups(model, hp)
+        crf_group = next(g for g in groups if any(p is model.crf.transitions for p in g["params"]))
+        assert crf_group["lr"] == rate and crf_group["weight_decay"] == 0.0
+        assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
+        before = model.crf.transitions.detach().clone()
+        features = formulation.encode(prepared.data.splits["train"][:64])
+        train(model, features, hp, 0, 0, torch.device("cpu"), None, collate_fn=formulation.collate)
+        allowed = torch.isfinite(before)
+        moved[rate] = (model.crf.transitions.detach() - before)[allowed].abs().max().item()
+    assert moved[1e-2] > 100 * moved[1e-5]

@@ -53,6 +53,9 @@ class TaskOptions:
 
     tagging_scheme: str = _option("bio", "Token tasks: bio, bioul or io (seed 004 tagging-scheme ablation, Table 11).")
     crf: bool = _option(False, "Token tasks: a linear-chain CRF over the linear head's scores.")
+    crf_learning_rate: float = _option(
+        1e-3, "Token tasks with --crf: the CRF transitions' learning rate (at 1e-5..5e-5 they would barely move)."
+    )
     pico_elements: str = _option(
         "multi",
         "PICO: multi (one sigmoid per element, a word may carry several, seed 004 section 5) "
@@ -93,7 +96,7 @@ class TaskOptions:
                 raise ValueError(f"{flag} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
         for item in fields(self):
             value = getattr(self, item.name)
-            if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
                 raise ValueError(f"--{item.name.replace('_', '-')} must be positive, not {value}")
         if self.relation_features == "cls+markers" and self.relation_representation != "markers":
             raise ValueError("--relation-features cls+markers needs --relation-representation markers")

@@ -83,6 +83,7 @@ class TokenTagging(Formulation):
             # one sigmoid per element is IO per element: no boundaries are modelled
             "tagging_scheme": "io" if self.multi_element else self.options.tagging_scheme,
             "crf": self.options.crf,
+            "crf_learning_rate": self.options.crf_learning_rate if self.options.crf else None,
             "crf_transitions": "forbidden where the scheme cannot write them" if self.options.crf else None,
             "multi_element": self.multi_element,
             "model_labels": list(self.tags.names),
@@ -147,7 +148,9 @@ class TokenTagging(Formulation):
             return MultiElementTagger(tagger)
         if self.options.crf:
             allowed = torch.tensor(allowed_transitions(self.tags.names, self.options.tagging_scheme))
-            return CRFTagger(tagger, LinearChainCRF(self.tags.size, allowed))
+            crf = LinearChainCRF(self.tags.size, allowed)
+            crf.own_learning_rate = self.options.crf_learning_rate  # see training.parameter_groups
+            return CRFTagger(tagger, crf)
         return tagger
 
     # --- outputs ------------------------------------------------------------------------------
