@@ -230,3 +230,45 @@ def _ebm_pico_with_stand_in_train(official: Path, directory: Path) -> Path:
     starts = [i for i, line in enumerate(lines) if line.startswith("-DOCSTART-")]
     (directory / "train.tsv").write_text("".join(lines[: starts[20]]), encoding="utf-8")  # 20 abstracts
     return directory
+
+
+def test_an_interrupted_protocol_resumes_from_the_runs_it_had_finished(tmp_path, monkeypatch):
+    import workers.engine.finetune as finetune_module
+
+    args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-relation", "--grid", "single",
+            "--seeds", "3", "--epochs", "1", "--out", str(tmp_path / "out")]  # fmt: skip
+    real_run_once = finetune_module.run_once
+
+    def crash_on_the_third_seed(spec, prepared, hp, seed, *rest):
+        if seed == 44:
+            raise RuntimeError("worker lost")  # a failure injected into our own loop, not a stand-in for it
+        return real_run_once(spec, prepared, hp, seed, *rest)
+
+    monkeypatch.setattr(finetune_module, "run_once", crash_on_the_third_seed)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        main(args)
+    assert len(list((tmp_path / "out" / "runs").glob("*.json"))) == 2  # seeds 42 and 43 were kept
+    monkeypatch.setattr(finetune_module, "run_once", real_run_once)
+
+    assert main(args) == 0
+    resumed = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert resumed["provenance"]["reused_runs"] == 2 and [r["seed"] for r in resumed["runs"]] == [42, 43, 44]
+    assert main([*args[:-1], str(tmp_path / "uninterrupted")]) == 0
+    uninterrupted = json.loads((tmp_path / "uninterrupted" / "results.json").read_text())
+    assert [r["metrics"] for r in resumed["runs"]] == [r["metrics"] for r in uninterrupted["runs"]]
+    assert resumed["predictions"] == uninterrupted["predictions"]
+
+
+def test_stored_runs_are_retrained_when_anything_that_decides_them_changes(tmp_path):
+    args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-relation", "--grid", "single",
+            "--seeds", "1", "--epochs", "1", "--out", str(tmp_path)]  # fmt: skip
+
+    def reused(*extra: str) -> int:
+        assert main([*args, *extra]) == 0
+        return json.loads((tmp_path / "results.json").read_text())["provenance"]["reused_runs"]
+
+    assert reused() == 0
+    assert reused() == 1
+    assert reused("--max-length", "64") == 0  # another input length: another run
+    assert reused("--learning-rate", "1e-4") == 0  # other hyperparameters
+    assert reused("--fresh") == 0

@@ -56,6 +56,12 @@ class ProtocolArguments:
     batch_size: int | None = field(default=None, metadata={"help": "Fix the batch size (one-point grid)."})
     device: str = field(default="auto", metadata={"help": "auto, cpu, cuda or cuda:N."})
     precision: str = field(default="auto", metadata={"help": "auto (bf16 where native), bf16 or fp32."})
+    fresh: bool = field(
+        default=False,
+        metadata={
+            "help": "Retrain every run, even those an earlier (e.g. interrupted) invocation stored in --out/runs."
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             max_eval_examples=data_args.max_eval_examples,
             device=protocol.device,
             precision=protocol.precision,
+            fresh=protocol.fresh,
             task=task,
         )
     except ValueError as exc:

@@ -8,6 +8,7 @@ the command line.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+import biolm
 from biolm.dataset_io import LoadedDataset, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import DatasetSpec
@@ -25,6 +27,7 @@ from workers.engine.architectures import build_config, count_parameters, parse_a
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, TaskOptions, formulation_for
 from workers.engine.protocol import Summary, default_seeds, grid
+from workers.engine.run_store import RunStore, checkpoint_identity
 from workers.engine.tokenization import load_tokenizer, train_wordpiece
 from workers.engine.training import Hyperparameters, ProgressCallback, predict, seed_everything, train
 
@@ -52,6 +55,7 @@ class FinetuneSpec:
     )
     max_eval_examples: int | None = None  # the first N dev and test examples
     eval_batch_size: int = 64
+    fresh: bool = False  # retrain even the runs an earlier invocation stored under out/runs
     device: str = "auto"
     precision: str = "auto"  # "bf16", "fp32" or "auto" (bf16 where the hardware has it)
     task: TaskOptions = field(default_factory=TaskOptions)
@@ -260,16 +264,23 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
     def progress(label: str) -> ProgressCallback | None:
         return progress_factory(label) if progress_factory else None
 
-    search = []
-    for hp in points:
-        result = run_once(spec, prepared, hp, seeds[0], ("dev", "test"), device, dtype, progress(f"dev {hp.key()}"))
-        search.append(result)
+    store = RunStore(spec.out / "runs", run_identity(spec, prepared, device, dtype))
+
+    def run(hp: Hyperparameters, seed: int, label: str) -> RunResult:
+        stored = None if spec.fresh else store.load(hp, seed)
+        if stored is not None:
+            logger.info("%s: reusing the finished run stored under %s", label, store.directory)
+            return RunResult(**stored)
+        result = run_once(spec, prepared, hp, seed, ("dev", "test"), device, dtype, progress(label))
+        store.save(hp, seed, asdict(result))
+        return result
+
+    search = [run(hp, seeds[0], f"dev {hp.key()}") for hp in points]
     with_dev = [r for r in search if "dev" in r.metrics]
     best = max(with_dev, key=lambda r: _finite(r.metrics["dev"][metric])) if with_dev else search[0]
     chosen = Hyperparameters(**best.hyperparameters)
     runs = [best]
-    for seed in seeds[1:]:
-        runs.append(run_once(spec, prepared, chosen, seed, ("dev", "test"), device, dtype, progress(f"seed {seed}")))
+    runs += [run(chosen, seed, f"seed {seed}") for seed in seeds[1:]]
 
     test_values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
     model_for_count = prepared.formulation.build_model(prepared.source)
@@ -294,11 +305,35 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
         "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
         "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": prepared.data.notes},
         "efficiency": efficiency.summary(runs, count_parameters(model_for_count), device),
-        "provenance": efficiency.provenance(device, dtype, seeds, prepared.plugins),
+        "provenance": {
+            **efficiency.provenance(device, dtype, seeds, prepared.plugins),
+            "reused_runs": store.reused,
+        },
     }
     spec.out.mkdir(parents=True, exist_ok=True)
     (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     return results
+
+
+def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, dtype: torch.dtype | None) -> dict:
+    """Everything besides hyperparameters and seed that decides a run's outcome (see :mod:`run_store`)."""
+    vocabulary = json.dumps(sorted(prepared.tokenizer.get_vocab().items()))
+    return {
+        "dataset": spec.dataset,
+        "data_fingerprint": prepared.data.fingerprint,
+        "data_sizes": prepared.data.sizes,
+        "model_dir": str(spec.model_dir) if spec.model_dir else None,
+        "checkpoint_files": checkpoint_identity(spec.model_dir),
+        "architecture": spec.architecture,
+        "vocabulary": hashlib.sha256(vocabulary.encode("utf-8")).hexdigest(),
+        "formulation": prepared.formulation.describe(),
+        "task_options": asdict(spec.task),
+        "max_length": spec.max_length,
+        "eval_batch_size": spec.eval_batch_size,
+        "dtype": str(dtype),
+        "device": device.type,
+        "code": {"biolm": biolm.__version__, "git_commit": efficiency.git_commit()},
+    }
 
 
 def _finite(value: float) -> float:
