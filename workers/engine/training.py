@@ -124,6 +124,8 @@ def train(
     step = 0
     real = padded = 0
     loss_value = None
+    if progress is not None:
+        progress(0, total, None)  # start the clock of the caller's progress bar before the first step
     start = time.perf_counter()
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
