@@ -109,14 +109,15 @@ def encode_sequences(
             Feature(
                 encoded["input_ids"][index],
                 encoded["token_type_ids"][index] if has_pairs else None,
-                _target(example, labels, label_ids),
+                sequence_target(example, labels, label_ids),
                 index,
             )
         )
     return features
 
 
-def _target(example: dict, labels: LabelSpace, label_ids: dict[str, int]) -> int | float | list[float]:
+def sequence_target(example: dict, labels: LabelSpace, label_ids: dict[str, int]) -> int | float | list[float]:
+    """A sequence example's training target: a class id, a 0/1 vector over labels (multi-label) or a score."""
     if labels.kind == "regression":
         return float(example["score"])
     if labels.kind == "multi":

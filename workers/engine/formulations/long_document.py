@@ -68,7 +68,7 @@ from workers.engine.architectures import (
     restore_bigbird_attention,
 )
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, _target, decode_sequences
+from workers.engine.encoding import Feature, decode_sequences, sequence_target
 from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.formulations.sequence import PROBLEM_TYPES
 
@@ -478,7 +478,7 @@ class LongDocumentClassification(Formulation):
         before = dict(self.stats)
         for index, row in enumerate(rows):
             ids, types, lengths = build(first_ids[index], second_ids[index] if pairs[index] else None)
-            target = _target(row, self.labels, label_ids)
+            target = sequence_target(row, self.labels, label_ids)
             token_types = types if has_pairs else None
             if self.mode == "snippets":
                 features.append(DocumentFeature(ids, token_types, target, index, snippet_lengths=lengths))
