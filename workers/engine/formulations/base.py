@@ -10,6 +10,7 @@ behind this interface, one module per family, so adding a formulation touches no
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -156,7 +157,7 @@ class ModelSource:
         return self.head_model(AutoModel, model_kwargs={"add_pooling_layer": False}, **overrides)
 
 
-class Formulation:
+class Formulation(abc.ABC):
     """One way of casting a dataset onto an encoder. Subclasses override what differs.
 
     ``schemas`` lists the canonical schemas (``biolm.schemas``) the formulation accepts;
@@ -183,7 +184,7 @@ class Formulation:
         self.source = source  # the model to come, for formulations that must know its length first
         self.setup()
 
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: B027 -- optional: most formulations need no setup
         """Check the options against the dataset and derive what encoding needs; raise ValueError to refuse."""
 
     @property
@@ -194,13 +195,13 @@ class Formulation:
         """What the results JSON records about the formulation (name and the options it uses)."""
         return {"name": self.name}
 
+    @abc.abstractmethod
     def encode(self, rows: Sequence[dict]) -> list[Feature]:
         """Model inputs for one split's examples; ``Feature.example`` points back into ``rows``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def build_model(self, source: ModelSource) -> torch.nn.Module:
         """A fresh model whose forward takes a collated batch and returns ``.loss`` and ``.logits``."""
-        raise NotImplementedError
 
     def collate(self, features: Sequence[Feature], pad_id: int) -> dict[str, torch.Tensor]:
         """One padded batch (``labels`` included); inference drops ``labels``."""
@@ -210,6 +211,7 @@ class Formulation:
         """Token positions the encoder really computes for ``batch``, padding included (the padding overhead's base)."""
         return batch["input_ids"].numel()
 
+    @abc.abstractmethod
     def decode(
         self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
     ) -> list:
@@ -218,7 +220,6 @@ class Formulation:
         ``logits`` holds one array per feature: ``(length, ...)`` for per-token outputs (padding
         removed), otherwise the row of the batch's ``(batch, ...)`` output.
         """
-        raise NotImplementedError
 
     def score(self, rows: Sequence[dict], predicted: Sequence, logits: Sequence[np.ndarray]) -> dict:
         """``{metric slug: value or None}`` for the dataset's metric and its companions."""
