@@ -35,7 +35,7 @@ def formulation_class(dataset: DatasetSpec, options: TaskOptions) -> type[Formul
         return TokenTagging
     if schema in ExtractiveQA.schemas:
         return ExtractiveQA
-    if schema in RelationClassification.schemas:  # before SequenceClassification, which also lists it
+    if schema in RelationClassification.schemas:
         return RelationClassification
     if schema in SequenceClassification.schemas:
         return SequenceClassification

@@ -56,9 +56,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import PretrainedConfig, PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from workers.engine.architectures import (
@@ -68,9 +67,9 @@ from workers.engine.architectures import (
     restore_bigbird_attention,
 )
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, decode_sequences, sequence_target
-from workers.engine.formulations.base import Formulation, ModelSource
-from workers.engine.formulations.sequence import PROBLEM_TYPES
+from workers.engine.encoding import Feature, sequence_target
+from workers.engine.formulations.base import ModelSource
+from workers.engine.formulations.sequence import SequenceClassification
 
 logger = logging.getLogger("biolm.engine")
 
@@ -382,7 +381,7 @@ def keep_bigbird_block_sparse(model: torch.nn.Module) -> torch.nn.Module:
 # The formulation
 
 
-class LongDocumentClassification(Formulation):
+class LongDocumentClassification(SequenceClassification):
     """``--long-documents snippets|full`` for classification (single, pair, multi-label) and regression."""
 
     name = "long-document"
@@ -560,14 +559,7 @@ class LongDocumentClassification(Formulation):
             raise ValueError(
                 f"documents were encoded to {self.document_length} tokens but {_name(source)} takes {limit}"
             )
-        model = source.head_model(
-            AutoModelForSequenceClassification,
-            num_labels=self.labels.size,
-            id2label=dict(enumerate(self.labels.names)),
-            label2id=self.labels.index(),
-            problem_type=PROBLEM_TYPES.get(self.labels.kind, "single_label_classification"),
-        )
-        return keep_bigbird_block_sparse(model)
+        return keep_bigbird_block_sparse(self.cls_classifier(source))
 
     def computed_tokens(self, batch: dict[str, torch.Tensor]) -> int:
         """Padding snippets never reach the encoder (the model runs the real ones only)."""
@@ -583,8 +575,3 @@ class LongDocumentClassification(Formulation):
         if self.model_type == "longformer":
             batch["global_attention_mask"] = cls_global_attention_mask(batch["input_ids"])
         return batch
-
-    def decode(
-        self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
-    ) -> list:
-        return decode_sequences(np.stack(logits), self.labels)

@@ -48,14 +48,14 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from workers.engine.batching import collate
-from workers.engine.encoding import Feature, decode_sequences
-from workers.engine.formulations.base import Formulation, ModelSource
+from workers.engine.encoding import Feature
+from workers.engine.formulations.base import ModelSource
+from workers.engine.formulations.sequence import SequenceClassification
 
 logger = logging.getLogger("biolm.engine")
 
@@ -285,7 +285,7 @@ class MarkerRelationClassifier(torch.nn.Module):
         return SequenceClassifierOutput(loss=loss, logits=logits)
 
 
-class RelationClassification(Formulation):
+class RelationClassification(SequenceClassification):
     """Single-label relation classification of (text, head, tail) examples; see the module docstring."""
 
     name = "relation-classification"
@@ -367,13 +367,7 @@ class RelationClassification(Formulation):
             model: torch.nn.Module = MarkerRelationClassifier(source.encoder(), self.labels.size)
             embeddings = model.encoder
         else:
-            model = embeddings = source.head_model(
-                AutoModelForSequenceClassification,
-                num_labels=self.labels.size,
-                id2label=dict(enumerate(self.labels.names)),
-                label2id=self.labels.index(),
-                problem_type="single_label_classification",
-            )
+            model = embeddings = self.cls_classifier(source)
         # A checkpoint's vocabulary lacks the markers added to its tokenizer: grow the embeddings to match.
         if embeddings.get_input_embeddings().num_embeddings < len(self.tokenizer):
             embeddings.resize_token_embeddings(len(self.tokenizer))
@@ -384,8 +378,3 @@ class RelationClassification(Formulation):
         if self.options.relation_features == "cls+markers":
             batch["marker_positions"] = torch.tensor([f.markers for f in features], dtype=torch.long)
         return batch
-
-    def decode(
-        self, features: Sequence[Feature], logits: Sequence[np.ndarray], rows: Sequence[dict], model: torch.nn.Module
-    ) -> list:
-        return decode_sequences(np.stack(logits), self.labels)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification
+from transformers import AutoModelForSequenceClassification, PreTrainedModel
 
 from workers.engine.encoding import Feature, decode_sequences, encode_sequences
 from workers.engine.formulations.base import Formulation, ModelSource
@@ -22,13 +22,17 @@ PROBLEM_TYPES = {"multi": "multi_label_classification", "regression": "regressio
 
 class SequenceClassification(Formulation):
     name = "sequence-classification"
-    schemas = ("classification", "regression", "relation")
+    schemas = ("classification", "regression")
 
     def encode(self, rows: Sequence[dict]) -> list[Feature]:
         pair_key = "text_pair" if self.schema != "relation" else None
         return encode_sequences(rows, self.tokenizer, self.labels, self.max_length, pair_key=pair_key)
 
     def build_model(self, source: ModelSource) -> torch.nn.Module:
+        return self.cls_classifier(source)
+
+    def cls_classifier(self, source: ModelSource) -> PreTrainedModel:
+        """The architecture's own classifier on [CLS] for this label space (relations and long documents too)."""
         return source.head_model(
             AutoModelForSequenceClassification,
             num_labels=self.labels.size,
