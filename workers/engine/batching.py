@@ -64,11 +64,19 @@ def collate(features: Sequence[Feature], pad_id: int, multiple: int = 8) -> dict
     return batch
 
 
+Collate = Callable[[Sequence[Feature], int], dict[str, torch.Tensor]]
+
+
+def computed_tokens(batch: dict[str, torch.Tensor]) -> int:
+    """Token positions a batch costs the encoder, padding included: the base of the padding overhead."""
+    return batch["input_ids"].numel()
+
+
 def iterate(
     features: Sequence[Feature],
     batches: Sequence[Sequence[int]],
     pad_id: int,
-    collate_fn: Callable[[Sequence[Feature], int], dict[str, torch.Tensor]] = collate,
+    collate_fn: Collate = collate,
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     for batch in batches:
         yield list(batch), collate_fn([features[i] for i in batch], pad_id)

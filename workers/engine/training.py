@@ -23,12 +23,12 @@ import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from workers.engine.batching import collate, iterate, length_grouped_batches, sorted_batches
+from workers.engine.batching import Collate, collate, iterate, length_grouped_batches, sorted_batches
+from workers.engine.batching import computed_tokens as padded_batch_tokens
 from workers.engine.cpu_kernels import cpu_training_kernels
 from workers.engine.encoding import Feature
 
 ProgressCallback = Callable[[int, int, float | None], None]
-Collate = Callable[[Sequence[Feature], int], dict[str, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def train(
     dtype: torch.dtype | None,
     progress: ProgressCallback | None = None,
     collate_fn: Collate = collate,
-    computed_tokens: Callable[[dict[str, torch.Tensor]], int] | None = None,
+    computed_tokens: Callable[[dict[str, torch.Tensor]], int] = padded_batch_tokens,
 ) -> TrainStats:
     seed_everything(seed)
     rng = np.random.default_rng(seed)
@@ -141,7 +141,7 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 real += sum(lengths[i] for i in batch_indices)
-                padded += computed_tokens(batch) if computed_tokens else batch["input_ids"].numel()
+                padded += computed_tokens(batch)
                 if progress is not None and (step % 10 == 0 or step == total):
                     loss_value = float(loss.detach())
                     progress(step, total, loss_value)

@@ -27,7 +27,7 @@ from transformers import (
 
 from biolm.specs import DatasetSpec
 from workers.engine.architectures import attention_implementation, build_config, load_config, parse_architecture
-from workers.engine.batching import collate
+from workers.engine.batching import collate, computed_tokens
 from workers.engine.encoding import Feature, LabelSpace
 from workers.engine.scoring import score_predictions
 
@@ -209,7 +209,7 @@ class Formulation(abc.ABC):
 
     def computed_tokens(self, batch: dict[str, torch.Tensor]) -> int:
         """Token positions the encoder really computes for ``batch``, padding included (the padding overhead's base)."""
-        return batch["input_ids"].numel()
+        return computed_tokens(batch)
 
     @abc.abstractmethod
     def decode(
