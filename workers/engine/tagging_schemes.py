@@ -21,26 +21,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from workers.engine.metrics.tagging import conlleval_entities, parse_tag
+
 SCHEMES = ("bio", "bioul", "io")
 OUTSIDE = "O"
-# What each input prefix means when reading entities: E/S (IOBES) are read as L/U.
-_READ_AS = {"B": "B", "I": "I", "L": "L", "U": "U", "E": "L", "S": "U"}
+UNTYPED = "_"  # the metric's (seqeval's) type for untyped tags
 _PREFIXES = {"bio": ("B", "I"), "bioul": ("B", "I", "L", "U"), "io": ("I",)}
 
 Entity = tuple[str | None, int, int]  # (type or None for untyped tags, first word, end word exclusive)
 
 
 def split_tag(tag: str) -> tuple[str, str | None]:
-    """``B-Chemical`` -> ``("B", "Chemical")``, ``B`` -> ``("B", None)``, ``O`` -> ``("O", None)``."""
-    if tag == OUTSIDE:
-        return OUTSIDE, None
-    if len(tag) == 1 and tag in _READ_AS:
-        return tag, None
-    if len(tag) > 2 and tag[1] == "-" and tag[0] in _READ_AS:
-        return tag[0], tag[2:]
-    raise ValueError(
-        f"{tag!r} is not a tag: expected O, a prefix (B I L U E S) alone or prefix-Type such as B-Chemical or I-PAR"
-    )
+    """``B-Chemical`` -> ``("B", "Chemical")``, ``B`` -> ``("B", None)``, ``O`` -> ``("O", None)``.
+
+    The metric's parser (:func:`workers.engine.metrics.tagging.parse_tag`), with ``None`` for
+    the untyped placeholder, so training and scoring read tags alike.
+    """
+    prefix, entity_type = parse_tag(tag)
+    return prefix, (None if entity_type == UNTYPED else entity_type)
 
 
 def join_tag(prefix: str, entity_type: str | None) -> str:
@@ -76,25 +74,15 @@ def scheme_labels(types: Sequence[str | None], scheme: str) -> tuple[str, ...]:
 
 
 def entities(tags: Sequence[str]) -> list[Entity]:
-    """Entity spans by conlleval's chunking rules (seqeval's default mode), reading any scheme.
+    """Entity spans in order, chunked exactly as the entity-F1 metric chunks them (conlleval's rules).
 
-    A chunk ends before a word when the previous word closed one (L/E, U/S), when the word
-    opens one (B, U/S) or is O, or when the type changes; it starts at a word tagged B or U/S,
-    at an I or L/E after O or after a closed chunk, or at a type change. So ``O I-X`` is an
-    entity, as conlleval counts it.
+    So ``O I-X`` is an entity, as conlleval counts it, and converting a prediction between
+    schemes cannot change what it scores.
     """
-    found: list[Entity] = []
-    prev_prefix, prev_type, begin = OUTSIDE, None, 0
-    for i, tag in enumerate([*tags, OUTSIDE]):
-        prefix, entity_type = split_tag(tag)
-        prefix = _READ_AS.get(prefix, prefix)
-        type_changed = entity_type != prev_type
-        if prev_prefix != OUTSIDE and (prev_prefix in "LU" or prefix in ("B", "U", OUTSIDE) or type_changed):
-            found.append((prev_type, begin, i))
-        if prefix != OUTSIDE and (prefix in "BU" or prev_prefix in ("L", "U", OUTSIDE) or type_changed):
-            begin = i
-        prev_prefix, prev_type = prefix, entity_type
-    return found
+    return [
+        (None if entity_type == UNTYPED else entity_type, begin, end)
+        for entity_type, begin, end in sorted(conlleval_entities(tags), key=lambda span: span[1])
+    ]
 
 
 def tags_from_entities(spans: Iterable[Entity], length: int, scheme: str) -> list[str]:

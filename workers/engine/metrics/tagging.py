@@ -22,7 +22,7 @@ _AS_IOBES = {"U": "S", "L": "E"}
 
 
 @lru_cache(maxsize=4096)
-def _parse(label: str) -> tuple[str, str]:
+def parse_tag(label: str) -> tuple[str, str]:
     """(prefix, type) of a tag; untyped tags (``B``) get seqeval's placeholder type ``_``."""
     if label == "O":
         return "O", "_"
@@ -33,7 +33,7 @@ def _parse(label: str) -> tuple[str, str]:
     raise ValueError(f"{label!r} is not a tag: expected O, a prefix (B I E S U L) or prefix-Type such as B-Chemical")
 
 
-def _conlleval_entities(seq: Sequence[str]) -> set[tuple[str, int, int]]:
+def conlleval_entities(seq: Sequence[str]) -> set[tuple[str, int, int]]:
     """Chunks by conlleval.pl's rules, which seqeval's default mode copies.
 
     An entity may start with ``I-`` (or follow a type change), so a prediction ``O I-X I-X``
@@ -43,7 +43,7 @@ def _conlleval_entities(seq: Sequence[str]) -> set[tuple[str, int, int]]:
     entities = set()
     prev_tag, prev_type, begin = "O", "", 0
     for i, label in enumerate([*seq, "O"]):
-        tag, type_ = _parse(label)
+        tag, type_ = parse_tag(label)
         tag = _AS_IOBES.get(tag, tag)
         if prev_tag != "O" and (prev_tag in "ES" or tag in "BSO" or type_ != prev_type):
             entities.add((prev_type, begin, i))
@@ -60,7 +60,7 @@ def _strict_entities(seq: Sequence[str], scheme: str) -> set[tuple[str, int, int
     a maximal run of I-X. A prefix the scheme does not allow raises, as seqeval does.
     """
     allowed, unit, close = _SCHEMES[scheme]
-    tags = [_parse(label) for label in seq]
+    tags = [parse_tag(label) for label in seq]
     for (tag, _), label in zip(tags, seq, strict=True):
         if tag not in allowed:
             raise ValueError(f"tag {label!r} is not allowed in scheme {scheme} (prefixes {' '.join(allowed)})")
@@ -97,7 +97,7 @@ def entity_scores(
     if mode == "conlleval":
         if scheme is not None:
             raise ValueError("scheme applies to mode='strict' only; conlleval mode reads any of B/I/E/S/U/L")
-        extract: Callable[[Sequence[str]], set] = _conlleval_entities
+        extract: Callable[[Sequence[str]], set] = conlleval_entities
     elif mode == "strict":
         name = _SCHEME_ALIASES.get((scheme or "IOB2").upper(), (scheme or "IOB2").upper())
         if name not in _SCHEMES:
