@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from transformers import AutoModelForQuestionAnswering, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModelForQuestionAnswering, PreTrainedModel
 
 from workers.engine.batching import collate
 from workers.engine.encoding import Feature
 from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.metrics import METRICS
+from workers.engine.special_tokens import SpecialTemplate
 
 SQUAD_METRICS = ("squad-f1", "exact-match")
 FACTOID_METRICS = ("strict-accuracy", "lenient-accuracy", "mrr")
@@ -114,50 +115,6 @@ class SpanExtractionModel(torch.nn.Module):
         return SpanOutput(output.loss, torch.stack([output.start_logits, output.end_logits], dim=-1))
 
 
-@dataclass(frozen=True)
-class _PairLayout:
-    """Where a tokenizer's pair template puts its special tokens around the question and the context."""
-
-    prefix: tuple[tuple[int, int], ...]  # (token id, segment id) before the question
-    middle: tuple[tuple[int, int], ...]  # between question and context
-    suffix: tuple[tuple[int, int], ...]  # after the context
-    question_segment: int
-    context_segment: int
-
-    @classmethod
-    def of(cls, tokenizer: PreTrainedTokenizerBase) -> _PairLayout:
-        """Read the template off one encoded pair, so BERT, RoBERTa and any fast tokenizer work alike."""
-        backend = tokenizer.backend_tokenizer
-        question = backend.encode("question", add_special_tokens=False)
-        context = backend.encode("context", add_special_tokens=False)
-        if not question.ids or not context.ids:
-            raise ValueError("the tokenizer maps plain words to no tokens; it cannot encode questions")
-        pair = backend.post_process(question, context, add_special_tokens=True)
-        # The template's own tokens are flagged in the special-tokens mask (``sequence_ids`` is not
-        # reliable: it loses the first segment of a WordPiece template); the rest is q, then c.
-        content = [i for i, special in enumerate(pair.special_tokens_mask) if not special]
-        if len(content) != len(question.ids) + len(context.ids):
-            raise ValueError("the tokenizer's pair template changes the tokens of the question or the context")
-        first_q, last_q = content[0], content[len(question.ids) - 1]
-        first_c, last_c = content[len(question.ids)], content[-1]
-        if last_q - first_q + 1 != len(question.ids) or last_c - first_c + 1 != len(context.ids):
-            raise ValueError("the tokenizer's pair template does not keep the question and the context contiguous")
-        if first_q == 0:
-            raise ValueError("the tokenizer's pair template has no leading [CLS] for windows without the answer")
-        tokens = list(zip(pair.ids, pair.type_ids, strict=True))
-        return cls(
-            prefix=tuple(tokens[:first_q]),
-            middle=tuple(tokens[last_q + 1 : first_c]),
-            suffix=tuple(tokens[last_c + 1 :]),
-            question_segment=pair.type_ids[first_q],
-            context_segment=pair.type_ids[first_c],
-        )
-
-    @property
-    def special_tokens(self) -> int:
-        return len(self.prefix) + len(self.middle) + len(self.suffix)
-
-
 def window_starts(context_tokens: int, window: int, stride: int) -> list[int]:
     """First context token of each window: every ``stride`` tokens until a window reaches the end.
 
@@ -183,12 +140,14 @@ class ExtractiveQA(Formulation):
                 f"dataset {self.dataset.slug!r} is scored by {self.dataset.metric!r}; extractive QA scores "
                 f"{', '.join((*SQUAD_METRICS, *FACTOID_METRICS))}"
             )
-        self.layout = _PairLayout.of(self.tokenizer)
-        self.context_per_window = self.options.qa_window - self.layout.special_tokens
+        self.template = SpecialTemplate.of(self.tokenizer)
+        if not self.template.pair[0]:
+            raise ValueError("the tokenizer's pair template has no leading [CLS] for windows without the answer")
+        self.context_per_window = self.options.qa_window - self.template.specials(pair=True)
         if self.context_per_window < self.options.qa_stride:
             raise ValueError(
                 f"--qa-window {self.options.qa_window} leaves {self.context_per_window} context tokens after the "
-                f"{self.layout.special_tokens} special tokens, fewer than --qa-stride {self.options.qa_stride}: "
+                f"{self.template.specials(pair=True)} special tokens, fewer than --qa-stride {self.options.qa_stride}: "
                 "windows would skip context"
             )
         options = self.options
@@ -237,24 +196,22 @@ class ExtractiveQA(Formulation):
     def _windows(
         self, index: int, row: dict, question_ids: list[int], context_ids: list[int], offsets: np.ndarray
     ) -> list[QAFeature]:
-        layout = self.layout
         question_ids = question_ids[: self.options.max_question_length]
-        head_ids = [t for t, _ in layout.prefix] + question_ids + [t for t, _ in layout.middle]
-        question_types = [layout.question_segment] * len(question_ids)
-        head_types = [s for _, s in layout.prefix] + question_types + [s for _, s in layout.middle]
-        tail_ids, tail_types = [t for t, _ in layout.suffix], [s for _, s in layout.suffix]
-        global_positions = [0, *range(len(layout.prefix), len(layout.prefix) + len(question_ids))]
+        before, between, _ = self.template.pair
+        context_start = len(before) + len(question_ids) + len(between)
+        global_positions = [0, *range(len(before), len(before) + len(question_ids))]
         answer = _first_answer(row)
         features = []
         for start in window_starts(len(context_ids), self.context_per_window, self.options.qa_stride):
             stop = min(start + self.context_per_window, len(context_ids))
+            input_ids, token_type_ids = self.template.build(question_ids, context_ids[start:stop])
             features.append(
                 QAFeature(
-                    input_ids=head_ids + context_ids[start:stop] + tail_ids,
-                    token_type_ids=head_types + [layout.context_segment] * (stop - start) + tail_types,
-                    labels=_targets(offsets[start:stop], len(head_ids), answer),
+                    input_ids=input_ids,
+                    token_type_ids=token_type_ids,
+                    labels=_targets(offsets[start:stop], context_start, answer),
                     example=index,
-                    context_start=len(head_ids),
+                    context_start=context_start,
                     window_start=start,
                     offsets=offsets[start:stop],
                     global_positions=global_positions,
