@@ -56,12 +56,17 @@ def collate(features: Sequence[Feature], pad_id: int, multiple: int = 8) -> dict
         labels = torch.full((len(features), width), IGNORE, dtype=torch.long)
         for row, feature in enumerate(features):
             labels[row, : len(feature)] = torch.tensor(feature.labels)
-    elif isinstance(first, list | float):  # multi-label targets or regression scores
-        labels = torch.tensor([f.labels for f in features], dtype=torch.float)
     else:
-        labels = torch.tensor([f.labels for f in features], dtype=torch.long)
+        labels = sequence_labels(features)
     batch["labels"] = labels
     return batch
+
+
+def sequence_labels(features: Sequence[Feature]) -> torch.Tensor:
+    """One target per feature: float rows for multi-label targets and regression scores, else class ids."""
+    if isinstance(features[0].labels, list | float):
+        return torch.tensor([f.labels for f in features], dtype=torch.float)
+    return torch.tensor([f.labels for f in features], dtype=torch.long)
 
 
 Collate = Callable[[Sequence[Feature], int], dict[str, torch.Tensor]]

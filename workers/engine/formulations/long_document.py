@@ -66,7 +66,7 @@ from workers.engine.architectures import (
     resolve_preset,
     restore_bigbird_attention,
 )
-from workers.engine.batching import collate
+from workers.engine.batching import collate, sequence_labels
 from workers.engine.encoding import Feature, sequence_target
 from workers.engine.formulations.base import ModelSource
 from workers.engine.formulations.sequence import SequenceClassification
@@ -191,14 +191,8 @@ def collate_snippets(
     batch = {"input_ids": input_ids, "attention_mask": attention, "snippet_mask": snippet_mask}
     if types is not None:
         batch["token_type_ids"] = types
-    batch["labels"] = _labels(features)
+    batch["labels"] = sequence_labels(features)
     return batch
-
-
-def _labels(features: Sequence[Feature]) -> torch.Tensor:
-    if isinstance(features[0].labels, list | float):  # multi-label targets or regression scores
-        return torch.tensor([f.labels for f in features], dtype=torch.float)
-    return torch.tensor([f.labels for f in features], dtype=torch.long)
 
 
 # ---------------------------------------------------------------------------
