@@ -50,10 +50,9 @@ class FinetuneSpec:
     learning_rate: float | None = None
     batch_size: int | None = None
     max_length: int = 512
-    max_train_examples: int | None = (
-        None  # the first N training examples (quick runs, as run_ner.py's max_train_samples)
-    )
-    max_eval_examples: int | None = None  # the first N dev and test examples
+    # Quick runs on the first N examples, as run_ner.py's max_train_samples / max_eval_samples.
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None  # dev and test each
     eval_batch_size: int = 64
     fresh: bool = False  # retrain even the runs an earlier invocation stored under out/runs
     device: str = "auto"
