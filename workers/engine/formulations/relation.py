@@ -52,6 +52,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
+from plugins.datasets.readers.relation_tsv import PLACEHOLDER  # BLURB's @CHEMICAL$-style dummies
 from workers.engine.batching import collate
 from workers.engine.encoding import Feature
 from workers.engine.formulations.base import ModelSource
@@ -60,8 +61,6 @@ from workers.engine.formulations.sequence import SequenceClassification
 logger = logging.getLogger("biolm.engine")
 
 HEAD_START, HEAD_END, TAIL_START, TAIL_END = MARKERS = ("[E1]", "[/E1]", "[E2]", "[/E2]")
-# The placeholders of BLURB's masked relation files (the same pattern the relation_tsv reader accepts).
-PLACEHOLDER = re.compile(r"@[A-Z]+(?:-[A-Z]+)*\$")
 
 
 @dataclass(frozen=True)
