@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from biolm.aggregation import aggregate
+from biolm.canonical_jsonl import read_canonical_jsonl
 from biolm.dataset_io import DataFormatError, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
 from plugins.benchmarks import blurb, blurb_mini
 from plugins.datasets import demo_catalogue
 from plugins.datasets.demo import generate
-from plugins.datasets.readers.canonical_jsonl import ADAPTERS, DEMO_DATA_DIR, read_canonical_jsonl
+from plugins.datasets.readers.demo import ADAPTERS, DEMO_DATA_DIR
 
 SPECS = {spec.slug: spec for spec in demo_catalogue.biolm_datasets()}
 DEMO_NOTICE = "invented demo data, not a real benchmark; scores mean nothing about real performance"
@@ -166,10 +167,10 @@ def test_every_shipped_data_file_says_it_is_demo_data():
 
 
 def test_each_jsonl_line_has_exactly_the_schema_fields():
-    from biolm.schemas import SCHEMAS
+    from biolm.schemas import get_schema
 
     for slug, spec in SPECS.items():
-        fields = list(SCHEMAS[spec.adapter.schema])
+        fields = list(get_schema(spec.adapter.schema).fields)
         for path in sorted((DEMO_DATA_DIR / slug).glob("*.jsonl")):
             for line in path.read_text(encoding="utf-8").splitlines():
                 assert list(json.loads(line)) == fields, path

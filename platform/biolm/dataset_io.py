@@ -15,25 +15,28 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import importlib
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biolm.schemas import SCHEMAS
-from biolm.specs import SPLIT_NAMES, DatasetSpec
+from biolm.errors import DataFormatError
+from biolm.schemas import get_schema
+from biolm.specs import SPLIT_NAMES, DatasetSpec, resolve_implementation
 
-
-class DataFormatError(ValueError):
-    """Input that cannot be used, located by file and line."""
-
-    def __init__(self, where: str | Path, message: str, line: int | None = None) -> None:
-        self.where = f"{where}:{line}" if line is not None else str(where)
-        self.message = message
-        super().__init__(f"{self.where}: {message}")
+__all__ = [
+    "DataFormatError",
+    "LoadedDataset",
+    "find_split_file",
+    "fingerprint_of",
+    "load_dataset_files",
+    "open_text",
+    "read_json",
+    "read_lines",
+    "read_tsv",
+    "validate_examples",
+]
 
 
 # --- helpers for readers --------------------------------------------------------------------
@@ -141,7 +144,7 @@ class LoadedDataset:
     def to_datasetdict(self):
         from datasets import Dataset, DatasetDict
 
-        features = SCHEMAS[self.spec.adapter.schema]
+        features = get_schema(self.spec.adapter.schema).features()
         return DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in self.splits.items()})
 
     def sizes_in_paper_units(self) -> dict[str, int]:
@@ -151,38 +154,22 @@ class LoadedDataset:
         comparing imported sizes with the paper needs the same unit.
         """
         units = {s.name: s.unit for s in self.spec.splits}
-        return {name: count_in_unit(rows, units.get(name, "examples")) for name, rows in self.splits.items()}
+        schema = get_schema(self.spec.adapter.schema)
+        return {name: schema.count(rows, units.get(name, "examples")) for name, rows in self.splits.items()}
 
     def longest_examples(self, n: int = 3) -> list[dict]:
         """The longest inputs (in characters or words), so users see what the engine must handle."""
+        schema = get_schema(self.spec.adapter.schema)
         found = []
         for split, rows in self.splits.items():
             for row in rows:
-                found.append({"split": split, "id": row["id"], "length": example_length(row)})
+                found.append({"split": split, "id": row["id"], "length": schema.length(row)})
         found.sort(key=lambda r: (-r["length"], r["split"], r["id"]))
         return found[:n]
 
 
-def count_in_unit(rows: list[dict], unit: str) -> int:
-    """Count ``rows`` in ``unit``: "mentions" are B tags, "PICO elements" non-O words, else examples."""
-    if unit == "mentions":
-        return sum(1 for row in rows for tag in row.get("tags", ()) if tag == "B" or tag.startswith("B-"))
-    if unit == "PICO elements":
-        return sum(1 for row in rows for tag in row.get("tags", ()) if tag != "O")
-    return len(rows)
-
-
-def example_length(row: Mapping[str, Any]) -> int:
-    if "tokens" in row:
-        return len(row["tokens"])
-    text = row.get("context") or row.get("text") or ""
-    return len(text) + len(row.get("text_pair") or "") + len(row.get("question") or "")
-
-
 def resolve_reader(path: str) -> Callable[..., Mapping[str, list[dict]]]:
-    module_name, _, function = path.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, function)
+    return resolve_implementation(path, "adapter reader")
 
 
 def load_dataset_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
@@ -215,8 +202,8 @@ def validate_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]]) -> li
     Strips the ``_where`` keys, so what remains is exactly the schema's fields.
     """
     adapter = spec.adapter
-    schema = adapter.schema
-    fields = set(SCHEMAS[schema])
+    schema = get_schema(adapter.schema)
+    fields = set(schema.fields)
     allowed = set(spec.labels)
     seen: set[str] = set()
     for split, rows in splits.items():
@@ -227,105 +214,16 @@ def validate_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]]) -> li
             extra = set(row) - fields
             if missing or extra:
                 raise DataFormatError(
-                    where, f"example has fields {sorted(row)}, expected {sorted(fields)} ({schema} schema)"
+                    where, f"example has fields {sorted(row)}, expected {sorted(fields)} ({schema.name} schema)"
                 )
             if row["id"] in ids:
                 raise DataFormatError(where, f"duplicate example id {row['id']!r} in the {split} split")
             ids.add(row["id"])
-            labels = _CHECKS[schema](row, where, adapter.multi_label)
-            for label in labels:
+            for label in schema.validate(row, where, adapter.multi_label):
                 if allowed and label not in allowed:
                     raise DataFormatError(where, f"unknown label {label!r}; expected one of {sorted(allowed)}")
                 seen.add(label)
     return sorted(seen)
-
-
-def _check_text(value: object, where: str, name: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise DataFormatError(where, f"{name} must be non-empty text, got {value!r}")
-
-
-def _check_token_tagging(row: dict, where: str, multi_label: bool) -> list[str]:
-    tokens, tags = row["tokens"], row["tags"]
-    if not tokens:
-        raise DataFormatError(where, "a sentence with no tokens")
-    if len(tokens) != len(tags):
-        raise DataFormatError(where, f"{len(tokens)} tokens but {len(tags)} tags; expected one tag per token")
-    for token in tokens:
-        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
-            raise DataFormatError(where, f"token {token!r} is empty or contains white space")
-    # A word in several PICO elements (seed 004 section 5) joins their tags with "|": I-PAR|I-INT.
-    # Each part must be a known label; "O" or a repeat inside a join is a mistake.
-    parts = []
-    for tag in tags:
-        if "|" not in tag:
-            parts.append(tag)
-            continue
-        joined = tag.split("|")
-        if "" in joined or "O" in joined or len(set(joined)) != len(joined):
-            raise DataFormatError(where, f"tag {tag!r}: join distinct element tags with '|', without O")
-        parts.extend(joined)
-    return parts
-
-
-def _check_classification(row: dict, where: str, multi_label: bool) -> list[str]:
-    _check_text(row["text"], where, "text")
-    if not isinstance(row["text_pair"], str):
-        raise DataFormatError(where, "text_pair must be a string ('' for single-text tasks)")
-    labels = row["labels"]
-    if not multi_label and len(labels) != 1:
-        raise DataFormatError(where, f"expected exactly one label, got {labels!r}")
-    if len(set(labels)) != len(labels):
-        raise DataFormatError(where, f"repeated labels {labels!r}")
-    return list(labels)
-
-
-def _check_regression(row: dict, where: str, multi_label: bool) -> list[str]:
-    _check_text(row["text"], where, "text")
-    _check_text(row["text_pair"], where, "text_pair")
-    score = row["score"]
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        raise DataFormatError(where, f"score must be a finite number, got {score!r}")
-    return []
-
-
-def _check_span(span: Mapping, text: str, where: str, name: str) -> tuple[int, int]:
-    start, end = span.get("start"), span.get("end")
-    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-        raise DataFormatError(
-            where, f"{name} span [{start}, {end}) is out of range for a text of {len(text)} characters"
-        )
-    return start, end
-
-
-def _check_relation(row: dict, where: str, multi_label: bool) -> list[str]:
-    _check_text(row["text"], where, "text")
-    head = _check_span(row["head"], row["text"], where, "head")
-    tail = _check_span(row["tail"], row["text"], where, "tail")
-    if head != tail and head[0] < tail[1] and tail[0] < head[1]:
-        raise DataFormatError(where, f"head {list(head)} and tail {list(tail)} spans overlap without being identical")
-    return [row["label"]]
-
-
-def _check_extractive_qa(row: dict, where: str, multi_label: bool) -> list[str]:
-    _check_text(row["question"], where, "question")
-    _check_text(row["context"], where, "context")
-    answers = row["answers"]
-    if len(answers["text"]) != len(answers["answer_start"]):
-        raise DataFormatError(where, "answers need one answer_start per answer text")
-    for text, start in zip(answers["text"], answers["answer_start"], strict=True):
-        if not (start >= 0 and row["context"][start : start + len(text)] == text):
-            raise DataFormatError(where, f"answer {text[:40]!r} is not found at offset {start} of its context")
-    return []
-
-
-_CHECKS = {
-    "token-tagging": _check_token_tagging,
-    "classification": _check_classification,
-    "regression": _check_regression,
-    "relation": _check_relation,
-    "extractive-qa": _check_extractive_qa,
-}
 
 
 def fingerprint_of(splits: Mapping[str, list[dict]]) -> str:

@@ -38,6 +38,7 @@ ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.tasks.metrics",
+    "plugins.tasks.task_types",
     "plugins.architectures.transformers_encoders",
     "plugins.recipes.papers",
     "plugins.preprocessors.text",
@@ -241,10 +242,31 @@ def _drop(contributions: Contributions, kind: str, slug: str, message: str) -> N
 
 
 def _cross_check(contributions: Contributions) -> None:
-    """Skip datasets and benchmarks that refer to things no plugin provides."""
+    """Skip task types, datasets and benchmarks that refer to things no plugin provides."""
+    for slug, task_type in list(contributions.task_types.items()):
+        unknown = [m for m in task_type.metrics() if m not in contributions.metrics]
+        if unknown:
+            _drop(contributions, "task_types", slug, f"task type {slug!r} names unknown metrics {unknown}; skipped")
     for slug, dataset in list(contributions.datasets.items()):
+        task_type = contributions.task_types.get(dataset.task_type)
         if dataset.metric not in contributions.metrics:
             _drop(contributions, "datasets", slug, f"dataset {slug!r} names unknown metric {dataset.metric!r}; skipped")
+        elif task_type is None:
+            known = ", ".join(sorted(contributions.task_types))
+            _drop(
+                contributions,
+                "datasets",
+                slug,
+                f"dataset {slug!r} names unknown task type {dataset.task_type!r} (known: {known}); skipped",
+            )
+        elif dataset.adapter is not None and dataset.adapter.schema != task_type.schema:
+            _drop(
+                contributions,
+                "datasets",
+                slug,
+                f"dataset {slug!r} is read into the {dataset.adapter.schema} schema, but its task type "
+                f"{task_type.slug!r} uses {task_type.schema}; skipped",
+            )
     for slug, benchmark in list(contributions.benchmarks.items()):
         missing_datasets = sorted({e.dataset for e in benchmark.entries} - set(contributions.datasets))
         missing_metrics = sorted({e.metric for e in benchmark.entries} - set(contributions.metrics))

@@ -12,24 +12,16 @@ appear in URLs, command lines and score files, so they are validated strictly.
 
 from __future__ import annotations
 
+import importlib
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+CALLABLE_PATH_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")
 
-TASK_TYPES = (
-    "ner",
-    "pico",
-    "relation-extraction",
-    "sentence-similarity",
-    "document-classification",
-    "question-answering",
-    "nli",
-    "deidentification",
-    "extractive-qa",
-)
 DOMAINS = ("biomedical", "clinical")
 # Canonical example schemas (after BigBIO); their datasets.Features live in biolm.schemas.
 SCHEMA_NAMES = ("token-tagging", "classification", "regression", "relation", "extractive-qa")
@@ -39,6 +31,44 @@ AGGREGATION_METHODS = ("mean", "mean_of_groups", "weighted_mean_of_groups")
 
 class SpecError(ValueError):
     """A plugin returned a description that cannot be used."""
+
+
+class ImplementationError(RuntimeError):
+    """A plugin's implementation cannot be imported, or broke its contract when called.
+
+    Not a ``ValueError``: the engine reads ``ValueError`` from a metric as "undefined on this
+    split" and records ``None``, while a broken plugin must stop the run with its name.
+    """
+
+
+Implementation = Callable[..., Any] | str
+
+
+def check_implementation(value: object, what: str) -> None:
+    """Raise SpecError unless ``value`` is a callable or a ``"module:attribute"`` path.
+
+    Paths are not imported here: a web server that only lists plugins must not need torch.
+    """
+    if callable(value):
+        return
+    if not isinstance(value, str) or not CALLABLE_PATH_RE.match(value):
+        raise SpecError(f"{what} must be a callable or a 'module:attribute' path, got {value!r}")
+
+
+def resolve_implementation(value: Implementation, what: str) -> Any:
+    """The object ``value`` names: itself when callable, else ``module:attribute`` imported."""
+    if callable(value):
+        return value
+    module_name, _, attribute = str(value).partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ImplementationError(f"{what}: cannot import {value!r}: {type(exc).__name__}: {exc}") from exc
+    if not callable(target):
+        raise ImplementationError(f"{what}: {value!r} is a {type(target).__name__}, not a callable")
+    return target
 
 
 def check_slug(value: str, what: str) -> None:
@@ -80,7 +110,15 @@ class ArchitectureSpec:
 
 @dataclass(frozen=True)
 class RecipeSpec:
-    """A pretraining recipe: objectives and the settings a paper used."""
+    """A pretraining recipe: its objectives, the settings a paper used, and the code that trains it.
+
+    ``objectives`` name the losses the recipe combines (``mlm``, ``mlm-whole-word``, ``nsp``, ...),
+    ``settings`` the paper's numbers (mask rate, batch size, steps). ``implementation`` is the
+    objective's code, a callable or ``"module:function"``, called as
+    ``implementation(settings=..., objectives=...)`` by the pretraining engine to build the
+    objective it trains. A recipe without one only describes a paper's setup: it is listed and
+    stored, and refused, by name, when someone asks to pretrain with it.
+    """
 
     slug: str
     name: str
@@ -88,12 +126,27 @@ class RecipeSpec:
     objectives: tuple[str, ...]
     settings: Mapping[str, object] = field(default_factory=dict)
     citation: str = ""
+    implementation: Implementation | None = None
 
     def validate(self) -> None:
         check_slug(self.slug, "recipe slug")
         _require_text(self.name, f"recipe {self.slug}: name")
-        if not self.objectives:
-            raise SpecError(f"recipe {self.slug}: objectives must name at least one objective")
+        if not self.objectives or isinstance(self.objectives, str):
+            raise SpecError(f"recipe {self.slug}: objectives must be a tuple naming at least one objective")
+        for objective in self.objectives:
+            check_slug(objective, f"recipe {self.slug}: objective")
+        if not isinstance(self.settings, Mapping):
+            raise SpecError(f"recipe {self.slug}: settings must be a mapping, got {type(self.settings).__name__}")
+        if self.implementation is not None:
+            check_implementation(self.implementation, f"recipe {self.slug}: implementation")
+
+    def resolve(self) -> Callable[..., Any]:
+        """The objective's implementation; the error says when the recipe has none."""
+        if self.implementation is None:
+            raise ImplementationError(
+                f"recipe {self.slug!r} describes a paper's settings but names no implementation to pretrain with"
+            )
+        return resolve_implementation(self.implementation, f"recipe {self.slug}")
 
 
 @dataclass(frozen=True)
@@ -114,6 +167,8 @@ class AdapterSpec:
     example a dict in the ``schema`` plus a ``"_where"`` key (``"file:line"``) that
     validation errors quote. ``default_path`` is relative to BIOLM_DATA_DIR.
     ``optional_splits`` may be absent from a distribution (say why in the docstring).
+    ``samples`` is a directory of a few examples in exactly the official format, shipped with the
+    plugin, that :func:`biolm.testing.check_plugin` reads to prove the reader works.
     """
 
     schema: str
@@ -122,6 +177,7 @@ class AdapterSpec:
     default_path: str = ""
     optional_splits: tuple[str, ...] = ()
     multi_label: bool = False
+    samples: str = ""
 
     def validate(self, dataset: str) -> None:
         if self.schema not in SCHEMA_NAMES:
@@ -141,6 +197,12 @@ class DatasetSpec:
     ``metric`` is the dataset's default metric slug; a benchmark may score the
     same dataset with another metric (ChemProt: micro F1 in BLURB, macro F1 in
     Lewis et al.), which is why benchmark entries name their metric too.
+
+    ``task_type`` names a contributed :class:`TaskTypeSpec`; the adapter's schema must be that
+    task type's. ``negative_label`` is the class that "positive-class" metrics leave out
+    (ChemProt's ``false``, DDI's ``DDI-false``, GAD's ``0``). ``seeds`` and ``epochs`` override
+    the task type's protocol defaults for this dataset (seed 004 runs 10 seeds on the small,
+    high-variance BIOSSES, BioASQ and PubMedQA).
     """
 
     slug: str
@@ -157,15 +219,24 @@ class DatasetSpec:
     access: Literal["public", "restricted"] = "public"
     adapter: AdapterSpec | None = None
     demo: bool = False
+    negative_label: str = ""
+    seeds: int | None = None
+    epochs: int | None = None
 
     def validate(self) -> None:
         check_slug(self.slug, "dataset slug")
         if self.adapter is not None:
             self.adapter.validate(self.slug)
         _require_text(self.name, f"dataset {self.slug}: name")
-        if self.task_type not in TASK_TYPES:
-            raise SpecError(f"dataset {self.slug}: task_type {self.task_type!r} is not one of {TASK_TYPES}")
+        # Any contributed task type is accepted; collect_contributions checks that one exists.
+        check_slug(self.task_type, f"dataset {self.slug}: task_type")
         check_slug(self.metric, f"dataset {self.slug}: metric")
+        if self.labels and self.negative_label and self.negative_label not in self.labels:
+            raise SpecError(f"dataset {self.slug}: negative_label {self.negative_label!r} is not one of its labels")
+        for name in ("seeds", "epochs"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise SpecError(f"dataset {self.slug}: {name} must be a positive integer, got {value!r}")
         if self.domain not in DOMAINS:
             raise SpecError(f"dataset {self.slug}: domain {self.domain!r} is not one of {DOMAINS}")
         names = [s.name for s in self.splits]
@@ -180,29 +251,136 @@ class DatasetSpec:
 
 @dataclass(frozen=True)
 class TaskTypeSpec:
-    """A task formulation family (NER, relation extraction, ...)."""
+    """A task family (NER, relation extraction, ...) and how the engine fine-tunes it.
+
+    ``schema`` is the canonical example schema its datasets use (``biolm.schemas``);
+    ``formulation`` the engine's way of casting it onto an encoder, a subclass of
+    ``workers.engine.formulations.base.Formulation`` or its ``"module:Class"`` path;
+    ``metric`` its primary metric and ``companion_metrics`` the ones reported beside it.
+    ``epochs`` and ``seeds`` are its protocol defaults (seed 004 section 6.2: epochs are tuned
+    per dataset in 2-60 and not printed; datasets may override both). ``multi_element``: a word
+    may carry several tags joined by ``|`` (PICO, seed 004 section 5), so token formulations
+    predict a set of elements per word.
+    """
 
     slug: str
     name: str
     description: str
+    schema: str
+    formulation: Implementation
+    metric: str
+    companion_metrics: tuple[str, ...] = ()
+    epochs: int = 10
+    seeds: int = 5
+    multi_element: bool = False
 
     def validate(self) -> None:
         check_slug(self.slug, "task type slug")
         _require_text(self.name, f"task type {self.slug}: name")
+        if self.schema not in SCHEMA_NAMES:
+            raise SpecError(f"task type {self.slug}: schema {self.schema!r} is not one of {SCHEMA_NAMES}")
+        check_implementation(self.formulation, f"task type {self.slug}: formulation")
+        check_slug(self.metric, f"task type {self.slug}: metric")
+        if isinstance(self.companion_metrics, str):
+            raise SpecError(f"task type {self.slug}: companion_metrics must be a tuple of metric slugs")
+        for slug in self.companion_metrics:
+            check_slug(slug, f"task type {self.slug}: companion metric")
+        for name in ("epochs", "seeds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SpecError(f"task type {self.slug}: {name} must be a positive integer, got {value!r}")
+        if self.multi_element and self.schema != "token-tagging":
+            raise SpecError(f"task type {self.slug}: multi_element applies to the token-tagging schema only")
+
+    def metrics(self, primary: str | None = None) -> tuple[str, ...]:
+        """``primary`` (default: the task type's) then the companions, each once."""
+        return tuple(dict.fromkeys((primary or self.metric, *self.companion_metrics)))
+
+    def resolve(self) -> type:
+        """The formulation class."""
+        formulation = resolve_implementation(self.formulation, f"task type {self.slug}: formulation")
+        if not isinstance(formulation, type):
+            raise ImplementationError(f"task type {self.slug}: formulation {self.formulation!r} is not a class")
+        return formulation
+
+
+METRIC_CONTEXT = ("labels", "negative")
+METRIC_INPUTS = ("predictions", "scores")
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    """A few gold values with perfect predictions, in the metric's input form, for the contract check."""
+
+    gold: tuple
+    predictions: tuple
+    options: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric, reported on a 0-100 scale as the papers print it."""
+    """A metric and its implementation, reported on the 0-100 scale the papers print.
+
+    ``implementation`` (a callable or ``"module:function"``) is called as
+    ``implementation(gold, predictions, **options)`` and returns a float. ``inputs`` says what
+    ``predictions`` holds: the decoded ``predictions`` (labels, tags, answers) or the model's
+    ``scores`` (ROC AUC). ``context`` names the dataset facts the engine passes as keyword
+    options when the dataset has them: ``labels`` (the label names) and ``negative`` (the
+    class positive-class metrics leave out). ``options`` are fixed keyword options, so one
+    function can back several metrics (HoC's BLUE definition). A value outside
+    ``value_range`` (Pearson may be negative) or not finite is a broken implementation.
+    A ``ValueError`` means "undefined on these inputs" (AUC with one class): the engine then
+    records ``None``.
+    """
 
     slug: str
     name: str
     description: str
+    implementation: Implementation
     higher_is_better: bool = True
+    inputs: Literal["predictions", "scores"] = "predictions"
+    context: tuple[str, ...] = ()
+    options: Mapping[str, object] = field(default_factory=dict)
+    value_range: tuple[float, float] = (0.0, 100.0)
+    sample: MetricSample | None = None
 
     def validate(self) -> None:
         check_slug(self.slug, "metric slug")
         _require_text(self.name, f"metric {self.slug}: name")
+        check_implementation(self.implementation, f"metric {self.slug}: implementation")
+        if self.inputs not in METRIC_INPUTS:
+            raise SpecError(f"metric {self.slug}: inputs {self.inputs!r} is not one of {METRIC_INPUTS}")
+        unknown = sorted(set(self.context) - set(METRIC_CONTEXT))
+        if isinstance(self.context, str) or unknown:
+            raise SpecError(f"metric {self.slug}: context names {unknown or self.context!r}; known: {METRIC_CONTEXT}")
+        low, high = self.value_range
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise SpecError(
+                f"metric {self.slug}: value_range {self.value_range!r} must be two finite numbers, low first"
+            )
+        if not isinstance(self.options, Mapping):
+            raise SpecError(f"metric {self.slug}: options must be a mapping")
+        if self.sample is not None and len(self.sample.gold) != len(self.sample.predictions):
+            raise SpecError(f"metric {self.slug}: sample gold and predictions differ in length")
+
+    def resolve(self) -> Callable[..., Any]:
+        return resolve_implementation(self.implementation, f"metric {self.slug}")
+
+    def compute(self, gold: Any, predictions: Any, **options: Any) -> float:
+        """The metric's value; ``options`` add to (and override) the spec's fixed ``options``.
+
+        Raises :class:`ImplementationError` when the implementation returns something that is
+        not a finite number in ``value_range``; its own ``ValueError`` passes through.
+        """
+        value = self.resolve()(gold, predictions, **{**self.options, **options})
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ImplementationError(f"metric {self.slug} returned {value!r}, not a finite number")
+        low, high = self.value_range
+        if not low - 1e-9 <= value <= high + 1e-9:
+            raise ImplementationError(
+                f"metric {self.slug} returned {value!r}, outside its range [{low}, {high}] (the 0-100 scale?)"
+            )
+        return float(value)
 
 
 @dataclass(frozen=True)
@@ -374,13 +552,22 @@ class BenchmarkSpec:
 
 @dataclass(frozen=True)
 class PreprocessorSpec:
-    """A corpus preprocessor (sentence splitting, de-identification tag handling, ...)."""
+    """A corpus preprocessor (cleaning, de-duplication, sentence splitting, ...).
+
+    ``implementation`` (a callable or ``"module:function"``) takes an iterable of documents
+    (strings) and returns an iterable of documents. It must stream: read one document, yield
+    what it makes of it, so a corpus larger than memory passes through (``biolm.corpus``).
+    """
 
     slug: str
     name: str
     description: str
-    callable_path: str
+    implementation: Implementation
 
     def validate(self) -> None:
         check_slug(self.slug, "preprocessor slug")
-        _require_text(self.callable_path, f"preprocessor {self.slug}: callable_path")
+        _require_text(self.name, f"preprocessor {self.slug}: name")
+        check_implementation(self.implementation, f"preprocessor {self.slug}: implementation")
+
+    def resolve(self) -> Callable[..., Any]:
+        return resolve_implementation(self.implementation, f"preprocessor {self.slug}")

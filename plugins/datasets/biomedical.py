@@ -130,6 +130,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "targets, and their relationships. Journal of Biomedical Informatics 45(5), 2012."
         ),
         labels=("0", "1"),
+        negative_label="0",
     ),
     DatasetSpec(
         slug="litcovid",

@@ -189,6 +189,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "interaction Track. Proceedings of the Sixth BioCreative Challenge Evaluation Workshop, 2017."
         ),
         labels=("CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"),
+        negative_label="false",
     ),
     DatasetSpec(
         slug="ddi",
@@ -212,6 +213,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "pharmacological substances and drug-drug interactions. Journal of Biomedical Informatics 46(5), 2013."
         ),
         labels=("DDI-false", "DDI-mechanism", "DDI-effect", "DDI-advise", "DDI-int"),
+        negative_label="DDI-false",
     ),
     DatasetSpec(
         slug="gad",
@@ -235,9 +237,11 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "BMC Bioinformatics 16, 2015."
         ),
         labels=("0", "1"),
+        negative_label="0",
     ),
     DatasetSpec(
         slug="biosses",
+        seeds=10,  # seed 004 section 6.2: small and high-variance
         name="BIOSSES",
         task_type="sentence-similarity",
         metric="pearson",
@@ -275,6 +279,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="pubmedqa",
+        seeds=10,  # seed 004 section 6.2: small and high-variance
         name="PubMedQA",
         task_type="question-answering",
         metric="accuracy",
@@ -294,6 +299,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="bioasq",
+        seeds=10,  # seed 004 section 6.2: small and high-variance
         name="BioASQ 7b yes/no",
         task_type="question-answering",
         metric="accuracy",

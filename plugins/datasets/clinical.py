@@ -125,6 +125,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "in clinical text. Journal of the American Medical Informatics Association 18(5), 2011."
         ),
         labels=("TrIP", "TrWP", "TrCP", "TrAP", "TrNAP", "TeRP", "TeCP", "PIP", "false"),
+        negative_label="false",
         access="restricted",
     ),
     DatasetSpec(
@@ -222,6 +223,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "Association 27(1), 2020."
         ),
         labels=("ADE-Drug", "false"),
+        negative_label="false",
         access="restricted",
     ),
     DatasetSpec(
@@ -370,6 +372,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "accessible critical care database. Scientific Data 3, 2016."
         ),
         labels=("0", "1"),
+        negative_label="0",
         access="restricted",
     ),
 )

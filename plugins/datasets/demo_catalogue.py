@@ -19,7 +19,7 @@ and aggregation as the real benchmark:
 * question answering (``accuracy``): PubMedQA-style question + passage, yes/no/maybe.
 
 Split sizes count examples (sentences, pairs, abstracts, questions), unlike BLURB's Table 3 units.
-The adapters (plugins/datasets/readers/canonical_jsonl.py) read the files from the package with
+The adapters (plugins.datasets.readers.demo.py) read the files from the package with
 ``DEMO_DATA_DIR`` as the directory, not from BIOLM_DATA_DIR.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import pluggy
 
 from biolm.specs import DatasetSpec, SplitSpec
-from plugins.datasets.readers.canonical_jsonl import ADAPTERS
+from plugins.datasets.readers.demo import ADAPTERS
 
 hookimpl = pluggy.HookimplMarker("biolm")
 
@@ -62,6 +62,7 @@ def _demo(
     what: str,
     splits: tuple[SplitSpec, ...],
     labels: tuple[str, ...] = (),
+    negative_label: str = "",
 ) -> DatasetSpec:
     return DatasetSpec(
         slug=slug,
@@ -78,6 +79,7 @@ def _demo(
         access="public",
         adapter=ADAPTERS[slug],
         demo=True,
+        negative_label=negative_label,
     )
 
 
@@ -111,6 +113,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "(@CHEMICAL$, @GENE$): CPR:3 (up-regulation), CPR:4 (inhibition), CPR:9 (substrate) or false.",
         _splits(300, 60, 60),
         ("CPR:3", "CPR:4", "CPR:9", "false"),
+        negative_label="false",
     ),
     _demo(
         "demo-similarity",

@@ -46,12 +46,12 @@ def biolm_corpus_preprocessors() -> list[PreprocessorSpec]:
             slug="clinical-longformer-clean",
             name="Clinical-Longformer minimal cleaning",
             description="Remove MIMIC placeholders, keep alphanumerics and punctuation, lower-case, squeeze spaces.",
-            callable_path="plugins.preprocessors.text:clinical_longformer_clean",
+            implementation="plugins.preprocessors.text:clinical_longformer_clean",
         ),
         PreprocessorSpec(
             slug="drop-empty",
             name="Drop empty documents",
             description="Skip documents with no non-space character.",
-            callable_path="plugins.preprocessors.text:drop_empty_documents",
+            implementation="plugins.preprocessors.text:drop_empty_documents",
         ),
     ]

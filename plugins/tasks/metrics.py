@@ -1,91 +1,191 @@
-"""Built-in task types and metrics, with the definitions the papers use.
+"""Built-in metrics, with the definitions the papers use, contributed like any plugin's.
 
-Every value is reported on the 0-100 scale the papers print (a Pearson
-correlation of 0.923 is stored as 92.3), so scores of different metrics can be
-averaged the way BLURB and the other benchmarks average them.
+Every value is reported on the 0-100 scale the papers print (a Pearson correlation of 0.923 is
+stored as 92.3), so scores of different metrics can be averaged the way BLURB and the other
+benchmarks average them.
+
+The implementations are the engine's (``workers/engine/metrics/``, each tested against an
+independent reference). They are named by ``"module:function"`` path rather than imported, so
+this plugin loads on a web server without numpy's metrics or torch, and the engine computes
+every metric through these specs: no second table keyed by the same slugs exists.
 """
 
 from __future__ import annotations
 
 import pluggy
 
-from biolm.specs import MetricSpec, TaskTypeSpec
+from biolm.specs import MetricSample, MetricSpec
 
 hookimpl = pluggy.HookimplMarker("biolm")
 
-TASK_TYPES = (
-    TaskTypeSpec("ner", "Named entity recognition", "Token tagging of entity mentions (BIO, BIOUL or IO tags)."),
-    TaskTypeSpec(
-        "pico",
-        "PICO extraction",
-        "Word-level tagging of Participants, Interventions and Outcomes in clinical-trial abstracts.",
-    ),
-    TaskTypeSpec(
-        "relation-extraction",
-        "Relation extraction",
-        "Classify the relation between two marked or dummified entity mentions in a sentence.",
-    ),
-    TaskTypeSpec("sentence-similarity", "Sentence similarity", "Regress a similarity score for a sentence pair."),
-    TaskTypeSpec(
-        "document-classification",
-        "Document classification",
-        "Single-label, multi-label or binary classification of a document.",
-    ),
-    TaskTypeSpec(
-        "question-answering",
-        "Question answering (classification)",
-        "Yes/no(/maybe) answers to a question given a passage, as pair classification.",
-    ),
-    TaskTypeSpec("nli", "Natural language inference", "Entailment, contradiction or neutral for a sentence pair."),
-    TaskTypeSpec("deidentification", "De-identification", "Token tagging of protected health information."),
-    TaskTypeSpec(
-        "extractive-qa",
-        "Extractive question answering",
-        "Predict the answer span in a (long) context; sliding windows for contexts beyond the model's length.",
-    ),
+TAGGING = "workers.engine.metrics.tagging"
+CLASSIFICATION = "workers.engine.metrics.classification"
+QA = "workers.engine.metrics.qa"
+
+_TAGS = MetricSample(gold=(("B-Chemical", "I-Chemical", "O", "B-Disease"), ("O", "O", "B-Chemical")), predictions=())
+_PICO = MetricSample(gold=(("I-PAR", "I-PAR", "O", "I-INT"), ("O", "I-OUT", "I-OUT", "O")), predictions=())
+_RELATIONS = MetricSample(
+    gold=("CPR:3", "false", "CPR:4", "false", "CPR:3", "CPR:9"), predictions=(), options={"negative": "false"}
+)
+_BINARY = MetricSample(gold=("1", "0", "1", "0", "0", "1"), predictions=(), options={"negative": "0"})
+_CLASSES = MetricSample(gold=("yes", "no", "maybe", "yes", "no", "yes"), predictions=())
+_HALLMARKS = MetricSample(
+    gold=(frozenset({"angiogenesis"}), frozenset(), frozenset({"immune", "angiogenesis"}), frozenset({"immune"})),
+    predictions=(),
+)
+_SCORES = MetricSample(gold=(4.0, 0.5, 3.0, 1.5, 2.0), predictions=())
+_ANSWERS = MetricSample(
+    gold=(("81 mg", "81 mg daily"), ("metformin",), ("chest pain",)), predictions=("81 mg", "metformin", "chest pain")
+)
+_RANKED = MetricSample(
+    gold=(("BRCA1",), ("TP53", "p53"), ("EGFR",)),
+    predictions=(("BRCA1", "BRCA2"), ("p53", "MDM2"), ("EGFR", "KRAS")),
 )
 
+
+def _perfect(sample: MetricSample) -> MetricSample:
+    """Most metrics' perfect predictions are the gold values themselves."""
+    if sample.predictions:
+        return sample
+    return MetricSample(sample.gold, sample.gold, sample.options)
+
+
 METRICS = (
-    MetricSpec("entity-f1", "Entity-level F1", "Micro F1 over entity mentions, exact span and type (seqeval)."),
-    MetricSpec("entity-precision", "Entity-level precision", "Micro precision over entity mentions, exact span."),
-    MetricSpec("entity-recall", "Entity-level recall", "Micro recall over entity mentions, exact span."),
+    MetricSpec(
+        "entity-f1",
+        "Entity-level F1",
+        "Micro F1 over entity mentions, exact span and type (seqeval's default, conlleval reading).",
+        f"{TAGGING}:entity_f1",
+        sample=_perfect(_TAGS),
+    ),
+    MetricSpec(
+        "entity-precision",
+        "Entity-level precision",
+        "Micro precision over entity mentions, exact span and type.",
+        f"{TAGGING}:entity_precision",
+        sample=_perfect(_TAGS),
+    ),
+    MetricSpec(
+        "entity-recall",
+        "Entity-level recall",
+        "Micro recall over entity mentions, exact span and type.",
+        f"{TAGGING}:entity_recall",
+        sample=_perfect(_TAGS),
+    ),
     MetricSpec(
         "token-macro-f1",
         "Word-level macro F1",
         "F1 per PICO element (P, I, O) over words, then the mean of the three (BLURB's EBM PICO).",
+        f"{TAGGING}:token_macro_f1",
+        sample=_perfect(_PICO),
     ),
     MetricSpec(
         "micro-f1",
         "Micro F1 (positive classes)",
         "Micro F1 over all classes except the negative one (BLURB's ChemProt, DDI, GAD).",
+        f"{CLASSIFICATION}:micro_f1",
+        context=("negative",),
+        sample=_perfect(_RELATIONS),
     ),
-    MetricSpec("macro-f1", "Macro F1", "Unweighted mean of the per-class F1 (ChemProt and HoC in Lewis et al.)."),
-    MetricSpec("binary-f1", "F1", "F1 of the positive class of a binary task."),
-    MetricSpec("precision", "Precision", "Precision of the positive classes."),
-    MetricSpec("recall", "Recall", "Recall of the positive classes."),
+    MetricSpec(
+        "macro-f1",
+        "Macro F1",
+        "Unweighted mean of the per-class F1, negative class left out (ChemProt and HoC in Lewis et al.).",
+        f"{CLASSIFICATION}:macro_f1",
+        context=("labels", "negative"),
+        sample=_perfect(_RELATIONS),
+    ),
+    MetricSpec(
+        "binary-f1",
+        "F1",
+        "F1 of the positive class of a binary task.",
+        f"{CLASSIFICATION}:binary_f1",
+        context=("negative",),
+        sample=_perfect(_BINARY),
+    ),
+    MetricSpec(
+        "precision",
+        "Precision",
+        "Precision of the positive classes.",
+        f"{CLASSIFICATION}:precision",
+        context=("negative",),
+        sample=_perfect(_RELATIONS),
+    ),
+    MetricSpec(
+        "recall",
+        "Recall",
+        "Recall of the positive classes.",
+        f"{CLASSIFICATION}:recall",
+        context=("negative",),
+        sample=_perfect(_RELATIONS),
+    ),
     MetricSpec(
         "average-micro-f1",
         "Average micro F1",
         "HoC as BLURB defines it: abstract-level labels (OR of sentences), micro F1 over the abstract x label matrix.",
+        f"{CLASSIFICATION}:average_micro_f1",
+        sample=_perfect(_HALLMARKS),
     ),
-    MetricSpec("pearson", "Pearson correlation", "Pearson correlation between predicted and gold scores."),
-    MetricSpec("accuracy", "Accuracy", "Share of examples whose predicted label equals the gold label."),
-    MetricSpec("exact-match", "Exact match", "SQuAD-style exact match after answer normalisation."),
-    MetricSpec("squad-f1", "Token F1 (SQuAD)", "SQuAD-style token overlap F1 between predicted and gold answers."),
+    MetricSpec(
+        "pearson",
+        "Pearson correlation",
+        "Pearson correlation between predicted and gold scores (-100 to 100).",
+        f"{CLASSIFICATION}:pearson",
+        value_range=(-100.0, 100.0),
+        sample=_perfect(_SCORES),
+    ),
+    MetricSpec(
+        "accuracy",
+        "Accuracy",
+        "Share of examples whose predicted label equals the gold label.",
+        f"{CLASSIFICATION}:accuracy",
+        sample=_perfect(_CLASSES),
+    ),
+    MetricSpec(
+        "exact-match",
+        "Exact match",
+        "SQuAD-style exact match after answer normalisation, best over the gold answers.",
+        f"{QA}:exact_match",
+        sample=_ANSWERS,
+    ),
+    MetricSpec(
+        "squad-f1",
+        "Token F1 (SQuAD)",
+        "SQuAD-style token overlap F1 between predicted and gold answers, best over the gold answers.",
+        f"{QA}:squad_f1",
+        sample=_ANSWERS,
+    ),
     MetricSpec(
         "roc-auc",
         "ROC AUC",
-        "Area under the ROC curve; for multi-label tasks the label-frequency-weighted mean (OpenI as seed 000).",
+        "Area under the ROC curve of the model's scores; for multi-label tasks the label-frequency-weighted mean "
+        "(OpenI as seed 000).",
+        f"{CLASSIFICATION}:roc_auc",
+        inputs="scores",
+        sample=MetricSample(gold=("1", "0", "1", "0"), predictions=(2.5, -1.0, 0.7, 0.1), options={"positive": "1"}),
     ),
-    MetricSpec("strict-accuracy", "Strict accuracy", "BioASQ factoid: the top answer is correct."),
-    MetricSpec("lenient-accuracy", "Lenient accuracy", "BioASQ factoid: a correct answer is among the top 5."),
-    MetricSpec("mrr", "Mean reciprocal rank", "BioASQ factoid: mean of 1/rank of the first correct answer."),
+    MetricSpec(
+        "strict-accuracy",
+        "Strict accuracy",
+        "BioASQ factoid: the top answer is correct.",
+        f"{QA}:strict_accuracy",
+        sample=_RANKED,
+    ),
+    MetricSpec(
+        "lenient-accuracy",
+        "Lenient accuracy",
+        "BioASQ factoid: a correct answer is among the top 5.",
+        f"{QA}:lenient_accuracy",
+        sample=_RANKED,
+    ),
+    MetricSpec(
+        "mrr",
+        "Mean reciprocal rank",
+        "BioASQ factoid: mean of 1/rank of the first correct answer among the top 5.",
+        f"{QA}:mrr",
+        sample=_RANKED,
+    ),
 )
-
-
-@hookimpl
-def biolm_task_types() -> list[TaskTypeSpec]:
-    return list(TASK_TYPES)
 
 
 @hookimpl

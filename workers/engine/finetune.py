@@ -1,8 +1,9 @@
 """Fine-tune and evaluate one model on one dataset by the protocol, and write a results JSON.
 
-The spec in, results out: no Django, no database. The Celery layer (later) maps a Job row
-to a :class:`FinetuneSpec` and records the returned results; the CLI does the same from
-the command line.
+The spec in, results out: no Django, no database. The Celery layer (later) sends a
+:class:`~workers.engine.spec.FinetuneSpec` as JSON and records the returned results; the CLI
+builds the same spec from the command line. The dataset's task type (a plugin contribution)
+names the formulation, the protocol defaults and the metrics.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,60 +23,32 @@ import torch
 import biolm
 from biolm.dataset_io import LoadedDataset, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
-from biolm.specs import DatasetSpec
 from workers.engine import efficiency
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
-from workers.engine.formulations import Formulation, ModelSource, TaskOptions, formulation_for
-from workers.engine.protocol import Summary, default_seeds, grid
+from workers.engine.formulations import Formulation, ModelSource, formulation_for
+from workers.engine.protocol import Summary, grid
 from workers.engine.run_store import RunStore, checkpoint_identity
+from workers.engine.spec import FinetuneSpec
+from workers.engine.task import Task
 from workers.engine.tokenization import load_tokenizer, train_wordpiece
-from workers.engine.training import Hyperparameters, ProgressCallback, predict, seed_everything, train
+from workers.engine.training import (
+    Hyperparameters,
+    ProgressCallback,
+    TrainingContext,
+    predict,
+    seed_everything,
+    train,
+)
 
 logger = logging.getLogger("biolm.engine")
 
-
-@dataclass
-class FinetuneSpec:
-    """Everything a fine-tuning job needs; immutable once a job is queued."""
-
-    dataset: str
-    out: Path
-    model_dir: Path | None = None
-    architecture: str | None = None  # "bert:tiny", "bioformer:8l", ...
-    data_dir: Path | None = None
-    seeds: int | None = None
-    first_seed: int = 42
-    grid: str = "blurb"
-    epochs: int | None = None
-    learning_rate: float | None = None
-    batch_size: int | None = None
-    max_length: int = 512
-    # Quick runs on the first N examples, as run_ner.py's max_train_samples / max_eval_samples.
-    max_train_examples: int | None = None
-    max_eval_examples: int | None = None  # dev and test each
-    eval_batch_size: int = 64
-    fresh: bool = False  # retrain even the runs an earlier invocation stored under out/runs
-    device: str = "auto"
-    precision: str = "auto"  # "bf16", "fp32" or "auto" (bf16 where the hardware has it)
-    task: TaskOptions = field(default_factory=TaskOptions)
-    load_entrypoints: bool = True
-
-    def __post_init__(self) -> None:
-        if (self.model_dir is None) == (self.architecture is None):
-            raise ValueError("give exactly one of --model (a checkpoint directory) or --architecture NAME[:preset]")
-        if self.precision not in ("auto", "bf16", "fp32"):
-            raise ValueError(f"--precision must be auto, bf16 or fp32, not {self.precision!r}")
-        if self.max_length < 8:
-            raise ValueError("--max-length must be at least 8")
-        for name in ("max_train_examples", "max_eval_examples"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+__all__ = ["FinetuneSpec", "Prepared", "RunResult", "finetune", "prepare", "run_once"]
 
 
 @dataclass
 class Prepared:
-    spec: DatasetSpec
+    task: Task
     data: LoadedDataset
     labels: LabelSpace
     features: dict[str, list]
@@ -104,32 +78,35 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 def prepare(spec: FinetuneSpec) -> Prepared:
     manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints)
     contributions = collect_contributions(manager)
-    dataset = contributions.datasets.get(spec.dataset)
-    if dataset is None:
-        raise ValueError(f"unknown dataset {spec.dataset!r}; known: {', '.join(sorted(contributions.datasets))}")
+    task = Task.of(contributions, spec.data.dataset)
+    dataset = task.dataset
     if dataset.adapter is None:
-        raise ValueError(f"dataset {spec.dataset!r} has no adapter to read its files")
-    directory = spec.data_dir or _default_directory(dataset)
+        raise ValueError(f"dataset {dataset.slug!r} has no adapter to read its files")
+    directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
     data = _first_examples(load_dataset_files(dataset, directory), spec)
     if "train" not in data.splits:
-        raise ValueError(f"{directory}: dataset {spec.dataset!r} has no train split here, so it cannot be fine-tuned")
-    labels = _label_space(dataset, data)
-    if spec.model_dir is not None:
-        tokenizer = load_tokenizer(spec.model_dir)
+        raise ValueError(f"{directory}: dataset {dataset.slug!r} has no train split here, so it cannot be fine-tuned")
+    labels = _label_space(task, data)
+    if spec.model.model is not None:
+        tokenizer = load_tokenizer(spec.model.model)
     else:
-        vocab_size = int(build_config(*parse_architecture(spec.architecture)).vocab_size)
-        tokenizer = train_wordpiece(_texts(data.splits["train"]), vocab_size)
-        logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, spec.dataset)
-    source = ModelSource(spec.model_dir, spec.architecture, len(tokenizer))
-    formulation = formulation_for(dataset, labels, tokenizer, spec.task, spec.max_length, source)
+        vocab_size = int(build_config(*parse_architecture(spec.model.architecture)).vocab_size)
+        tokenizer = train_wordpiece(task.schema.texts(data.splits["train"]), vocab_size)
+        logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, dataset.slug)
+    source = ModelSource(spec.model.model, spec.model.architecture, len(tokenizer))
+    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     plugins = efficiency.plugin_versions(manager)
-    return Prepared(dataset, data, labels, features, tokenizer, formulation, source, plugins)
+    return Prepared(task, data, labels, features, tokenizer, formulation, source, plugins)
 
 
 def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
     """The data cut to ``max_train_examples`` / ``max_eval_examples``, with a note saying so in the results."""
-    limits = {"train": spec.max_train_examples, "dev": spec.max_eval_examples, "test": spec.max_eval_examples}
+    limits = {
+        "train": spec.data.max_train_examples,
+        "dev": spec.data.max_eval_examples,
+        "test": spec.data.max_eval_examples,
+    }
     cut = {
         split: limits[split] for split, rows in data.splits.items() if limits.get(split) and len(rows) > limits[split]
     }
@@ -140,40 +117,21 @@ def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
     return dataclasses.replace(data, splits=splits, notes=notes)
 
 
-def _default_directory(dataset: DatasetSpec) -> Path:
-    import os
-
-    path = Path(dataset.adapter.default_path)
+def _default_directory(default_path: str) -> Path:
+    path = Path(default_path)
     if path.is_absolute():
         return path
     root = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
     return root / path
 
 
-def _texts(rows: list[dict]):
-    contexts: set[str] = set()
-    for row in rows:
-        if "tokens" in row:
-            yield " ".join(row["tokens"])
-        elif "question" in row:  # extractive QA: each note once, however many questions it has
-            yield row["question"]
-            if row["context"] not in contexts:
-                contexts.add(row["context"])
-                yield row["context"]
-        else:
-            yield row.get("text", "")
-            if row.get("text_pair"):
-                yield row["text_pair"]
-
-
-def _label_space(dataset: DatasetSpec, data: LoadedDataset) -> LabelSpace:
-    schema = dataset.adapter.schema
-    if schema == "regression":
+def _label_space(task: Task, data: LoadedDataset) -> LabelSpace:
+    if task.task_type.schema == "regression":
         return LabelSpace(("score",), "regression")
-    names = tuple(dataset.labels) or tuple(data.label_set)
-    if schema == "token-tagging" and "O" in names:
+    names = tuple(task.dataset.labels) or tuple(data.label_set)
+    if task.task_type.schema == "token-tagging" and "O" in names:
         names = ("O", *(n for n in names if n != "O"))  # so a word with no prediction defaults to O
-    return LabelSpace(names, "multi" if dataset.adapter.multi_label else "single")
+    return LabelSpace(names, "multi" if task.dataset.adapter.multi_label else "single")
 
 
 @dataclass
@@ -187,37 +145,23 @@ class RunResult:
 
 
 def run_once(
-    spec: FinetuneSpec,
     prepared: Prepared,
     hp: Hyperparameters,
     seed: int,
     splits: tuple[str, ...],
-    device: torch.device,
-    dtype: torch.dtype | None,
-    progress: ProgressCallback | None,
+    context: TrainingContext,
+    progress: ProgressCallback | None = None,
 ) -> RunResult:
     seed_everything(seed)  # the classifier head's initialisation is part of the seed's run
     formulation = prepared.formulation
     model = formulation.build_model(prepared.source)
-    pad_id = prepared.tokenizer.pad_token_id
-    stats = train(
-        model,
-        prepared.features["train"],
-        hp,
-        seed,
-        pad_id,
-        device,
-        dtype,
-        progress,
-        formulation.collate,
-        formulation.computed_tokens,
-    )
+    stats = train(model, prepared.features["train"], hp, seed, context, progress)
     metrics, predictions, inference = {}, {}, {}
     for split in splits:
         if split not in prepared.features:
             continue
         features = prepared.features[split]
-        logits, seconds = predict(model, features, spec.eval_batch_size, pad_id, device, dtype, formulation.collate)
+        logits, seconds = predict(model, features, context)
         rows = prepared.data.splits[split]
         predicted = formulation.decode(features, logits, rows, model)
         metrics[split] = formulation.score(rows, predicted, logits)
@@ -245,32 +189,44 @@ def run_once(
     )
 
 
+def parameter_count(formulation: Formulation, source: ModelSource) -> int:
+    """Parameters of the model the formulation trains, head included, counted on the meta device.
+
+    Tensors there have shapes and no storage, so this costs neither memory nor a second real build.
+    """
+    with torch.device("meta"):
+        return count_parameters(formulation.build_model(source))
+
+
 def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
     """Grid on dev, then seeds on test at the chosen point; returns (and writes) the results."""
-    device = resolve_device(spec.device)
-    dtype = resolve_dtype(spec.precision, device)
+    protocol = spec.protocol
+    device = resolve_device(protocol.device)
+    dtype = resolve_dtype(protocol.precision, device)
     prepared = prepare(spec)
-    metric = prepared.spec.metric
-    points = grid(spec.grid, prepared.spec.task_type, spec.epochs)
-    if spec.learning_rate or spec.batch_size:
+    task = prepared.task
+    metric = task.dataset.metric
+    points = grid(protocol.grid, protocol.epochs or task.epochs)
+    if protocol.learning_rate or protocol.batch_size:
         points = [
-            Hyperparameters(spec.learning_rate or p.learning_rate, spec.batch_size or p.batch_size, p.epochs)
+            Hyperparameters(protocol.learning_rate or p.learning_rate, protocol.batch_size or p.batch_size, p.epochs)
             for p in points[:1]
         ]
-    seeds = [spec.first_seed + i for i in range(spec.seeds or default_seeds(spec.dataset))]
+    seeds = [protocol.first_seed + i for i in range(protocol.seeds or task.seeds)]
     efficiency.reset_peak_memory(device)
+    context = TrainingContext.for_formulation(prepared.formulation, device, dtype, protocol.eval_batch_size)
 
     def progress(label: str) -> ProgressCallback | None:
         return progress_factory(label) if progress_factory else None
 
-    store = RunStore(spec.out / "runs", run_identity(spec, prepared, device, dtype))
+    store = RunStore(protocol.out / "runs", run_identity(spec, prepared, device, dtype))
 
     def run(hp: Hyperparameters, seed: int, label: str) -> RunResult:
-        stored = None if spec.fresh else store.load(hp, seed)
+        stored = None if protocol.fresh else store.load(hp, seed)
         if stored is not None:
             logger.info("%s: reusing the finished run stored under %s", label, store.directory)
             return RunResult(**stored)
-        result = run_once(spec, prepared, hp, seed, ("dev", "test"), device, dtype, progress(label))
+        result = run_once(prepared, hp, seed, ("dev", "test"), context, progress(label))
         store.save(hp, seed, asdict(result))
         return result
 
@@ -282,11 +238,12 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
     runs += [run(chosen, seed, f"seed {seed}") for seed in seeds[1:]]
 
     test_values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
-    model_for_count = prepared.formulation.build_model(prepared.source)
     results = {
-        "dataset": spec.dataset,
+        "dataset": task.dataset.slug,
         "metric": metric,
-        "model": str(spec.model_dir) if spec.model_dir else spec.architecture,
+        "task_type": task.task_type.slug,
+        "model": spec.model.name,
+        "spec": spec.to_dict(),
         "formulation": prepared.formulation.describe(),
         "chosen_hyperparameters": asdict(chosen),
         "selection": [{"hyperparameters": r.hyperparameters, "dev": r.metrics.get("dev", {})} for r in search],
@@ -303,14 +260,14 @@ def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallb
         ],
         "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
         "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": prepared.data.notes},
-        "efficiency": efficiency.summary(runs, count_parameters(model_for_count), device),
+        "efficiency": efficiency.summary(runs, parameter_count(prepared.formulation, prepared.source), device),
         "provenance": {
             **efficiency.provenance(device, dtype, seeds, prepared.plugins),
             "reused_runs": store.reused,
         },
     }
-    spec.out.mkdir(parents=True, exist_ok=True)
-    (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    protocol.out.mkdir(parents=True, exist_ok=True)
+    (protocol.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     return results
 
 
@@ -318,17 +275,17 @@ def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, d
     """Everything besides hyperparameters and seed that decides a run's outcome (see :mod:`run_store`)."""
     vocabulary = json.dumps(sorted(prepared.tokenizer.get_vocab().items()))
     return {
-        "dataset": spec.dataset,
+        "dataset": spec.data.dataset,
         "data_fingerprint": prepared.data.fingerprint,
         "data_sizes": prepared.data.sizes,
-        "model_dir": str(spec.model_dir) if spec.model_dir else None,
-        "checkpoint_files": checkpoint_identity(spec.model_dir),
-        "architecture": spec.architecture,
+        "model_dir": str(spec.model.model) if spec.model.model else None,
+        "checkpoint_files": checkpoint_identity(spec.model.model),
+        "architecture": spec.model.architecture,
         "vocabulary": hashlib.sha256(vocabulary.encode("utf-8")).hexdigest(),
         "formulation": prepared.formulation.describe(),
         "task_options": asdict(spec.task),
-        "max_length": spec.max_length,
-        "eval_batch_size": spec.eval_batch_size,
+        "max_length": spec.data.max_length,
+        "eval_batch_size": spec.protocol.eval_batch_size,
         "dtype": str(dtype),
         "device": device.type,
         "code": {"biolm": biolm.__version__, "git_commit": efficiency.git_commit()},

@@ -3,7 +3,7 @@
 Hyperparameters are chosen on dev from a grid -- learning rate {1e-5, 3e-5, 5e-5} x batch
 size {16, 32} x the dataset's epochs -- by the dataset's task metric; then N seeds are run
 at the chosen point and scored on test (5 seeds; 10 for the small, high-variance BIOSSES,
-BioASQ and PubMedQA). We report mean, standard deviation and median over seeds: seed 001
+BioASQ and PubMedQA, as their dataset specs say). We report mean, standard deviation and median over seeds: seed 001
 reports medians, seed 004 means, and METRICS.md warns that single runs vary by points.
 """
 
@@ -18,33 +18,13 @@ from workers.engine.training import Hyperparameters
 LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BATCH_SIZES = (16, 32)
 
-# Seed 004 tunes epochs in 2-60 per dataset and does not print its choice; these are the
-# platform's defaults inside that range: more epochs for small datasets.
-EPOCHS_BY_TASK = {
-    "ner": 20,
-    "pico": 10,
-    "relation-extraction": 10,
-    "sentence-similarity": 30,
-    "document-classification": 20,
-    "question-answering": 20,
-    "nli": 10,
-    "deidentification": 20,
-    "extractive-qa": 3,
-}
-TEN_SEED_DATASETS = frozenset({"biosses", "bioasq", "pubmedqa"})
 
+def grid(name: str, epochs: int) -> list[Hyperparameters]:
+    """``blurb``: the paper's 6-point grid; ``single``: one point (5e-5, 32). ``epochs`` is the task's.
 
-def default_epochs(task_type: str) -> int:
-    return EPOCHS_BY_TASK.get(task_type, 10)
-
-
-def default_seeds(dataset: str) -> int:
-    return 10 if dataset in TEN_SEED_DATASETS else 5
-
-
-def grid(name: str, task_type: str, epochs: int | None = None) -> list[Hyperparameters]:
-    """``blurb``: the paper's 6-point grid; ``single``: one point (5e-5, 32)."""
-    epochs = epochs or default_epochs(task_type)
+    The task's epochs and seeds come from its specs (``Task.epochs``, ``Task.seeds``): the task
+    type's protocol defaults, overridden by the dataset (10 seeds on BIOSSES, BioASQ, PubMedQA).
+    """
     if name == "blurb":
         return [Hyperparameters(lr, bs, epochs) for lr, bs in itertools.product(LEARNING_RATES, BATCH_SIZES)]
     if name == "single":

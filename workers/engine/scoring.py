@@ -1,97 +1,85 @@
-"""Score decoded predictions with the dataset's metric (and the usual companions).
+"""Score decoded predictions with the task's metrics, each computed through its plugin spec.
 
-This maps each canonical schema onto the inputs :mod:`workers.engine.metrics` expects,
-and picks the negative class that BLURB's relation metrics leave out (ChemProt ``false``,
-DDI ``DDI-false``, GAD ``0``): METRICS.md's micro F1 counts only the positive classes.
+The metrics are the dataset's own and its task type's companions (:attr:`Task.metric_slugs`).
+Each :class:`~biolm.specs.MetricSpec` says what it reads: decoded predictions, or the model's
+scores (ROC AUC), and which dataset facts it takes as options -- ``labels`` (the label names of
+a single-label dataset) and ``negative`` (the class METRICS.md's "positive class" metrics leave
+out: ChemProt ``false``, DDI ``DDI-false``, GAD ``0``, declared on the dataset's spec).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from biolm.specs import DatasetSpec
+from biolm.specs import MetricSpec
 from workers.engine.encoding import LabelSpace
-from workers.engine.metrics import METRICS
-
-NEGATIVE_LABELS = ("false", "DDI-false", "0")
-NEEDS_NEGATIVE = {"micro-f1", "binary-f1", "precision", "recall"}
-
-COMPANIONS = {
-    "token-tagging": ("entity-precision", "entity-recall", "entity-f1"),
-    "classification": ("accuracy", "macro-f1"),
-    "relation": ("accuracy", "macro-f1"),
-    "regression": ("pearson",),
-}
+from workers.engine.task import Task
 
 
-def negative_label(labels: LabelSpace) -> str | None:
-    return next((name for name in NEGATIVE_LABELS if name in labels.names), None)
+def negative_label(task: Task, labels: LabelSpace) -> str | None:
+    """The dataset's negative class when it has one and the task is single-label."""
+    negative = task.dataset.negative_label
+    return negative if negative and labels.kind == "single" and negative in labels.names else None
 
 
-def gold_values(schema: str, labels: LabelSpace, rows: Sequence[dict]) -> list:
-    if schema == "token-tagging":
-        return [list(row["tags"]) for row in rows]
-    if schema == "regression":
-        return [float(row["score"]) for row in rows]
-    if schema == "relation":
-        return [row["label"] for row in rows]
-    if labels.kind == "multi":
-        return [frozenset(row["labels"]) for row in rows]
-    return [row["labels"][0] for row in rows]
+def metric_context(task: Task, labels: LabelSpace) -> dict[str, Any]:
+    """The dataset facts a metric may ask for (``MetricSpec.context``); None where they do not apply."""
+    return {
+        "labels": list(labels.names) if labels.kind == "single" else None,
+        "negative": negative_label(task, labels),
+    }
+
+
+def compute_metric(spec: MetricSpec, gold: Any, predicted: Any, context: dict[str, Any], **extra: Any) -> float | None:
+    """One metric's value, or None when it is undefined on these inputs (its ValueError)."""
+    options = {name: context[name] for name in spec.context if context.get(name) is not None}
+    try:
+        return spec.compute(gold, predicted, **options, **extra)
+    except ValueError:
+        return None
 
 
 def score_predictions(
-    dataset: DatasetSpec,
+    task: Task,
     labels: LabelSpace,
     rows: Sequence[dict],
     predicted: Sequence,
     logits: np.ndarray | None = None,
+    gold: Sequence | None = None,
 ) -> dict[str, float | None]:
-    """``{metric slug: value}`` for the dataset's metric and its schema's companions.
+    """``{metric slug: value}`` for the task's metrics.
 
-    A metric that is undefined on this split (Pearson of a single pair, AUC with one class)
-    is ``None`` rather than an error, so a tiny dev split cannot abort a whole grid.
+    ``gold`` defaults to the schema's gold values of ``rows``. A metric undefined on this split
+    (Pearson of a single pair, AUC with one class) is ``None`` rather than an error, so a tiny
+    dev split cannot abort a whole grid.
     """
-    schema = dataset.adapter.schema
-    gold = gold_values(schema, labels, rows)
-    pred = [frozenset(p) for p in predicted] if labels.kind == "multi" else list(predicted)
-    slugs = list(dict.fromkeys((dataset.metric, *COMPANIONS.get(schema, ()))))
-    if (
-        schema == "token-tagging"
-        and any(name.startswith("I-") for name in labels.names)
-        and dataset.task_type == "pico"
-    ):
-        slugs = [s for s in slugs if not s.startswith("entity-")] or [dataset.metric]
-    scores = {}
-    negative = negative_label(labels)
-    for slug in slugs:
-        options = {}
-        if slug in NEEDS_NEGATIVE and labels.kind != "multi":
-            if negative is None:
-                continue  # no negative class to leave out: micro F1 would equal accuracy
-            options["negative"] = negative
-        if slug == "macro-f1" and labels.kind != "multi":
-            options["labels"] = [name for name in labels.names if name != negative] if negative else list(labels.names)
-        try:
-            if slug == "roc-auc":
-                scores[slug] = _roc_auc(labels, gold, logits)
-            else:
-                scores[slug] = METRICS[slug](gold, pred, **options)
-        except ValueError:
-            scores[slug] = None
+    multi = labels.kind == "multi"
+    gold = list(gold) if gold is not None else task.schema.gold(rows, multi)
+    pred = [frozenset(p) for p in predicted] if multi else list(predicted)
+    context = metric_context(task, labels)
+    scores: dict[str, float | None] = {}
+    for slug in task.metric_slugs:
+        spec = task.metric(slug)
+        if spec.inputs == "scores":
+            scores[slug] = _score_from_logits(spec, task, labels, gold, logits, context)
+        else:
+            scores[slug] = compute_metric(spec, gold, pred, context)
     return scores
 
 
-def _roc_auc(labels: LabelSpace, gold: list, logits: np.ndarray | None) -> float:
-    """AUC from the model's scores: the positive class's logit margin, or per-label logits."""
+def _score_from_logits(
+    spec: MetricSpec, task: Task, labels: LabelSpace, gold: list, logits: np.ndarray | None, context: dict
+) -> float | None:
+    """Metrics of the model's scores: per-label logits (multi-label), or the positive class's margin."""
     if logits is None:
-        raise ValueError("ROC AUC needs the model's scores")
+        return None
     if labels.kind == "multi":
         matrix = np.array([[name in row for name in labels.names] for row in gold])
-        return METRICS["roc-auc"](matrix, logits)
-    negative = negative_label(labels)
+        return compute_metric(spec, matrix, logits, context)
+    negative = negative_label(task, labels)
     positive = next(i for i, name in enumerate(labels.names) if name != negative)
     margin = logits[:, positive] - np.delete(logits, positive, axis=1).max(axis=1)
-    return METRICS["roc-auc"](gold, margin, positive=labels.names[positive])
+    return compute_metric(spec, gold, margin, context, positive=labels.names[positive])

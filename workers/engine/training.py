@@ -96,18 +96,46 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.Abst
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
+@dataclass(frozen=True)
+class TrainingContext:
+    """Where and how the loops run, and how a formulation's features become batches.
+
+    One object instead of the same six arguments to every loop: the device and autocast dtype,
+    the tokenizer's padding id, the formulation's collate function and its count of the token
+    positions a batch really costs, and the inference batch size.
+    """
+
+    device: torch.device
+    dtype: torch.dtype | None = None
+    pad_id: int = 0
+    collate: Collate = collate
+    computed_tokens: Callable[[dict[str, torch.Tensor]], int] = padded_batch_tokens
+    eval_batch_size: int = 64
+
+    @classmethod
+    def for_formulation(
+        cls, formulation: object, device: torch.device, dtype: torch.dtype | None, eval_batch_size: int = 64
+    ) -> TrainingContext:
+        """The context for a formulation's features (its tokenizer's padding, its collate and token count)."""
+        return cls(
+            device=device,
+            dtype=dtype,
+            pad_id=formulation.tokenizer.pad_token_id,
+            collate=formulation.collate,
+            computed_tokens=formulation.computed_tokens,
+            eval_batch_size=eval_batch_size,
+        )
+
+
 def train(
     model: torch.nn.Module,
     features: Sequence[Feature],
     hp: Hyperparameters,
     seed: int,
-    pad_id: int,
-    device: torch.device,
-    dtype: torch.dtype | None,
+    context: TrainingContext,
     progress: ProgressCallback | None = None,
-    collate_fn: Collate = collate,
-    computed_tokens: Callable[[dict[str, torch.Tensor]], int] = padded_batch_tokens,
 ) -> TrainStats:
+    device, dtype = context.device, context.dtype
     seed_everything(seed)
     rng = np.random.default_rng(seed)
     lengths = [len(f) for f in features]
@@ -130,7 +158,7 @@ def train(
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
             batches = length_grouped_batches(lengths, hp.batch_size, rng)
-            for batch_indices, batch in iterate(features, batches, pad_id, collate_fn):
+            for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
                 batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
                 with autocast(device, dtype):
                     loss = model(**batch).loss
@@ -141,7 +169,7 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 real += sum(lengths[i] for i in batch_indices)
-                padded += computed_tokens(batch)
+                padded += context.computed_tokens(batch)
                 if progress is not None and (step % 10 == 0 or step == total):
                     loss_value = float(loss.detach())
                     progress(step, total, loss_value)
@@ -152,21 +180,17 @@ def train(
 
 @torch.inference_mode()
 def predict(
-    model: torch.nn.Module,
-    features: Sequence[Feature],
-    batch_size: int,
-    pad_id: int,
-    device: torch.device,
-    dtype: torch.dtype | None,
-    collate_fn: Collate = collate,
+    model: torch.nn.Module, features: Sequence[Feature], context: TrainingContext
 ) -> tuple[list[np.ndarray], float]:
     """Logits per feature (in input order, padding removed) and the seconds it took."""
+    device, dtype = context.device, context.dtype
     model.to(device)
     model.eval()
     lengths = [len(f) for f in features]
     outputs: list[np.ndarray | None] = [None] * len(features)
     start = time.perf_counter()
-    for batch_indices, batch in iterate(features, sorted_batches(lengths, batch_size), pad_id, collate_fn):
+    batches = sorted_batches(lengths, context.eval_batch_size)
+    for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
         batch.pop("labels", None)
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, dtype):

@@ -33,16 +33,15 @@ optional split of the adapter).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_tsv
+from biolm.schemas.relation import PLACEHOLDER
 from biolm.specs import AdapterSpec
 from plugins.datasets.readers.sentence_common import split_files
 
 READER = "plugins.datasets.readers.relation_tsv"
-PLACEHOLDER = re.compile(r"@[A-Z]+(?:-[A-Z]+)*\$")
 INDEX_HEADER = ("index", "sentence", "label")
 
 

@@ -1,49 +1,41 @@
 """Task formulations: how each canonical schema is cast onto an encoder, one module per family.
 
-:func:`formulation_for` picks the formulation for a dataset and the user's
-:class:`TaskOptions`; the rest of the engine only talks to the :class:`Formulation` interface.
+A task type names its formulation (``TaskTypeSpec.formulation``); :func:`formulation_for`
+resolves it through the plugin contributions and lets it pick a variant for the user's
+:class:`TaskOptions`. The rest of the engine only talks to the :class:`Formulation` interface.
 """
 
 from __future__ import annotations
 
 from transformers import PreTrainedTokenizerBase
 
-from biolm.specs import DatasetSpec
+from biolm.specs import ImplementationError
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
-from workers.engine.formulations.extractive_qa import ExtractiveQA
-from workers.engine.formulations.long_document import LongDocumentClassification
-from workers.engine.formulations.relation import RelationClassification
-from workers.engine.formulations.sequence import SequenceClassification
-from workers.engine.formulations.token_tagging import TokenTagging
+from workers.engine.task import Task
 
-__all__ = ["Formulation", "ModelSource", "TaskOptions", "formulation_for"]
+__all__ = ["Formulation", "ModelSource", "TaskOptions", "formulation_class", "formulation_for"]
 
 
-def formulation_class(dataset: DatasetSpec, options: TaskOptions) -> type[Formulation]:
-    """The formulation for ``dataset``'s schema under ``options``; the error says what is supported."""
-    schema = dataset.adapter.schema
-    if options.long_documents != "truncate":  # seed 000 section 3.5: snippets pooled, or one long model
-        if schema in LongDocumentClassification.schemas:
-            return LongDocumentClassification
-        raise ValueError(
-            f"--long-documents {options.long_documents} applies to classification and regression datasets, but "
-            f"{dataset.slug!r} uses the {schema} schema: leave --long-documents at truncate (token tasks are "
-            "split into windows of whole words, QA contexts into --qa-window windows, with nothing dropped)"
+def formulation_class(task: Task, options: TaskOptions) -> type[Formulation]:
+    """The task type's formulation (or its variant for ``options``); the error says what is wrong."""
+    named = task.task_type.resolve()
+    if not issubclass(named, Formulation):
+        raise ImplementationError(
+            f"task type {task.task_type.slug!r}: formulation {named.__module__}.{named.__qualname__} "
+            "is not a subclass of workers.engine.formulations.base.Formulation"
         )
-    if schema == "token-tagging":
-        return TokenTagging
-    if schema in ExtractiveQA.schemas:
-        return ExtractiveQA
-    if schema in RelationClassification.schemas:
-        return RelationClassification
-    if schema in SequenceClassification.schemas:
-        return SequenceClassification
-    raise ValueError(f"dataset {dataset.slug!r} uses the {schema} schema, which the engine does not fine-tune yet")
+    chosen = named.select(task, options)
+    if task.task_type.schema not in chosen.schemas:
+        raise ValueError(
+            f"task type {task.task_type.slug!r} uses the {task.task_type.schema} schema, but its formulation "
+            f"{chosen.__name__} reads {', '.join(chosen.schemas) or 'no schema'}"
+        )
+    return chosen
 
 
 def formulation_for(
-    dataset: DatasetSpec,
+    task: Task,
     labels: LabelSpace,
     tokenizer: PreTrainedTokenizerBase,
     options: TaskOptions,
@@ -51,4 +43,4 @@ def formulation_for(
     source: ModelSource | None = None,
 ) -> Formulation:
     """The formulation, ready to encode; ``source`` is the model, for formulations that need its length first."""
-    return formulation_class(dataset, options)(dataset, labels, tokenizer, options, max_length, source)
+    return formulation_class(task, options)(task, labels, tokenizer, options, max_length, source)

@@ -30,6 +30,7 @@ from workers.engine.architectures import attention_implementation, build_config,
 from workers.engine.batching import collate, computed_tokens
 from workers.engine.encoding import Feature, LabelSpace
 from workers.engine.scoring import score_predictions
+from workers.engine.task import Task
 
 TAGGING_SCHEMES = ("bio", "bioul", "io")
 PICO_ELEMENTS = ("multi", "single")
@@ -138,7 +139,8 @@ class ModelSource:
         """
         config = self.config(**overrides)
         attention = attention_implementation(config)
-        if self.model_dir is not None:
+        # On the meta device (parameter counts) the checkpoint's config is enough: no weights are read.
+        if self.model_dir is not None and torch.get_default_device().type != "meta":
             return auto_class.from_pretrained(
                 str(self.model_dir),
                 config=config,
@@ -158,10 +160,10 @@ class ModelSource:
 
 
 class Formulation(abc.ABC):
-    """One way of casting a dataset onto an encoder. Subclasses override what differs.
+    """One way of casting a task onto an encoder. Subclasses override what differs.
 
-    ``schemas`` lists the canonical schemas (``biolm.schemas``) the formulation accepts;
-    :func:`workers.engine.formulations.formulation_for` picks one from the dataset and options.
+    A task type (``biolm.specs.TaskTypeSpec``) names its formulation class, built-in or a
+    plugin's. ``schemas`` lists the canonical schemas (``biolm.schemas``) the formulation accepts.
     """
 
     name: ClassVar[str] = "base"
@@ -169,14 +171,14 @@ class Formulation(abc.ABC):
 
     def __init__(
         self,
-        dataset: DatasetSpec,
+        task: Task,
         labels: LabelSpace,
         tokenizer: PreTrainedTokenizerBase,
         options: TaskOptions,
         max_length: int,
         source: ModelSource | None = None,
     ) -> None:
-        self.dataset = dataset
+        self.task = task
         self.labels = labels
         self.tokenizer = tokenizer
         self.options = options
@@ -184,12 +186,39 @@ class Formulation(abc.ABC):
         self.source = source  # the model to come, for formulations that must know its length first
         self.setup()
 
+    @classmethod
+    def select(cls, task: Task, options: TaskOptions) -> type[Formulation]:
+        """The formulation to use for ``options``: this one, or its long-document variant.
+
+        Formulations without a variant refuse ``--long-documents snippets|full``.
+        """
+        if options.long_documents == "truncate":
+            return cls
+        variant = cls.long_document_variant()
+        if variant is None:
+            raise ValueError(
+                f"--long-documents {options.long_documents} applies to classification and regression datasets, but "
+                f"{task.dataset.slug!r} uses the {task.task_type.schema} schema: leave --long-documents at truncate "
+                "(token tasks are split into windows of whole words, QA contexts into --qa-window windows, with "
+                "nothing dropped)"
+            )
+        return variant
+
+    @classmethod
+    def long_document_variant(cls) -> type[Formulation] | None:
+        """The formulation that reads whole documents in this one's place (seed 000 section 3.5), if any."""
+        return None
+
+    @property
+    def dataset(self) -> DatasetSpec:
+        return self.task.dataset
+
     def setup(self) -> None:  # noqa: B027 -- optional: most formulations need no setup
         """Check the options against the dataset and derive what encoding needs; raise ValueError to refuse."""
 
     @property
     def schema(self) -> str:
-        return self.dataset.adapter.schema
+        return self.task.task_type.schema
 
     def describe(self) -> dict:
         """What the results JSON records about the formulation (name and the options it uses)."""
@@ -222,6 +251,6 @@ class Formulation(abc.ABC):
         """
 
     def score(self, rows: Sequence[dict], predicted: Sequence, logits: Sequence[np.ndarray]) -> dict:
-        """``{metric slug: value or None}`` for the dataset's metric and its companions."""
+        """``{metric slug: value or None}`` for the dataset's metric and its task type's companions."""
         stacked = np.stack(logits) if logits and np.ndim(logits[0]) == 1 else None
-        return score_predictions(self.dataset, self.labels, rows, predicted, stacked)
+        return score_predictions(self.task, self.labels, rows, predicted, stacked)

@@ -48,7 +48,6 @@ from transformers import AutoModelForQuestionAnswering, PreTrainedModel
 from workers.engine.batching import collate
 from workers.engine.encoding import Feature
 from workers.engine.formulations.base import Formulation, ModelSource
-from workers.engine.metrics import METRICS
 from workers.engine.special_tokens import SpecialTemplate
 
 SQUAD_METRICS = ("squad-f1", "exact-match")
@@ -347,7 +346,7 @@ class ExtractiveQA(Formulation):
             raise ValueError(
                 f"{unanswered} of {len(gold)} questions have no gold answer, so the split cannot be scored"
             )
-        return {slug: METRICS[slug](gold, pred) for slug in slugs}
+        return {slug: self.task.metric(slug).compute(gold, pred) for slug in slugs}
 
 
 def question_key(example_id: str) -> str:

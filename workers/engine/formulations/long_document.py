@@ -68,7 +68,7 @@ from workers.engine.architectures import (
 )
 from workers.engine.batching import collate, sequence_labels
 from workers.engine.encoding import Feature, sequence_target
-from workers.engine.formulations.base import ModelSource
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.formulations.sequence import SequenceClassification
 from workers.engine.special_tokens import SpecialTemplate
 
@@ -326,6 +326,10 @@ class LongDocumentClassification(SequenceClassification):
 
     name = "long-document"
     schemas = ("classification", "regression")
+
+    @classmethod
+    def long_document_variant(cls) -> type[Formulation] | None:
+        return cls
 
     def setup(self) -> None:
         self.mode = self.options.long_documents

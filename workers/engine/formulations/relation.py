@@ -52,10 +52,10 @@ import torch
 from transformers import PreTrainedTokenizerBase
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from plugins.datasets.readers.relation_tsv import PLACEHOLDER  # BLURB's @CHEMICAL$-style dummies
+from biolm.schemas.relation import PLACEHOLDER  # BLURB's @CHEMICAL$-style dummies
 from workers.engine.batching import collate
 from workers.engine.encoding import Feature
-from workers.engine.formulations.base import ModelSource
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.formulations.sequence import SequenceClassification
 
 logger = logging.getLogger("biolm.engine")
@@ -289,6 +289,10 @@ class RelationClassification(SequenceClassification):
 
     name = "relation-classification"
     schemas = ("relation",)
+
+    @classmethod
+    def long_document_variant(cls) -> type[Formulation] | None:
+        return None  # a relation's entities are windowed instead (see window())
 
     def setup(self) -> None:
         if self.labels.kind != "single":

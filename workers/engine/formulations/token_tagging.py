@@ -34,6 +34,7 @@ from transformers import (
 )
 from transformers.modeling_outputs import TokenClassifierOutput
 
+from biolm.schemas.token_tagging import ELEMENT_SEPARATOR
 from workers.engine.crf import LinearChainCRF, pack_labelled
 from workers.engine.encoding import IGNORE, Feature, LabelSpace, decode_token_tagging, encode_token_tagging
 from workers.engine.formulations.base import Formulation, ModelSource
@@ -49,7 +50,6 @@ from workers.engine.tagging_schemes import (
     split_tag,
 )
 
-ELEMENT_SEPARATOR = "|"
 VITERBI_BATCH = 256  # features decoded together: bounds the padded emission tensor
 
 
@@ -59,7 +59,7 @@ class TokenTagging(Formulation):
 
     def setup(self) -> None:
         options = self.options
-        self.multi_element = self.dataset.task_type == "pico" and options.pico_elements == "multi"
+        self.multi_element = self.task.task_type.multi_element and options.pico_elements == "multi"
         # BIO without a CRF trains on the dataset's tags as they are (the engine's original path).
         self.passthrough = not self.multi_element and options.tagging_scheme == "bio" and not options.crf
         if self.multi_element:
@@ -98,7 +98,11 @@ class TokenTagging(Formulation):
         for row in rows:
             joined = next((tag for tag in row["tags"] if ELEMENT_SEPARATOR in tag), None)
             if joined is not None:
-                where = "add --pico-elements multi" if self.dataset.task_type == "pico" else "only PICO allows that"
+                where = (
+                    "add --pico-elements multi"
+                    if self.task.task_type.multi_element
+                    else f"only multi-element task types (PICO) allow that, not {self.task.task_type.slug!r}"
+                )
                 raise ValueError(f"example {row.get('id')!r}: the word tag {joined!r} joins several tags; {where}")
         if self.passthrough:
             return encode_token_tagging(rows, self.tokenizer, self.tags, self.max_length)
@@ -205,9 +209,9 @@ class TokenTagging(Formulation):
         """Multi-element words are scored as element sets (token-macro-f1 takes sets per word)."""
         if not self.multi_element:
             return super().score(rows, predicted, logits)
-        gold = [{**row, "tags": [self.word_elements(tag) for tag in row["tags"]]} for row in rows]
+        gold_sets = [[self.word_elements(tag) for tag in row["tags"]] for row in rows]
         sets = [[self.word_elements(tag) for tag in words] for words in predicted]
-        return score_predictions(self.dataset, self.labels, gold, sets)
+        return score_predictions(self.task, self.labels, rows, sets, gold=gold_sets)
 
 
 class _Wrapped(torch.nn.Module):

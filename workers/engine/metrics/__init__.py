@@ -1,7 +1,8 @@
 """Every metric the platform's benchmarks use, on the 0-100 scale the papers print.
 
-Uniform signature: ``METRICS[slug](gold, pred, **options) -> float``, keyed by exactly the slugs of
-``plugins/tasks/metrics.py``. ``gold`` and ``pred`` are aligned sequences (one item per example);
+Uniform signature: ``metric(gold, pred, **options) -> float``. The platform reaches them through the
+metric contributions of ``plugins/tasks/metrics.py``, which name each function by path (the engine
+has no table of its own). ``gold`` and ``pred`` are aligned sequences (one item per example);
 options are keyword-only and an unknown option raises ``TypeError`` rather than being ignored.
 Inputs per family (modules: ``tagging``, ``classification``, ``qa``):
 
@@ -25,9 +26,6 @@ the Hugging Face NER example silently ignoring gold labels beyond the maximum le
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from workers.engine.metrics.classification import (
     accuracy,
     average_micro_f1,
@@ -45,12 +43,10 @@ from workers.engine.metrics.qa import exact_match, lenient_accuracy, mrr, normal
 from workers.engine.metrics.tagging import entity_f1, entity_precision, entity_recall, entity_scores, token_macro_f1
 
 __all__ = [
-    "METRICS",
     "PRF",
     "accuracy",
     "average_micro_f1",
     "binary_f1",
-    "compute",
     "entity_f1",
     "entity_precision",
     "entity_recall",
@@ -70,33 +66,3 @@ __all__ = [
     "strict_accuracy",
     "token_macro_f1",
 ]
-
-METRICS: dict[str, Callable[..., float]] = {
-    "entity-f1": entity_f1,
-    "entity-precision": entity_precision,
-    "entity-recall": entity_recall,
-    "token-macro-f1": token_macro_f1,
-    "micro-f1": micro_f1,
-    "macro-f1": macro_f1,
-    "binary-f1": binary_f1,
-    "precision": precision,
-    "recall": recall,
-    "average-micro-f1": average_micro_f1,
-    "pearson": pearson,
-    "accuracy": accuracy,
-    "exact-match": exact_match,
-    "squad-f1": squad_f1,
-    "roc-auc": roc_auc,
-    "strict-accuracy": strict_accuracy,
-    "lenient-accuracy": lenient_accuracy,
-    "mrr": mrr,
-}
-
-
-def compute(slug: str, gold: Any, pred: Any, **options: Any) -> float:
-    """``METRICS[slug](gold, pred, **options)``, with an error naming the known slugs."""
-    try:
-        metric = METRICS[slug]
-    except KeyError:
-        raise KeyError(f"no metric {slug!r}; known: {', '.join(sorted(METRICS))}") from None
-    return metric(gold, pred, **options)

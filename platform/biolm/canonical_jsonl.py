@@ -1,19 +1,14 @@
-"""Datasets already in a canonical schema, as JSON Lines: the shipped BLURB-mini demo data, or your own.
+"""Datasets already in a canonical schema, as JSON Lines: the format for your own data.
 
-Layout: ``<directory>/{train,dev,test}.jsonl`` (``.jsonl.gz`` also read), one example
-per line, each a JSON object with exactly the fields of the adapter's schema (``biolm.schemas``);
-blank lines are skipped. Because the examples are canonical already, this reader only parses: the
+Layout: ``<directory>/{train,dev,test}.jsonl`` (``.jsonl.gz`` also read), one example per line,
+each a JSON object with exactly the fields of the adapter's schema (``biolm.schemas``); blank
+lines are skipped. Because the examples are canonical already, this reader only parses: the
 fields, labels, tag counts and spans are checked by ``validate_examples`` like every other
-dataset's, and its errors quote the ``file:line`` this reader records in ``_where``. What only
-a JSONL parser can see is reported here with file and line: a line that is not JSON, a line
-that is not an object, a key repeated within an object, and the reserved key ``_where``.
+dataset's, and its errors quote the ``file:line`` this reader records in ``_where``. What only a
+JSONL parser can see is reported here with file and line: a line that is not JSON, a line that
+is not an object, a key repeated within an object, and the reserved key ``_where``.
 
-The demo data ships inside this package so that ``make demo`` needs no downloaded data: its
-adapters' ``default_path`` is the absolute folder ``DEMO_DATA_DIR / <slug>`` (an absolute default
-path is used as is, a relative one is taken under BIOLM_DATA_DIR).
-
-Everything under :data:`DEMO_DATA_DIR` is invented demo data (plugins/datasets/demo/generate.py
-regenerates it byte for byte); scores on it mean nothing about real performance.
+A plugin's dataset in this format names the reader as ``READER``.
 """
 
 from __future__ import annotations
@@ -22,10 +17,9 @@ import json
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_lines
-from biolm.specs import SPLIT_NAMES, AdapterSpec
+from biolm.specs import SPLIT_NAMES
 
-DEMO_DATA_DIR = Path(__file__).resolve().parents[1] / "demo"
-READER = "plugins.datasets.readers.canonical_jsonl:read_canonical_jsonl"
+READER = "biolm.canonical_jsonl:read_canonical_jsonl"
 SPLIT_FILES = {split: (f"{split}.jsonl", f"{split}.jsonl.gz") for split in SPLIT_NAMES}
 
 
@@ -82,17 +76,3 @@ def _reject_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
 def _json_type(value: object) -> str:
     names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def _demo(schema: str, slug: str, multi_label: bool = False) -> AdapterSpec:
-    return AdapterSpec(schema=schema, reader=READER, default_path=str(DEMO_DATA_DIR / slug), multi_label=multi_label)
-
-
-ADAPTERS: dict[str, AdapterSpec] = {
-    "demo-ner": _demo("token-tagging", "demo-ner"),
-    "demo-pico": _demo("token-tagging", "demo-pico"),
-    "demo-relation": _demo("relation", "demo-relation"),
-    "demo-similarity": _demo("regression", "demo-similarity"),
-    "demo-doc-classification": _demo("classification", "demo-doc-classification", multi_label=True),
-    "demo-qa": _demo("classification", "demo-qa"),
-}
