@@ -11,6 +11,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 demo: $(VENV)/.installed
@@ -35,7 +36,7 @@ format: $(VENV)/.installed
 	$(PY) -m ruff format .
 
 lock: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev]' && $(PY) -m pip uninstall --quiet -y biolm
+	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' > requirements.lock
 
 clean:

@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["biolm.testing"]  # the plugin authors' kit: register_plugin and friends
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
