@@ -72,14 +72,15 @@ def plugin_versions(manager) -> dict[str, str]:
     """Each registered plugin's name and version: its distribution's for installed plugins, biolm's for built-ins.
 
     A result depends on the adapter that read the data and the architecture that built the model,
-    so a plugin upgrade must be visible in the provenance.
+    so a plugin upgrade must be visible in the provenance. Read from the manager's own record of
+    where each plugin came from (pluggy's distinfo is only filled by its own entry-point loader).
     """
-    installed = {id(plugin): f"{dist.project_name} {dist.version}" for plugin, dist in manager.list_plugin_distinfo()}
-    return {
-        name: installed.get(id(plugin), f"built-in (biolm {biolm.__version__})")
-        for name, plugin in sorted(manager.list_name_plugin())
-        if plugin is not None
+    described = {
+        "builtin": lambda info: f"built-in (biolm {biolm.__version__})",
+        "entrypoint": lambda info: f"{info.distribution} {info.version}".strip() or "installed",
+        "extra": lambda info: "registered in this process",
     }
+    return {info.name: described[info.source](info) for info in sorted(manager.infos, key=lambda i: i.name)}
 
 
 def provenance(
