@@ -14,7 +14,7 @@ from workers.engine.batching import length_grouped_batches
 from workers.engine.encoding import LabelSpace, decode_token_tagging, encode_token_tagging
 from workers.engine.finetune import FinetuneSpec, prepare, resolve_device, run_once
 from workers.engine.tokenization import train_wordpiece
-from workers.engine.training import Hyperparameters
+from workers.engine.training import Hyperparameters, TrainingContext
 
 DEMO = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
 
@@ -49,7 +49,7 @@ def test_long_sentences_are_split_into_windows_and_no_gold_word_is_dropped():
 
 def spec_for(dataset: str, tmp_path: Path, **changes) -> FinetuneSpec:
     fields = dict(dataset=dataset, out=tmp_path, architecture="bert:tiny", grid="single", seeds=1, epochs=1)
-    return FinetuneSpec(**(fields | changes))
+    return FinetuneSpec.build(**(fields | changes))
 
 
 def test_the_same_seed_on_the_same_data_gives_identical_metrics(tmp_path):
@@ -57,9 +57,9 @@ def test_the_same_seed_on_the_same_data_gives_identical_metrics(tmp_path):
     prepared = prepare(spec)
     device = resolve_device("cpu")
     hp = Hyperparameters(1e-3, 16, 1)
-    first = run_once(spec, prepared, hp, 7, ("dev",), device, None, None)
-    second = run_once(spec, prepared, hp, 7, ("dev",), device, None, None)
-    other = run_once(spec, prepared, hp, 8, ("dev",), device, None, None)
+    first = run_once(prepared, hp, 7, ("dev",), TrainingContext.for_formulation(prepared.formulation, device, None))
+    second = run_once(prepared, hp, 7, ("dev",), TrainingContext.for_formulation(prepared.formulation, device, None))
+    other = run_once(prepared, hp, 8, ("dev",), TrainingContext.for_formulation(prepared.formulation, device, None))
     assert first.metrics == second.metrics
     assert first.predictions == second.predictions
     assert first.train["final_loss"] == second.train["final_loss"]
@@ -112,7 +112,7 @@ def test_a_local_checkpoint_directory_is_fine_tuned(tmp_path):
 
 def test_model_and_architecture_are_mutually_exclusive(tmp_path):
     with pytest.raises(ValueError, match="exactly one of --model"):
-        FinetuneSpec(dataset="demo-ner", out=tmp_path)
+        FinetuneSpec.build(dataset="demo-ner", out=tmp_path)
 
 
 def test_an_unknown_dataset_is_reported_with_the_known_ones(tmp_path, capsys):
@@ -196,7 +196,7 @@ def test_cli_fine_tunes_a_tiny_model_on_every_real_blurb_dataset(tmp_path, datas
     """The official files through their adapters, a tiny model and a few steps: every formulation and metric runs."""
     from workers.engine.finetune import _default_directory
 
-    directory = _default_directory(_dataset_spec(dataset))
+    directory = _default_directory(_dataset_spec(dataset).adapter.default_path)
     if not directory.is_dir():
         pytest.skip(f"{directory} is absent (BIOLM_DATA_DIR holds the official files)")
     if dataset == "ebm-pico" and not (directory / "train.tsv").exists():
@@ -239,10 +239,10 @@ def test_an_interrupted_protocol_resumes_from_the_runs_it_had_finished(tmp_path,
             "--seeds", "3", "--epochs", "1", "--out", str(tmp_path / "out")]  # fmt: skip
     real_run_once = finetune_module.run_once
 
-    def crash_on_the_third_seed(spec, prepared, hp, seed, *rest):
+    def crash_on_the_third_seed(prepared, hp, seed, *rest):
         if seed == 44:
             raise RuntimeError("worker lost")  # a failure injected into our own loop, not a stand-in for it
-        return real_run_once(spec, prepared, hp, seed, *rest)
+        return real_run_once(prepared, hp, seed, *rest)
 
     monkeypatch.setattr(finetune_module, "run_once", crash_on_the_third_seed)
     with pytest.raises(RuntimeError, match="worker lost"):

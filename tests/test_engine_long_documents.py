@@ -29,16 +29,18 @@ from workers.engine.formulations.long_document import (
     model_max_tokens,
 )
 from workers.engine.formulations.sequence import SequenceClassification
+from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
-from workers.engine.training import Hyperparameters, predict, train
+from workers.engine.training import Hyperparameters, TrainingContext, predict, train
 
 CLINICAL_FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
 WORDS = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(6) for j in range(6)]  # 36 words, one token each
 
 
 @pytest.fixture(scope="module")
-def datasets():
-    return collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
+def datasets() -> dict[str, Task]:
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))
+    return {slug: Task.of(contributions, slug) for slug in contributions.datasets}
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +294,11 @@ def test_full_longformer_trains_on_long_documents_with_global_attention_on_cls(d
     model = long_docs.build_model(longformer)
     before = [p.detach().clone() for p in model.parameters()]
     stats = train(
-        model, features, Hyperparameters(1e-3, 2, 2), 0, 0, torch.device("cpu"), None, None, long_docs.collate
+        model,
+        features,
+        Hyperparameters(1e-3, 2, 2),
+        0,
+        TrainingContext(torch.device("cpu"), None, 0, long_docs.collate),
     )
     assert stats.steps == 4 and math.isfinite(stats.final_loss)
     assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True) if a.ndim == 2)
@@ -304,7 +310,9 @@ def test_full_longformer_trains_on_long_documents_with_global_attention_on_cls(d
         with_global = model(**batch).logits
         local_only = model(**(batch | {"global_attention_mask": torch.zeros_like(batch["input_ids"])})).logits
     assert not torch.allclose(with_global, local_only)
-    logits, _ = predict(model, features, 2, 0, torch.device("cpu"), None, long_docs.collate)
+    logits, _ = predict(
+        model, features, TrainingContext(torch.device("cpu"), None, 0, long_docs.collate, eval_batch_size=2)
+    )
     assert np.allclose(logits[0], with_global[0].numpy(), atol=1e-5)
 
 
@@ -337,11 +345,17 @@ def test_full_bigbird_stays_block_sparse_after_short_batches_in_training_and_pre
     # Batches of 2 grouped by length: one short and one long batch per epoch, so a short one precedes a long one.
     bf16 = torch.bfloat16  # --precision auto's choice on CPUs with native bf16
     stats = train(
-        model, features, Hyperparameters(1e-3, 2, 2), 3, 0, torch.device("cpu"), bf16, None, long_docs.collate
+        model,
+        features,
+        Hyperparameters(1e-3, 2, 2),
+        3,
+        TrainingContext(torch.device("cpu"), bf16, 0, long_docs.collate),
     )
     assert math.isfinite(stats.final_loss)
     assert model.base_model.attention_type == "block_sparse"
-    logits, _ = predict(model, features, 2, 0, torch.device("cpu"), bf16, long_docs.collate)
+    logits, _ = predict(
+        model, features, TrainingContext(torch.device("cpu"), bf16, 0, long_docs.collate, eval_batch_size=2)
+    )
     assert all(np.isfinite(row).all() for row in logits)
     assert model.base_model.attention_type == "block_sparse"
     kinds = ["short" if length <= threshold else "long" for length, _ in calls]
@@ -360,7 +374,11 @@ def test_bigbird_snippets_keep_block_sparse_attention_in_bf16(datasets, tokenize
     assert isinstance(model.encoder, BigBirdGuard)
     bf16 = torch.bfloat16
     stats = train(
-        model, features, Hyperparameters(1e-3, 1, 1), 0, 0, torch.device("cpu"), bf16, None, long_docs.collate
+        model,
+        features,
+        Hyperparameters(1e-3, 1, 1),
+        0,
+        TrainingContext(torch.device("cpu"), bf16, 0, long_docs.collate),
     )
     assert stats.steps == 2 and math.isfinite(stats.final_loss)
     assert model.encoder.base_model.attention_type == "block_sparse"

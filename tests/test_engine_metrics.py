@@ -7,6 +7,7 @@ METRICS.md (BLUE's HoC) and the BioASQ measure definitions (seed 003).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import string
@@ -24,13 +25,12 @@ from seqeval.scheme import BILOU, IOB2, IOBES
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score, roc_auc_score
 from sklearn.preprocessing import MultiLabelBinarizer
 
+from biolm.specs import ImplementationError
 from plugins.tasks.metrics import METRICS as METRIC_SPECS
 from workers.engine.metrics import (
-    METRICS,
     accuracy,
     average_micro_f1,
     binary_f1,
-    compute,
     entity_scores,
     exact_match,
     lenient_accuracy,
@@ -549,12 +549,18 @@ def test_bioasq_matching_ignores_case_and_accepts_nested_synonym_lists():
     assert lenient_accuracy([["x"]], [["a", "b", "c", "d", "e", "x"]]) == 0.0  # sixth answer is beyond the top 5
 
 
-# --- the registry --------------------------------------------------------------------------------
+# --- the plugin contributions --------------------------------------------------------------------
+
+SPECS = {spec.slug: spec for spec in METRIC_SPECS}
 
 
-def test_every_metric_slug_of_the_task_plugin_has_an_implementation():
-    assert set(METRICS) == {spec.slug for spec in METRIC_SPECS}
-    assert all(callable(fn) for fn in METRICS.values())
+def test_every_built_in_metric_contribution_resolves_to_an_engine_metric_function():
+    import workers.engine.metrics as engine_metrics
+
+    for spec in METRIC_SPECS:
+        function = spec.resolve()
+        assert callable(function) and function.__module__.startswith("workers.engine.metrics."), spec.slug
+        assert getattr(engine_metrics, function.__name__) is function, spec.slug
 
 
 PERFECT = {
@@ -578,14 +584,14 @@ PERFECT = {
 }
 
 
-@pytest.mark.parametrize("slug", sorted(METRICS))
+@pytest.mark.parametrize("slug", sorted(SPECS))
 def test_every_metric_takes_gold_pred_and_options_and_scores_a_perfect_prediction_100(slug):
     if slug == "roc-auc":
         gold, pred, options = [0, 1, 1], [0.1, 0.7, 0.9], {}
     else:
         gold, options = PERFECT[slug]
         pred = gold
-    assert compute(slug, gold, pred, **options) == pytest.approx(100.0)
+    assert SPECS[slug].compute(gold, pred, **options) == pytest.approx(100.0)
 
 
 def test_the_metrics_import_without_django():
@@ -593,8 +599,11 @@ def test_the_metrics_import_without_django():
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], check=False).returncode == 0
 
 
-def test_unknown_metric_and_unknown_option_are_errors():
-    with pytest.raises(KeyError, match="known"):
-        compute("bleu", [], [])
+def test_an_unknown_option_is_an_error_and_an_unimportable_implementation_is_named():
     with pytest.raises(TypeError):
-        compute("accuracy", [1], [1], negative=0)
+        SPECS["accuracy"].compute([1], [1], negative=0)
+    missing = dataclasses.replace(SPECS["accuracy"], implementation="workers.engine.metrics:no_such_metric")
+    with pytest.raises(
+        ImplementationError, match=r"metric accuracy: cannot import 'workers\.engine\.metrics:no_such_metric'"
+    ):
+        missing.compute([1], [1])

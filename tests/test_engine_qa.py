@@ -20,14 +20,16 @@ from workers.engine.finetune import FinetuneSpec, prepare
 from workers.engine.formulations import TaskOptions, formulation_class
 from workers.engine.formulations.base import ModelSource
 from workers.engine.formulations.extractive_qa import ExtractiveQA, question_key
-from workers.engine.metrics import METRICS
+from workers.engine.metrics import exact_match, squad_f1
+from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
-from workers.engine.training import Hyperparameters, predict, train
+from workers.engine.training import Hyperparameters, TrainingContext, predict, train
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EMRQA = {subset: FIXTURES / "clinical" / "emrqa" / subset for subset in ("medication", "relation", "heart-disease")}
 BIOASQ = FIXTURES / "sentence_level" / "bioasq-factoid"
-DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
+CONTRIBUTIONS = collect_contributions(get_plugin_manager(load_entrypoints=False))
+DATASETS = {slug: Task.of(CONTRIBUTIONS, slug) for slug in CONTRIBUTIONS.datasets}  # slug -> Task
 CPU = torch.device("cpu")
 
 
@@ -141,7 +143,7 @@ def test_question_and_window_options_are_checked_against_the_model_length(word_t
 
 @pytest.fixture(scope="module")
 def medication(tmp_path_factory):
-    spec = FinetuneSpec(
+    spec = FinetuneSpec.build(
         dataset="emrqa-medication", out=tmp_path_factory.mktemp("med"), architecture="bert:tiny",
         data_dir=EMRQA["medication"],
     )  # fmt: skip
@@ -308,7 +310,7 @@ def test_cli_fine_tunes_bert_tiny_on_each_emrqa_fixture(tmp_path, subset):
     gold = gold_answers(EMRQA[subset] / "test.json")
     assert len(predictions) == len(gold) and all(isinstance(p, str) for p in predictions)
     assert run["metrics"]["test"] == pytest.approx(
-        {"squad-f1": METRICS["squad-f1"](gold, predictions), "exact-match": METRICS["exact-match"](gold, predictions)}
+        {"squad-f1": squad_f1(gold, predictions), "exact-match": exact_match(gold, predictions)}
     )
     assert set(run["metrics"]["dev"]) == {"squad-f1", "exact-match"}
     assert results["test"]["mean"] == pytest.approx(run["metrics"]["test"]["squad-f1"])
@@ -366,13 +368,21 @@ def test_a_tiny_model_learns_to_extract_the_answer():
     train_features, test_features = qa.encode(train_rows), qa.encode(test_rows)
 
     def exact_match(model: torch.nn.Module) -> float:
-        logits, _ = predict(model, test_features, 64, tokenizer.pad_token_id, CPU, None, qa.collate)
+        logits, _ = predict(
+            model, test_features, TrainingContext(CPU, None, tokenizer.pad_token_id, qa.collate, eval_batch_size=64)
+        )
         return qa.score(test_rows, qa.decode(test_features, logits, test_rows, model), logits)["exact-match"]
 
     torch.manual_seed(0)
     model = qa.build_model(ModelSource(architecture="bert:tiny", vocab_size=len(tokenizer)))
     before = exact_match(model)
-    train(model, train_features, Hyperparameters(1e-3, 16, 3), 0, tokenizer.pad_token_id, CPU, None, None, qa.collate)
+    train(
+        model,
+        train_features,
+        Hyperparameters(1e-3, 16, 3),
+        0,
+        TrainingContext(CPU, None, tokenizer.pad_token_id, qa.collate),
+    )
     after = exact_match(model)
     assert before <= 10 and after >= 80, (before, after)
 
@@ -381,7 +391,7 @@ def test_a_tiny_model_learns_to_extract_the_answer():
 
 
 def test_longformer_gets_global_attention_on_cls_and_the_question_and_trains(tmp_path):
-    spec = FinetuneSpec(
+    spec = FinetuneSpec.build(
         dataset="emrqa-relation", out=tmp_path, architecture="longformer:tiny", data_dir=EMRQA["relation"]
     )
     prepared = prepare(spec)
@@ -404,10 +414,12 @@ def test_longformer_gets_global_attention_on_cls_and_the_question_and_trains(tmp
 
     before = [p.detach().clone() for p in model.parameters()]
     pad = prepared.tokenizer.pad_token_id
-    stats = train(model, prepared.features["train"], Hyperparameters(1e-3, 4, 2), 0, pad, CPU, None, None, qa.collate)
+    stats = train(
+        model, prepared.features["train"], Hyperparameters(1e-3, 4, 2), 0, TrainingContext(CPU, None, pad, qa.collate)
+    )
     assert stats.steps == 2 and math.isfinite(stats.final_loss)
     assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True))
-    logits, _ = predict(model, features, 8, pad, CPU, None, qa.collate)
+    logits, _ = predict(model, features, TrainingContext(CPU, None, pad, qa.collate, eval_batch_size=8))
     rows = prepared.data.splits["test"]
     predicted = qa.decode(features, logits, rows, model)
     assert len(predicted) == len(rows) and set(qa.score(rows, predicted, logits)) == {"squad-f1", "exact-match"}

@@ -31,13 +31,15 @@ from workers.engine.formulations.relation import (
     window,
 )
 from workers.engine.formulations.sequence import SequenceClassification
+from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
-from workers.engine.training import Hyperparameters, predict, seed_everything, train
+from workers.engine.training import Hyperparameters, TrainingContext, predict, seed_everything, train
 
 CLINICAL = Path(__file__).parent / "fixtures" / "clinical"
 DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 CHEMPROT = DATA_DIR / "ChemProt" / "blurb"
-DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
+CONTRIBUTIONS = collect_contributions(get_plugin_manager(load_entrypoints=False))
+DATASETS = {slug: Task.of(CONTRIBUTIONS, slug) for slug in CONTRIBUTIONS.datasets}  # slug -> Task
 MARKED = TaskOptions(relation_representation="markers", relation_features="cls+markers")
 CPU = torch.device("cpu")
 
@@ -217,10 +219,11 @@ def chemprot():
     if not (CHEMPROT / "train.tsv").is_file():
         pytest.skip(f"BLURB ChemProt is not in {CHEMPROT} (set BIOLM_DATA_DIR)")
     spec = DATASETS["chemprot"]
-    data = load_dataset_files(spec, CHEMPROT)
+    data = load_dataset_files(spec.dataset, CHEMPROT)
     rows = data.splits["train"][:300]
     tokenizer = train_wordpiece((r["text"] for r in rows), vocab_size=2000)
-    return spec, LabelSpace(tuple(spec.labels) or tuple(data.label_set)), rows, data.splits["dev"][:100], tokenizer
+    labels = LabelSpace(tuple(spec.dataset.labels) or tuple(data.label_set))
+    return spec, labels, rows, data.splits["dev"][:100], tokenizer
 
 
 def test_chemprot_goes_to_the_relation_formulation_and_classification_stays_with_sequences():
@@ -261,9 +264,17 @@ def test_markers_on_chemprot_surround_the_dummies_and_a_tiny_model_trains_and_sc
             dummy = example["text"][example[role]["start"] : example[role]["end"]]
             assert "".join(p.removeprefix("##") for p in inside if p not in MARKERS) == dummy.lower()
     model = marked.build_model(ModelSource(architecture="bert:tiny", vocab_size=len(tokenizer)))
-    train(model, features, Hyperparameters(1e-3, 32, 1), 1, tokenizer.pad_token_id, CPU, None, None, marked.collate)
+    train(
+        model,
+        features,
+        Hyperparameters(1e-3, 32, 1),
+        1,
+        TrainingContext(CPU, None, tokenizer.pad_token_id, marked.collate),
+    )
     dev_features = marked.encode(dev)
-    logits, _ = predict(model, dev_features, 64, tokenizer.pad_token_id, CPU, None, marked.collate)
+    logits, _ = predict(
+        model, dev_features, TrainingContext(CPU, None, tokenizer.pad_token_id, marked.collate, eval_batch_size=64)
+    )
     predicted = marked.decode(dev_features, logits, dev, model)
     assert len(predicted) == len(dev) and set(predicted) <= set(labels.names)
     scores = marked.score(dev, predicted, logits)

@@ -20,7 +20,6 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from biolm.dataset_io import DataFormatError, validate_examples
 from biolm.plugins import collect_contributions, get_plugin_manager
-from biolm.specs import DatasetSpec
 from plugins.datasets.readers.conll import read_conll_file
 from workers.engine.__main__ import main
 from workers.engine.crf import LinearChainCRF, pack_labelled
@@ -35,8 +34,9 @@ from workers.engine.tagging_schemes import (
     scheme_labels,
     split_tag,
 )
+from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
-from workers.engine.training import Hyperparameters, predict, train
+from workers.engine.training import Hyperparameters, TrainingContext, predict, train
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 NCBI = DATA / "NCBI-disease" / "blurb"
@@ -44,8 +44,9 @@ EBM_PICO = DATA / "EBM-PICO" / "blurb"
 
 
 @pytest.fixture(scope="module")
-def datasets() -> dict[str, DatasetSpec]:
-    return collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
+def datasets() -> dict[str, Task]:
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))
+    return {slug: Task.of(contributions, slug) for slug in contributions.datasets}
 
 
 # --- schemes --------------------------------------------------------------------------------------
@@ -251,11 +252,13 @@ def ncbi_slice(tmp_path_factory) -> Path:
 
 
 def formulation_on(prepared, **options) -> TokenTagging:
-    return TokenTagging(prepared.spec, prepared.labels, prepared.tokenizer, TaskOptions(**options), 24)
+    return TokenTagging(prepared.task, prepared.labels, prepared.tokenizer, TaskOptions(**options), 24)
 
 
 def test_default_bio_path_encodes_and_decodes_exactly_as_the_shared_encoding_functions(ncbi_slice, tmp_path):
-    prepared = prepare(FinetuneSpec("ncbi-disease", tmp_path, architecture="bert:tiny", data_dir=ncbi_slice))
+    prepared = prepare(
+        FinetuneSpec.build(dataset="ncbi-disease", out=tmp_path, architecture="bert:tiny", data_dir=ncbi_slice)
+    )
     formulation = formulation_on(prepared)  # max_length 24: many sentences become several windows
     rows = prepared.data.splits["train"]
     features = formulation.encode(rows)
@@ -283,7 +286,9 @@ def test_default_bio_path_encodes_and_decodes_exactly_as_the_shared_encoding_fun
 
 @pytest.mark.parametrize("scheme", ["bioul", "io"])
 def test_other_schemes_train_on_converted_tags_and_predict_back_in_bio(ncbi_slice, tmp_path, scheme):
-    prepared = prepare(FinetuneSpec("ncbi-disease", tmp_path, architecture="bert:tiny", data_dir=ncbi_slice))
+    prepared = prepare(
+        FinetuneSpec.build(dataset="ncbi-disease", out=tmp_path, architecture="bert:tiny", data_dir=ncbi_slice)
+    )
     formulation = formulation_on(prepared, tagging_scheme=scheme)
     rows = prepared.data.splits["dev"]
     features = formulation.encode(rows)
@@ -309,7 +314,9 @@ def test_other_schemes_train_on_converted_tags_and_predict_back_in_bio(ncbi_slic
 
 
 def test_crf_decoding_uses_the_models_trained_transitions(ncbi_slice, tmp_path):
-    prepared = prepare(FinetuneSpec("ncbi-disease", tmp_path, architecture="bert:tiny", data_dir=ncbi_slice))
+    prepared = prepare(
+        FinetuneSpec.build(dataset="ncbi-disease", out=tmp_path, architecture="bert:tiny", data_dir=ncbi_slice)
+    )
     formulation = formulation_on(prepared, crf=True)
     rows = prepared.data.splits["test"][:5]
     features = formulation.encode(rows)
@@ -430,7 +437,7 @@ def test_multi_element_pico_refuses_single_tag_choices_and_single_pico_refuses_j
 
 
 def test_validation_accepts_element_tags_joined_with_a_bar_and_rejects_malformed_joins(datasets):
-    spec = datasets["ebm-pico"]
+    spec = datasets["ebm-pico"].dataset
     rows = [dict(row) for row in OVERLAP_ROWS]
     assert validate_examples(spec, {"test": rows}) == ["I-INT", "I-OUT", "I-PAR", "O"]
     for bad, message in [("I-PAR|O", "without O"), ("I-PAR|I-PAR", "distinct"), ("I-PAR|I-FOO", "unknown label")]:
@@ -466,10 +473,14 @@ def test_real_ebm_pico_slice_trains_and_scores_as_element_sets(datasets):
     features = formulation.encode(train_rows)
     pad = tokenizer.pad_token_id
     device = torch.device("cpu")
-    stats = train(model, features, Hyperparameters(1e-3, 16, 2), 0, pad, device, None, None, formulation.collate)
+    stats = train(
+        model, features, Hyperparameters(1e-3, 16, 2), 0, TrainingContext(device, None, pad, formulation.collate)
+    )
     assert math.isfinite(stats.final_loss)
     eval_features = formulation.encode(eval_rows)
-    logits, _ = predict(model, eval_features, 32, pad, device, None, formulation.collate)
+    logits, _ = predict(
+        model, eval_features, TrainingContext(device, None, pad, formulation.collate, eval_batch_size=32)
+    )
     assert all(x.shape == (len(f), 3) for x, f in zip(logits, eval_features, strict=True))
     predicted = formulation.decode(eval_features, logits, eval_rows, model)
     assert [len(p) for p in predicted] == [len(r["tokens"]) for r in eval_rows]
@@ -488,7 +499,9 @@ def test_crf_transitions_train_at_their_own_learning_rate(ncbi_slice, tmp_path):
     """At a BLURB learning rate the encoder moves slowly; the CRF's transitions move at --crf-learning-rate."""
     from workers.engine.training import parameter_groups
 
-    prepared = prepare(FinetuneSpec("ncbi-disease", tmp_path, architecture="bert:tiny", data_dir=ncbi_slice))
+    prepared = prepare(
+        FinetuneSpec.build(dataset="ncbi-disease", out=tmp_path, architecture="bert:tiny", data_dir=ncbi_slice)
+    )
     hp = Hyperparameters(learning_rate=1e-5, batch_size=16, epochs=1)
     moved = {}
     for rate in (1e-5, 1e-2):
@@ -501,7 +514,7 @@ def test_crf_transitions_train_at_their_own_learning_rate(ncbi_slice, tmp_path):
         assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
         before = model.crf.transitions.detach().clone()
         features = formulation.encode(prepared.data.splits["train"][:64])
-        train(model, features, hp, 0, 0, torch.device("cpu"), None, collate_fn=formulation.collate)
+        train(model, features, hp, 0, TrainingContext(torch.device("cpu"), None, 0, formulation.collate))
         allowed = torch.isfinite(before)
         moved[rate] = (model.crf.transitions.detach() - before)[allowed].abs().max().item()
     assert moved[1e-2] > 100 * moved[1e-5]
