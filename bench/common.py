@@ -206,19 +206,27 @@ class Task:
     labels: object  # workers.engine.encoding.LabelSpace
     rows: dict[str, list[dict]]
     fingerprint: str
+    metrics: dict  # slug -> biolm.specs.MetricSpec: scores go through the plugin contributions, as in the engine
 
 
 def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None) -> Task:
     """A token-tagging dataset read by its plugin's reader, and the checkpoint's tokenizer."""
     from workers.engine.finetune import FinetuneSpec, prepare
 
-    spec = FinetuneSpec(
-        dataset=dataset, out=OUT_DIR, model_dir=model_dir(), data_dir=data_dir, max_length=8, load_entrypoints=False
+    spec = FinetuneSpec.build(
+        dataset=dataset, out=OUT_DIR, model=model_dir(), data_dir=data_dir, max_length=8, load_entrypoints=False
     )
     prepared = prepare(spec)
     if prepared.formulation.schema != "token-tagging":
         raise ValueError(f"{dataset}: the throughput benchmarks need a token-tagging dataset")
-    return Task(dataset, prepared.tokenizer, prepared.labels, prepared.data.splits, prepared.data.fingerprint)
+    return Task(
+        dataset,
+        prepared.tokenizer,
+        prepared.labels,
+        prepared.data.splits,
+        prepared.data.fingerprint,
+        dict(prepared.task.metrics),
+    )
 
 
 def token_model(task: Task, seed: int) -> torch.nn.Module:

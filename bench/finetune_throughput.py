@@ -36,7 +36,7 @@ at 5e-5 the batch-32 arms end the short run undertrained, 15 F1 points behind). 
 attention masks of the batches its collator produced. Each arm's wall-clock time covers its
 whole training call (``trainer.train()`` / ``train()``), nothing else. Dev entity F1 is
 computed for every trained model in the same way (the engine's ``predict`` in
-``eval_precision``, per-word decoding of first sub-tokens, ``METRICS["entity-f1"]``).
+``eval_precision``, per-word decoding of first sub-tokens, the ``entity-f1`` metric contribution).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def _train_hf(arm: str, model, features, task, config: Config, dtype) -> dict:
 
 
 def _train_engine(model, features, task, config: Config, dtype) -> dict:
-    from workers.engine.training import Hyperparameters, train
+    from workers.engine.training import Hyperparameters, TrainingContext, train
 
     hp = Hyperparameters(
         learning_rate=tuned_learning_rate(config),
@@ -189,7 +189,7 @@ def _train_engine(model, features, task, config: Config, dtype) -> dict:
     )
     pad_id = task.tokenizer.pad_token_id
     with common.Stopwatch() as watch:
-        stats = train(model, features, hp, config.seed, pad_id, torch.device("cpu"), dtype)
+        stats = train(model, features, hp, config.seed, TrainingContext(torch.device("cpu"), dtype, pad_id))
     return {
         "seconds": watch.seconds,
         **watch.figures(),
@@ -203,19 +203,19 @@ def _train_engine(model, features, task, config: Config, dtype) -> dict:
 
 def _dev_f1(model, features, rows, task, config: Config) -> dict:
     from workers.engine.encoding import decode_token_tagging
-    from workers.engine.metrics import METRICS
-    from workers.engine.training import predict
+    from workers.engine.training import TrainingContext, predict
 
     dtype = common.resolve_engine_dtype(config.eval_precision)
-    logits, seconds = predict(
-        model, features, config.eval_batch_size, task.tokenizer.pad_token_id, torch.device("cpu"), dtype
+    context = TrainingContext(
+        torch.device("cpu"), dtype, task.tokenizer.pad_token_id, eval_batch_size=config.eval_batch_size
     )
+    logits, seconds = predict(model, features, context)
     predicted = decode_token_tagging(features, logits, rows, task.labels)
     gold = [list(row["tags"]) for row in rows]
     return {
-        "entity_f1": METRICS["entity-f1"](gold, predicted),
-        "entity_precision": METRICS["entity-precision"](gold, predicted),
-        "entity_recall": METRICS["entity-recall"](gold, predicted),
+        "entity_f1": task.metrics["entity-f1"].compute(gold, predicted),
+        "entity_precision": task.metrics["entity-precision"].compute(gold, predicted),
+        "entity_recall": task.metrics["entity-recall"].compute(gold, predicted),
         "eval_seconds": seconds,
     }
 

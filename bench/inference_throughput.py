@@ -61,13 +61,14 @@ def _o_head(model: torch.nn.Module, labels) -> None:
 
 def _engine(model, rows, task, config: Config, dtype) -> dict:
     from workers.engine.encoding import decode_token_tagging, encode_token_tagging
-    from workers.engine.training import predict
+    from workers.engine.training import TrainingContext, predict
 
+    context = TrainingContext(
+        torch.device("cpu"), dtype, task.tokenizer.pad_token_id, eval_batch_size=config.batch_size
+    )
     with common.Stopwatch() as watch:
         features = encode_token_tagging(rows, task.tokenizer, task.labels, config.max_length)
-        logits, predict_seconds = predict(
-            model, features, config.batch_size, task.tokenizer.pad_token_id, torch.device("cpu"), dtype
-        )
+        logits, predict_seconds = predict(model, features, context)
         predicted = decode_token_tagging(features, logits, rows, task.labels)
     return {
         "seconds": watch.seconds,

@@ -146,6 +146,7 @@ def test_the_catalogue_loads_through_the_plugin_manager_with_known_metrics():
     pm = get_plugin_manager(
         default_plugins=(
             "plugins.tasks.metrics",
+            "plugins.tasks.task_types",
             "plugins.datasets.blurb",
             "plugins.datasets.biomedical",
             "plugins.datasets.clinical",
@@ -157,6 +158,8 @@ def test_the_catalogue_loads_through_the_plugin_manager_with_known_metrics():
     assert set(contributions.datasets) == set().union(*CANONICAL_SLUGS.values())
     for spec in contributions.datasets.values():
         assert spec.metric in contributions.metrics
+        if spec.adapter is not None:  # OHSUMed has no adapter yet
+            assert contributions.task_types[spec.task_type].schema == spec.adapter.schema
         assert spec.task_type in contributions.task_types
 
 

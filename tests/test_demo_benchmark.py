@@ -319,7 +319,12 @@ def test_the_blurb_mini_score_is_the_mean_over_the_six_task_types():
 
 def test_the_demo_plugins_load_through_the_plugin_manager():
     pm = get_plugin_manager(
-        default_plugins=("plugins.tasks.metrics", "plugins.datasets.demo_catalogue", "plugins.benchmarks.blurb_mini"),
+        default_plugins=(
+            "plugins.tasks.metrics",
+            "plugins.tasks.task_types",
+            "plugins.datasets.demo_catalogue",
+            "plugins.benchmarks.blurb_mini",
+        ),
         load_entrypoints=False,
     )
     contributions = collect_contributions(pm)

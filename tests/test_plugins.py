@@ -90,7 +90,7 @@ def test_a_hook_that_raises_or_returns_the_wrong_type_is_reported_and_skipped():
 class DuplicateMetric:
     @hookimpl
     def biolm_metrics(self):
-        return [MetricSpec("accuracy", "My accuracy", "")]
+        return [MetricSpec("accuracy", "My accuracy", "", "my_plugin.metrics:accuracy")]
 
 
 def test_a_duplicate_slug_keeps_the_builtin_and_reports_the_newcomer():
@@ -117,7 +117,7 @@ def test_a_benchmark_naming_an_unknown_dataset_is_skipped_with_the_dataset_named
 
 def test_a_hook_implementation_may_be_a_plain_module():
     module = types.ModuleType("module_plugin")
-    module.biolm_metrics = hookimpl(lambda: [MetricSpec("kappa", "Cohen's kappa", "")])
+    module.biolm_metrics = hookimpl(lambda: [MetricSpec("kappa", "Cohen's kappa", "", "module_plugin:kappa")])
     sys.modules["module_plugin"] = module
     try:
         assert "kappa" in builtins_only(("module_plugin", module)).metrics

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import types
+
+import pluggy
 import pytest
 
 from biolm.specs import (
@@ -10,10 +13,13 @@ from biolm.specs import (
     DatasetSpec,
     EntrySpec,
     GroupSpec,
+    MetricSpec,
+    PreprocessorSpec,
     PublishedModelSpec,
     SpecError,
     SplitSpec,
     SummarySpec,
+    TaskTypeSpec,
 )
 
 
@@ -45,11 +51,42 @@ def test_slugs_must_be_lower_case_identifiers(slug):
         dataset(slug=slug).validate()
 
 
-def test_unknown_task_type_and_domain_are_named():
-    with pytest.raises(SpecError, match="task_type 'tagging'"):
-        dataset(task_type="tagging").validate()
+def test_a_task_type_must_be_a_slug_and_an_unknown_domain_is_named():
+    dataset(task_type="tagging").validate()  # any contributed task type; collect_contributions checks it exists
+    with pytest.raises(SpecError, match="task_type 'Tagging Task'"):
+        dataset(task_type="Tagging Task").validate()
     with pytest.raises(SpecError, match="domain 'legal'"):
         dataset(domain="legal").validate()
+
+
+def test_a_dataset_naming_an_unknown_task_type_is_skipped_with_the_known_ones_named():
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    module = types.ModuleType("tagging_plugin")
+    module.biolm_datasets = pluggy.HookimplMarker("biolm")(lambda: [dataset(slug="tagged", task_type="tagging")])
+    contributions = collect_contributions(
+        get_plugin_manager(load_entrypoints=False, extra_plugins=[("tagging_plugin", module)])
+    )
+    [problem] = contributions.problems
+    assert "dataset 'tagged' names unknown task type 'tagging' (known: deidentification," in problem.message
+    assert "tagged" not in contributions.datasets
+
+
+def test_metric_task_type_and_preprocessor_specs_name_an_implementation():
+    with pytest.raises(SpecError, match="metric kappa: implementation must be a callable or a 'module:attribute'"):
+        MetricSpec("kappa", "Kappa", "", "kappa.py").validate()
+    with pytest.raises(SpecError, match="value_range"):
+        MetricSpec("kappa", "Kappa", "", "m:kappa", value_range=(100.0, 0.0)).validate()
+    with pytest.raises(SpecError, match="context names \\['vocabulary'\\]"):
+        MetricSpec("kappa", "Kappa", "", "m:kappa", context=("vocabulary",)).validate()
+    with pytest.raises(SpecError, match="schema 'table' is not one of"):
+        TaskTypeSpec("t", "T", "", "table", "m:Formulation", "accuracy").validate()
+    with pytest.raises(SpecError, match="multi_element applies to the token-tagging schema only"):
+        TaskTypeSpec("t", "T", "", "relation", "m:F", "micro-f1", multi_element=True).validate()
+    with pytest.raises(SpecError, match="preprocessor p: implementation"):
+        PreprocessorSpec("p", "P", "", "").validate()
+    with pytest.raises(SpecError, match="negative_label 'none' is not one of its labels"):
+        dataset(labels=("a", "b"), negative_label="none").validate()
 
 
 def test_repeated_split_names_are_rejected():
