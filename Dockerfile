@@ -3,11 +3,11 @@
 # TORCH_INDEX_URL (the default below is the CPU build).
 FROM python:3.11-slim
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-ENV PYTHONUNBUFFERED=1 PYTHONPATH=/app/platform:/app DJANGO_SETTINGS_MODULE=biolm.settings
+ENV PYTHONUNBUFFERED=1 PYTHONPATH=/app/platform:/app DJANGO_SETTINGS_MODULE=biolm_site.settings
 WORKDIR /app
 COPY requirements.lock pyproject.toml ./
 RUN pip install --no-cache-dir --extra-index-url "$TORCH_INDEX_URL" -r requirements.lock
 COPY . .
 RUN python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["gunicorn", "biolm.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "biolm_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]

@@ -30,6 +30,7 @@ bench: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	PYTHONPATH=platform:. $(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .

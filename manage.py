@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent
 
 def main() -> None:
     sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm_site.settings")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

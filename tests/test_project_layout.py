@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,10 +22,42 @@ def test_platform_is_a_source_root_not_a_package_so_the_stdlib_platform_module_s
     assert platform.python_version().startswith("3.")
 
 
-def test_core_modules_used_by_workers_import_no_django():
-    for name in ("specs", "hookspecs", "plugins", "aggregation", "published"):
-        source = (ROOT / "platform" / "biolm" / f"{name}.py").read_text()
-        assert not re.search(r"^\s*(from|import) django", source, re.M), name
+def test_the_engine_loads_no_django_in_a_fresh_process():
+    code = (
+        "import sys; import workers.engine.finetune, workers.engine.__main__; "
+        "print(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')))"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    env |= {"PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_django_project_is_a_package_of_its_own_beside_the_core():
+    core = ROOT / "platform" / "biolm"
+    assert not any((core / f"{name}.py").exists() for name in ("settings", "urls", "wsgi", "asgi", "celery", "env"))
+    assert all((ROOT / "platform" / "biolm_site" / f"{name}.py").exists() for name in ("settings", "urls", "celery"))
+
+
+def test_the_layering_contracts_are_declared_and_kept():
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    sources: dict[tuple, set] = {}
+    for contract in contracts:
+        sources.setdefault(tuple(contract["source_modules"]), set()).update(contract["forbidden_modules"])
+    assert {"django", "registry", "leaderboard", "plugins", "workers"} <= sources[("biolm",)]
+    assert {"django", "plugins", "registry", "leaderboard", "jobs", "submissions"} <= sources[("workers.engine",)]
+    assert {"django", "workers", "registry", "leaderboard"} <= sources[("plugins",)]
+    assert sources[("registry",)] == {"leaderboard"}
+    linter = Path(sys.executable).parent / "lint-imports"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}"}
+    result = subprocess.run([str(linter)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert f"Contracts: {len(contracts)} kept, 0 broken." in result.stdout
 
 
 def compose_services() -> dict:

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from biolm.env import env_bool, env_int, env_list
+from biolm_site.env import env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,12 @@ def settings_in_subprocess(**env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
-        env={**clean, "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}", "DJANGO_SETTINGS_MODULE": "biolm.settings", **env},
+        env={
+            **clean,
+            "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}",
+            "DJANGO_SETTINGS_MODULE": "biolm_site.settings",
+            **env,
+        },
         capture_output=True,
         text=True,
     )

@@ -1,7 +1,9 @@
 """biolm: an evaluation platform for biomedical and clinical language models.
 
-``specs``, ``hookspecs``, ``plugins``, ``aggregation`` and ``published`` import
-no Django, so workers and plugin authors can use them on their own.
+This package is the Django-free core -- specs, hookspecs, plugins, aggregation, schemas,
+dataset I/O, corpora, published results, the plugin kit (``biolm.testing``) and the plugin
+scaffold -- so workers and plugin authors can use it on their own. The Django project lives in
+``biolm_site``; import-linter (pyproject.toml) keeps the two apart.
 """
 
 __version__ = "0.1.0"

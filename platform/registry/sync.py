@@ -2,9 +2,10 @@
 
 Running it twice changes nothing the second time. Rows no longer contributed
 are marked inactive (results that refer to them survive). Published results
-are upserted as "reported" language models; a benchmark whose aggregation
-changed gets all its stored scores recomputed, and so does any reported model
-whose transcribed numbers changed.
+are upserted as "reported" language models; their numbers, and the scores a
+changed aggregation or changed numbers make stale, are the leaderboard's: the
+registry announces each synced benchmark (``registry.signals``) and
+``leaderboard.sync`` records the results and recomputes the scores.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from django.db import transaction
 
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from biolm.specs import BenchmarkSpec, PublishedModelSpec
-from leaderboard.models import Result
-from leaderboard.scoring import recompute_scores, recompute_stale_scores
 from registry.models import (
     Architecture,
     Benchmark,
@@ -29,6 +28,7 @@ from registry.models import (
     PretrainingRecipe,
     TaskType,
 )
+from registry.signals import BenchmarkSynced, benchmark_synced, contributions_synced
 
 logger = logging.getLogger("biolm.sync")
 
@@ -56,7 +56,7 @@ def load_contributions() -> Contributions:
     return collect_contributions(get_plugin_manager(load_entrypoints=settings.BIOLM_LOAD_ENTRYPOINT_PLUGINS))
 
 
-def _upsert(model, report: SyncReport, kind: str, lookup: dict, values: dict) -> tuple:
+def upsert(model, report: SyncReport, kind: str, lookup: dict, values: dict) -> tuple:
     """update_or_create that only writes (and counts) when something differs; returns (row, changed)."""
     obj = model.objects.filter(**lookup).first()
     if obj is None:
@@ -86,7 +86,7 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
     origin = contributions.origin
 
     for slug, spec in contributions.metrics.items():
-        _upsert(
+        upsert(
             Metric,
             report,
             "metrics",
@@ -100,7 +100,7 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
             },
         )
     for slug, spec in contributions.task_types.items():
-        _upsert(
+        upsert(
             TaskType,
             report,
             "task_types",
@@ -112,9 +112,8 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
                 "active": True,
             },
         )
-    _sync_task_types_used_by_datasets(contributions, report)
     for slug, spec in contributions.architectures.items():
-        _upsert(
+        upsert(
             Architecture,
             report,
             "architectures",
@@ -131,7 +130,7 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
             },
         )
     for slug, spec in contributions.recipes.items():
-        _upsert(
+        upsert(
             PretrainingRecipe,
             report,
             "recipes",
@@ -149,7 +148,7 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
     metrics = {m.slug: m for m in Metric.objects.all()}
     task_types = {t.slug: t for t in TaskType.objects.all()}
     for slug, spec in contributions.datasets.items():
-        _upsert(
+        upsert(
             Dataset,
             report,
             "datasets",
@@ -176,31 +175,15 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
         _sync_benchmark(spec, origin[("benchmarks", slug)], report)
 
     _deactivate_missing(Metric, "metrics", set(contributions.metrics), report)
-    _deactivate_missing(TaskType, "task_types", _used_task_types(contributions), report)
+    _deactivate_missing(TaskType, "task_types", set(contributions.task_types), report)
     _deactivate_missing(Architecture, "architectures", set(contributions.architectures), report)
     _deactivate_missing(PretrainingRecipe, "recipes", set(contributions.recipes), report)
     _deactivate_missing(Dataset, "datasets", set(contributions.datasets), report)
     _deactivate_missing(Benchmark, "benchmarks", set(contributions.benchmarks), report)
-    report.rescored += recompute_stale_scores()
+    contributions_synced.send(sender=sync_contributions, report=report)  # the leaderboard rescores stale scores
     for problem in report.problems:
         logger.warning("plugin problem: %s", problem)
     return report
-
-
-def _used_task_types(contributions: Contributions) -> set[str]:
-    return set(contributions.task_types) | {d.task_type for d in contributions.datasets.values()}
-
-
-def _sync_task_types_used_by_datasets(contributions: Contributions, report: SyncReport) -> None:
-    """A dataset may name a built-in task type no plugin described; give it a plain row."""
-    for slug in _used_task_types(contributions) - set(contributions.task_types):
-        _upsert(
-            TaskType,
-            report,
-            "task_types",
-            {"slug": slug},
-            {"name": slug.replace("-", " ").capitalize(), "plugin": "biolm.specs", "active": True},
-        )
 
 
 def _jsonable(value: object) -> object:
@@ -222,7 +205,7 @@ def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> Non
             f"{plugin}: benchmark {spec.slug!r} changed its aggregation without a new version "
             f"(still {spec.aggregation.version!r}); scores were recomputed anyway"
         )
-    benchmark, _ = _upsert(
+    benchmark, _ = upsert(
         Benchmark,
         report,
         "benchmarks",
@@ -244,7 +227,7 @@ def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> Non
     metrics = {m.slug: m for m in Metric.objects.filter(slug__in={e.metric for e in spec.entries})}
     entries_changed = False
     for position, entry in enumerate(spec.entries):
-        _, changed = _upsert(
+        _, changed = upsert(
             BenchmarkEntry,
             report,
             "benchmark_entries",
@@ -261,33 +244,30 @@ def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> Non
     removed, _ = benchmark.entries.exclude(key__in=spec.entry_keys()).delete()
     entries_changed |= bool(removed)
 
-    changed_models = [_sync_published_model(benchmark, spec, model, report) for model in spec.published]
+    published = [(_sync_published_model(benchmark, spec, model, report), model) for model in spec.published]
     dropped, _ = (
         LanguageModel.objects.filter(origin=LanguageModel.Origin.REPORTED, reported_in=benchmark)
-        .exclude(pk__in=[m.pk for m, _ in changed_models])
+        .exclude(pk__in=[m.pk for m, _ in published])
         .delete()
     )
     if dropped:
         report.count(report.deactivated, "reported_models")
-    if aggregation_changed or entries_changed:
-        report.rescored += recompute_scores(benchmark)
-    else:
-        stale = [m for m, changed in changed_models if changed]
-        if stale:
-            report.rescored += recompute_scores(benchmark, stale)
+    # The leaderboard records the published results and recomputes the scores that changed.
+    synced = BenchmarkSynced(benchmark, spec, aggregation_changed or entries_changed, published)
+    benchmark_synced.send(sender=_sync_benchmark, synced=synced, report=report)
 
 
 def _sync_published_model(
     benchmark: Benchmark, spec: BenchmarkSpec, published: PublishedModelSpec, report: SyncReport
-) -> tuple[LanguageModel, bool]:
-    """Upsert one published row and its results; return (model, whether its numbers changed)."""
+) -> LanguageModel:
+    """Upsert the "reported" language model of one published row (its results are the leaderboard's)."""
     architecture = Architecture.objects.filter(slug=published.architecture).first()
     if architecture is None:
         report.problems.append(
             f"benchmark {spec.slug}: published model {published.slug} names unknown architecture "
             f"{published.architecture!r}; loaded without one"
         )
-    model, _ = _upsert(
+    model, _ = upsert(
         LanguageModel,
         report,
         "language_models",
@@ -307,23 +287,4 @@ def _sync_published_model(
             "notes": published.notes,
         },
     )
-    rows = {e.key: e for e in benchmark.entries.all()}
-    variants = {e.key: e.variant for e in spec.entries}
-    changed = False
-    wanted = set()
-    for key, value in published.scores.items():
-        lookup = {"dataset_id": rows[key].dataset_id, "metric_id": rows[key].metric_id, "variant": variants[key]}
-        wanted.add(tuple(lookup.values()))
-        _, result_changed = _upsert(
-            Result,
-            report,
-            "results",
-            {"language_model": model, "scope": spec.slug, **lookup},
-            {"value": float(value), "source": (published.source or spec.published_source or spec.source_paper)[:300]},
-        )
-        changed |= result_changed
-    for result in Result.objects.filter(language_model=model, scope=spec.slug):
-        if (result.dataset_id, result.metric_id, result.variant) not in wanted:
-            result.delete()
-            changed = True
-    return model, changed
+    return model

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from biolm.env import env_bool, env_int, env_list, env_str
+from biolm_site.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("BIOLM_VAR_DIR", str(BASE_DIR / "var")))
@@ -54,9 +54,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "biolm.urls"
-WSGI_APPLICATION = "biolm.wsgi.application"
-ASGI_APPLICATION = "biolm.asgi.application"
+ROOT_URLCONF = "biolm_site.urls"
+WSGI_APPLICATION = "biolm_site.wsgi.application"
+ASGI_APPLICATION = "biolm_site.asgi.application"
 
 TEMPLATES = [
     {

@@ -6,7 +6,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm_site.settings")
 
 app = Celery("biolm")
 app.config_from_object("django.conf:settings", namespace="CELERY")

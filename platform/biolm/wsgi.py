@@ -1,8 +1,0 @@
-"""WSGI entry point (gunicorn biolm.wsgi); platform/ must be on sys.path."""
-
-import os
-
-from django.core.wsgi import get_wsgi_application
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm.settings")
-application = get_wsgi_application()

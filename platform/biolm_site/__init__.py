@@ -1,0 +1,6 @@
+"""The Django project: settings, URL routes, WSGI/ASGI entry points, the Celery app, typed env helpers.
+
+It lives beside the ``biolm`` core, not inside it, so that the wall between the Django-free core
+(which workers and plugin authors import) and the web platform is a package boundary that
+import-linter checks (pyproject.toml), not a convention.
+"""
