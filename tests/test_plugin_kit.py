@@ -180,8 +180,26 @@ def test_biolm_the_kit_and_the_engine_import_from_anywhere_without_pythonpath(tm
 
 @pytest.mark.slow
 def test_the_built_wheel_holds_the_core_the_kit_the_engine_and_the_plugins_data(tmp_path):
+    import shutil
+
+    # Built from a copy of the checkout's files, so setuptools' build/ never lands in (or comes from) the tree.
+    listed = run("git", "ls-files", "-co", "--exclude-standard").stdout.splitlines()
+    source = tmp_path / "src"
+    for name in listed:
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     built = run(
-        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(tmp_path),
+        str(source),
     )
     assert built.returncode == 0, built.stderr
     [wheel] = tmp_path.glob("biolm-*.whl")
