@@ -1,0 +1,142 @@
+"""The fine-tuning spec (argument groups, JSON round trip), the training context, and parameter counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from biolm.plugins import collect_contributions, get_plugin_manager
+from workers.engine.encoding import LabelSpace
+from workers.engine.finetune import parameter_count
+from workers.engine.formulations import TaskOptions, formulation_for
+from workers.engine.formulations.base import ModelSource
+from workers.engine.spec import SPEC_VERSION, DataArguments, FinetuneSpec, ModelArguments, ProtocolArguments
+from workers.engine.task import Task
+from workers.engine.tokenization import train_wordpiece
+from workers.engine.training import TrainingContext
+
+CONTRIBUTIONS = collect_contributions(get_plugin_manager(load_entrypoints=False))
+
+
+def full_spec(tmp_path: Path) -> FinetuneSpec:
+    return FinetuneSpec(
+        model=ModelArguments(model=tmp_path / "checkpoint"),
+        data=DataArguments(dataset="chemprot", data_dir=tmp_path / "data", max_length=256, max_train_examples=100),
+        protocol=ProtocolArguments(out=tmp_path / "out", seeds=3, grid="single", learning_rate=2e-5, fresh=True),
+        task=TaskOptions(relation_representation="markers", relation_features="cls+markers", qa_stride=300),
+        load_entrypoints=False,
+    )
+
+
+def test_the_spec_round_trips_through_json_with_paths_and_task_options(tmp_path):
+    spec = full_spec(tmp_path)
+    text = spec.to_json()
+    assert json.loads(text)["version"] == SPEC_VERSION
+    again = FinetuneSpec.from_json(text)
+    assert again == spec
+    assert isinstance(again.model.model, Path) and isinstance(again.protocol.out, Path)
+    assert again.to_json() == text
+
+
+def test_build_sends_each_flat_setting_to_its_group(tmp_path):
+    spec = FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", crf=True, seeds=2)
+    assert (spec.data.dataset, spec.model.architecture, spec.task.crf, spec.protocol.seeds) == (
+        "demo-ner",
+        "bert:tiny",
+        True,
+        2,
+    )
+    with pytest.raises(TypeError, match="no fine-tuning setting called colour"):
+        FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", colour="red")
+
+
+def test_a_spec_of_another_version_or_with_unknown_settings_is_refused(tmp_path):
+    data = json.loads(full_spec(tmp_path).to_json())
+    with pytest.raises(ValueError, match=f"reads fine-tuning spec version {SPEC_VERSION}, not 99"):
+        FinetuneSpec.from_json(json.dumps({**data, "version": 99}))
+    with pytest.raises(ValueError, match="unknown fine-tuning spec sections \\['extra'\\]"):
+        FinetuneSpec.from_json(json.dumps({**data, "extra": {}}))
+    with pytest.raises(ValueError, match=r"fine-tuning spec: .*unexpected keyword argument 'colour'"):
+        FinetuneSpec.from_json(json.dumps({**data, "task": {"colour": "red"}}))
+    with pytest.raises(ValueError, match="--relation-features cls\\+markers needs --relation-representation markers"):
+        FinetuneSpec.from_json(json.dumps({**data, "task": {"relation_features": "cls+markers"}}))
+    with pytest.raises(ValueError, match="must be JSON"):
+        FinetuneSpec.from_json("{not json")
+
+
+def test_each_group_checks_its_own_settings(tmp_path):
+    with pytest.raises(ValueError, match="exactly one of --model"):
+        ModelArguments()
+    with pytest.raises(ValueError, match="--max-length must be at least 8"):
+        DataArguments(dataset="x", max_length=4)
+    with pytest.raises(ValueError, match="--grid must be one of blurb, single"):
+        ProtocolArguments(out=tmp_path, grid="random")
+    with pytest.raises(ValueError, match="--seeds must be positive"):
+        ProtocolArguments(out=tmp_path, seeds=0)
+
+
+def test_results_record_the_spec_they_ran(tmp_path):
+    from workers.engine.finetune import finetune
+
+    spec = FinetuneSpec.build(
+        dataset="demo-similarity", out=tmp_path, architecture="bert:tiny", grid="single", seeds=1, epochs=1
+    )
+    results = finetune(spec)
+    assert FinetuneSpec.from_json(json.dumps(results["spec"])) == spec
+
+
+@pytest.fixture(scope="module")
+def relation_setup():
+    task = Task.of(CONTRIBUTIONS, "demo-relation")
+    rows = [{"text": "@CHEMICAL$ inhibits @GENE$ .", "label": "false"}] * 4
+    tokenizer = train_wordpiece([r["text"] for r in rows] * 5, 200)
+    return task, tokenizer
+
+
+@pytest.mark.parametrize(
+    ("slug", "options"),
+    [
+        ("demo-ner", {}),
+        ("demo-ner", {"crf": True}),
+        ("demo-relation", {"relation_representation": "markers", "relation_features": "cls+markers"}),
+        ("demo-relation", {"relation_representation": "markers"}),
+    ],
+)
+def test_parameters_counted_on_the_meta_device_equal_those_of_the_real_model(slug, options):
+    task = Task.of(CONTRIBUTIONS, slug)
+    tokenizer = train_wordpiece(["aspirin inhibits cox", "@CHEMICAL$ and @GENE$"] * 5, 200)
+    labels = LabelSpace(("O", "B", "I")) if slug == "demo-ner" else LabelSpace(("CPR:3", "CPR:4", "CPR:9", "false"))
+    source = ModelSource(architecture="bert:tiny", vocab_size=len(tokenizer))
+    formulation = formulation_for(task, labels, tokenizer, TaskOptions(**options), 64, source)
+    real = formulation.build_model(source)
+    assert parameter_count(formulation, source) == sum(p.numel() for p in real.parameters())
+
+
+def test_parameters_of_a_checkpoint_are_counted_without_reading_its_weights(tmp_path):
+    from transformers import BertConfig, BertModel
+
+    tokenizer = train_wordpiece(["aspirin inhibits cox"] * 5, 120)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+    BertModel(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    task = Task.of(CONTRIBUTIONS, "demo-qa")
+    source = ModelSource(model_dir=tmp_path)
+    formulation = formulation_for(task, LabelSpace(("yes", "no", "maybe")), tokenizer, TaskOptions(), 64, source)
+    (tmp_path / "model.safetensors").write_bytes(b"not weights")  # a meta build must not read them
+    with pytest.raises(Exception):  # noqa: B017 -- the real load does read them
+        formulation.build_model(source)
+    expected = sum(p.numel() for p in BertModel(config, add_pooling_layer=True).parameters()) + 3 * 32 + 3
+    assert parameter_count(formulation, source) == expected
+
+
+def test_the_training_context_takes_the_formulations_padding_collate_and_token_count():
+    task = Task.of(CONTRIBUTIONS, "demo-ner")
+    tokenizer = train_wordpiece(["aspirin inhibits cox"] * 5, 120)
+    formulation = formulation_for(task, LabelSpace(("O", "B", "I")), tokenizer, TaskOptions(), 64)
+    context = TrainingContext.for_formulation(formulation, torch.device("cpu"), torch.bfloat16, eval_batch_size=7)
+    assert context.pad_id == tokenizer.pad_token_id and context.eval_batch_size == 7
+    assert context.collate == formulation.collate and context.computed_tokens == formulation.computed_tokens
+    assert (context.device, context.dtype) == (torch.device("cpu"), torch.bfloat16)
