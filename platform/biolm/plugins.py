@@ -249,8 +249,11 @@ def _cross_check(contributions: Contributions) -> None:
             _drop(contributions, "task_types", slug, f"task type {slug!r} names unknown metrics {unknown}; skipped")
     for slug, dataset in list(contributions.datasets.items()):
         task_type = contributions.task_types.get(dataset.task_type)
-        if dataset.metric not in contributions.metrics:
-            _drop(contributions, "datasets", slug, f"dataset {slug!r} names unknown metric {dataset.metric!r}; skipped")
+        unknown_metrics = [
+            m for m in (dataset.metric, *(dataset.companion_metrics or ())) if m not in contributions.metrics
+        ]
+        if unknown_metrics:
+            _drop(contributions, "datasets", slug, f"dataset {slug!r} names unknown metrics {unknown_metrics}; skipped")
         elif task_type is None:
             known = ", ".join(sorted(contributions.task_types))
             _drop(

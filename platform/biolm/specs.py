@@ -202,7 +202,8 @@ class DatasetSpec:
     task type's. ``negative_label`` is the class that "positive-class" metrics leave out
     (ChemProt's ``false``, DDI's ``DDI-false``, GAD's ``0``). ``seeds`` and ``epochs`` override
     the task type's protocol defaults for this dataset (seed 004 runs 10 seeds on the small,
-    high-variance BIOSSES, BioASQ and PubMedQA).
+    high-variance BIOSSES, BioASQ and PubMedQA); ``companion_metrics``, when given, replaces the
+    task type's (BioASQ factoid reports lenient accuracy and MRR beside strict accuracy).
     """
 
     slug: str
@@ -222,6 +223,7 @@ class DatasetSpec:
     negative_label: str = ""
     seeds: int | None = None
     epochs: int | None = None
+    companion_metrics: tuple[str, ...] | None = None  # None: the task type's
 
     def validate(self) -> None:
         check_slug(self.slug, "dataset slug")
@@ -237,6 +239,11 @@ class DatasetSpec:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise SpecError(f"dataset {self.slug}: {name} must be a positive integer, got {value!r}")
+        if self.companion_metrics is not None:
+            if isinstance(self.companion_metrics, str):
+                raise SpecError(f"dataset {self.slug}: companion_metrics must be a tuple of metric slugs")
+            for slug in self.companion_metrics:
+                check_slug(slug, f"dataset {self.slug}: companion metric")
         if self.domain not in DOMAINS:
             raise SpecError(f"dataset {self.slug}: domain {self.domain!r} is not one of {DOMAINS}")
         names = [s.name for s in self.splits]
@@ -305,7 +312,7 @@ class TaskTypeSpec:
 
 
 METRIC_CONTEXT = ("labels", "negative")
-METRIC_INPUTS = ("predictions", "scores")
+METRIC_INPUTS = ("predictions", "scores", "ranked")
 
 
 @dataclass(frozen=True)
@@ -323,9 +330,10 @@ class MetricSpec:
 
     ``implementation`` (a callable or ``"module:function"``) is called as
     ``implementation(gold, predictions, **options)`` and returns a float. ``inputs`` says what
-    ``predictions`` holds: the decoded ``predictions`` (labels, tags, answers) or the model's
-    ``scores`` (ROC AUC). ``context`` names the dataset facts the engine passes as keyword
-    options when the dataset has them: ``labels`` (the label names) and ``negative`` (the
+    ``predictions`` holds: the decoded ``predictions`` (labels, tags, answers), the model's
+    ``scores`` (ROC AUC), or ``ranked`` answers per example (BioASQ factoid's top 5).
+    ``context`` names the dataset facts the engine passes as keyword options when the dataset
+    has them: ``labels`` (the label names) and ``negative`` (the
     class positive-class metrics leave out). ``options`` are fixed keyword options, so one
     function can back several metrics (HoC's BLUE definition). A value outside
     ``value_range`` (Pearson may be negative) or not finite is a broken implementation.
@@ -338,7 +346,7 @@ class MetricSpec:
     description: str
     implementation: Implementation
     higher_is_better: bool = True
-    inputs: Literal["predictions", "scores"] = "predictions"
+    inputs: Literal["predictions", "scores", "ranked"] = "predictions"
     context: tuple[str, ...] = ()
     options: Mapping[str, object] = field(default_factory=dict)
     value_range: tuple[float, float] = (0.0, 100.0)

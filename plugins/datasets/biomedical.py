@@ -157,6 +157,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         name="BioASQ 7b factoid",
         task_type="extractive-qa",
         metric="strict-accuracy",
+        companion_metrics=("lenient-accuracy", "mrr"),
         domain="biomedical",
         description=(
             "Factoid questions from BioASQ Task 7b answered by extracting a span from the gold snippets, in "

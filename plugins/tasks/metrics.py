@@ -169,6 +169,7 @@ METRICS = (
         "Strict accuracy",
         "BioASQ factoid: the top answer is correct.",
         f"{QA}:strict_accuracy",
+        inputs="ranked",
         sample=_RANKED,
     ),
     MetricSpec(
@@ -176,6 +177,7 @@ METRICS = (
         "Lenient accuracy",
         "BioASQ factoid: a correct answer is among the top 5.",
         f"{QA}:lenient_accuracy",
+        inputs="ranked",
         sample=_RANKED,
     ),
     MetricSpec(
@@ -183,6 +185,7 @@ METRICS = (
         "Mean reciprocal rank",
         "BioASQ factoid: mean of 1/rank of the first correct answer among the top 5.",
         f"{QA}:mrr",
+        inputs="ranked",
         sample=_RANKED,
     ),
 )

@@ -44,8 +44,11 @@ class Task:
 
     @property
     def metric_slugs(self) -> tuple[str, ...]:
-        """The dataset's metric, then the task type's companions."""
-        return self.task_type.metrics(self.dataset.metric)
+        """The dataset's metric, then its companions (the dataset's own, else the task type's)."""
+        companions = self.dataset.companion_metrics
+        if companions is None:
+            return self.task_type.metrics(self.dataset.metric)
+        return tuple(dict.fromkeys((self.dataset.metric, *companions)))
 
     def metric(self, slug: str) -> MetricSpec:
         try:

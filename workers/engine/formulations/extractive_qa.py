@@ -50,8 +50,6 @@ from workers.engine.encoding import Feature
 from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.special_tokens import SpecialTemplate
 
-SQUAD_METRICS = ("squad-f1", "exact-match")
-FACTOID_METRICS = ("strict-accuracy", "lenient-accuracy", "mrr")
 NO_ANSWER = 0  # the [CLS] position, where a window without the (whole) answer points both targets
 _SNIPPET_ID = re.compile(r"^(?P<question>.+)_\d+$")  # BioBERT's "<question id>_<nnn>", one per snippet
 
@@ -134,10 +132,11 @@ class ExtractiveQA(Formulation):
     def setup(self) -> None:
         if not getattr(self.tokenizer, "is_fast", False):
             raise ValueError("extractive QA needs a fast tokenizer: answers are mapped back through character offsets")
-        if self.dataset.metric not in (*SQUAD_METRICS, *FACTOID_METRICS):
+        inputs = {slug: self.task.metric(slug).inputs for slug in self.task.metric_slugs}
+        if set(inputs.values()) not in ({"predictions"}, {"ranked"}):
             raise ValueError(
-                f"dataset {self.dataset.slug!r} is scored by {self.dataset.metric!r}; extractive QA scores "
-                f"{', '.join((*SQUAD_METRICS, *FACTOID_METRICS))}"
+                f"dataset {self.dataset.slug!r}: extractive QA predicts one answer per question for answer metrics "
+                f"or ranked answers for ranked ones, not both; its metrics read {inputs}"
             )
         self.template = SpecialTemplate.of(self.tokenizer)
         if not self.template.pair[0]:
@@ -159,7 +158,7 @@ class ExtractiveQA(Formulation):
     @property
     def factoid(self) -> bool:
         """BioASQ-style scoring: ranked answers, merged over a question's snippets."""
-        return self.dataset.metric in FACTOID_METRICS
+        return self.task.metric(self.dataset.metric).inputs == "ranked"
 
     def describe(self) -> dict:
         return {
@@ -324,8 +323,7 @@ class ExtractiveQA(Formulation):
         A split without any gold answer (BioBERT's BioASQ test file) has undefined scores (None);
         a split where only some questions lack one is an error, since dropping them would inflate scores.
         """
-        slugs = FACTOID_METRICS if self.factoid else SQUAD_METRICS
-        slugs = (self.dataset.metric, *(s for s in slugs if s != self.dataset.metric))
+        slugs = self.task.metric_slugs
         if self.factoid:
             gold_by_question: dict[str, list[str]] = {}
             first_row: dict[str, int] = {}
