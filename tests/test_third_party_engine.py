@@ -13,11 +13,12 @@ import os
 import random
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from sklearn.metrics import matthews_corrcoef
+
+from tests.distributions import install_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -154,41 +155,26 @@ def _write_split(path: Path, n: int, rng: random.Random) -> None:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("biolm-tp-plugin")
-    package = source / "biolm_tp_plugin"
-    data = package / "data" / "tp-polarity"
+    data = source / "biolm_tp_plugin" / "data" / "tp-polarity"
     data.mkdir(parents=True)
-    (package / "__init__.py").write_text(PLUGIN)
-    (package / "mcc.py").write_text(MCC)
-    (package / "formulation.py").write_text(FORMULATION)
     rng = random.Random(7)
     for split, n in (("train", 80), ("dev", 20), ("test", 30)):
         _write_split(data / f"{split}.jsonl", n, rng)
-    (source / "pyproject.toml").write_text(
-        textwrap.dedent(
-            """
-            [build-system]
-            requires = ["setuptools>=61"]
-            build-backend = "setuptools.build_meta"
-
-            [project]
-            name = "biolm-tp-plugin"
-            version = "1.0"
-
-            [project.entry-points.biolm]
-            tp = "biolm_tp_plugin"
-
-            [tool.setuptools.package-data]
-            biolm_tp_plugin = ["data/*/*.jsonl"]
-            """
-        )
+    files = {
+        "biolm_tp_plugin/__init__.py": PLUGIN,
+        "biolm_tp_plugin/mcc.py": MCC,
+        "biolm_tp_plugin/formulation.py": FORMULATION,
+    }
+    package_data = '\n[tool.setuptools.package-data]\nbiolm_tp_plugin = ["data/*/*.jsonl"]\n'
+    return install_distribution(
+        source,
+        tmp_path_factory.mktemp("site"),
+        "biolm-tp-plugin",
+        "1.0",
+        files,
+        {"tp": "biolm_tp_plugin"},
+        package_data,
     )
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(source)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return target
 
 
 @pytest.mark.slow

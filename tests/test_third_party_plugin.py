@@ -11,12 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from biolm.plugins import collect_contributions, get_plugin_manager
+from tests.distributions import install_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,34 +51,17 @@ def biolm_benchmarks():
 @pytest.fixture(scope="module")
 def installed_plugin(tmp_path_factory) -> Path:
     """Build the distribution from source and pip-install it into a target directory."""
-    src = tmp_path_factory.mktemp("biolm-toy-plugin")
-    (src / "biolm_toy_plugin").mkdir()
-    (src / "biolm_toy_plugin" / "__init__.py").write_text(PLUGIN_SOURCE)
-    (src / "biolm_toy_plugin" / "broken.py").write_text("import a_module_that_is_not_installed\n")
-    (src / "pyproject.toml").write_text(
-        textwrap.dedent(
-            """
-            [build-system]
-            requires = ["setuptools>=61"]
-            build-backend = "setuptools.build_meta"
-
-            [project]
-            name = "biolm-toy-plugin"
-            version = "0.1"
-
-            [project.entry-points.biolm]
-            toy = "biolm_toy_plugin"
-            broken = "biolm_toy_plugin.broken"
-            """
-        )
+    target = install_distribution(
+        tmp_path_factory.mktemp("biolm-toy-plugin"),
+        tmp_path_factory.mktemp("site"),
+        "biolm-toy-plugin",
+        "0.1",
+        {
+            "biolm_toy_plugin/__init__.py": PLUGIN_SOURCE,
+            "biolm_toy_plugin/broken.py": "import a_module_that_is_not_installed\n",
+        },
+        {"toy": "biolm_toy_plugin", "broken": "biolm_toy_plugin.broken"},
     )
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(src)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
     sys.path.insert(0, str(target))
     yield target
     sys.path.remove(str(target))
