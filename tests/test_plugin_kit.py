@@ -159,6 +159,15 @@ def test_check_plugin_rejects_a_task_type_whose_formulation_is_not_a_formulation
         check_plugin(module)
 
 
+def test_plugin_manager_registers_a_plugin_whose_hooks_answer_and_removes_it_after_the_test(plugin_manager):
+    module = types.ModuleType("hooked_plugin")
+    module.biolm_pretraining_recipes = hookimpl(lambda: [])
+    manager = plugin_manager(module)
+    assert manager.get_plugin("hooked_plugin") is module
+    assert [] in manager.hook.biolm_pretraining_recipes()
+    assert "plugins.tasks.metrics" in dict(manager.list_name_plugin())  # beside the built-ins
+
+
 def test_register_plugin_gives_a_fresh_manager_and_leaves_no_trace(register_plugin):
     module = types.ModuleType("kappa_plugin")
     sample = MetricSample(gold=("a",), predictions=("a",))

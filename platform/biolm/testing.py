@@ -90,6 +90,32 @@ def register_plugin() -> Iterator[Callable[..., Contributions]]:
 
 
 @pytest.fixture
+def plugin_manager() -> Iterator[Callable[..., Any]]:
+    """``plugin_manager(module, name=None, builtins=True)``: a fresh pluggy manager with the plugin registered.
+
+    For tests that call hooks themselves (``manager.hook.biolm_metrics()``). Every plugin registered
+    through it is unregistered when the test ends.
+    """
+    from biolm.plugins import DEFAULT_PLUGINS
+
+    registered: list[tuple[Any, str]] = []
+
+    def register(plugin: Any, name: str | None = None, builtins: bool = True) -> Any:
+        name = name or _plugin_name(plugin)
+        defaults = tuple(module for module in DEFAULT_PLUGINS if module not in {name, _plugin_name(plugin)})
+        manager = get_plugin_manager(
+            default_plugins=defaults if builtins else (), load_entrypoints=False, extra_plugins=[(name, plugin)]
+        )
+        registered.append((manager, name))
+        return manager
+
+    yield register
+    for manager, name in registered:
+        if manager.get_plugin(name) is not None:
+            manager.unregister(name=name)
+
+
+@pytest.fixture
 def biolm_builtin_contributions() -> Contributions:
     """The built-in plugins' contributions alone (no installed entry points)."""
     return collect_contributions(get_plugin_manager(load_entrypoints=False))
