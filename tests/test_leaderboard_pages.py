@@ -87,3 +87,48 @@ def test_admin_lists_every_model_for_staff(client, django_user_model):
     ):  # fmt: skip
         response = client.get(f"/admin/{path}/?q=bert")
         assert response.status_code == 200, path
+
+
+def test_the_index_counts_each_public_model_once_not_once_per_dataset(client):
+    page = client.get("/").content.decode()
+    blurb = re.search(r'href="/leaderboard/blurb/">[^<]+</a>.*?</tr>', page, re.S).group(0)
+    counts = [int(n) for n in re.findall(r"<td>(\d+)</td>", blurb)]
+    public = LanguageModel.objects.public().filter(scores__benchmark__slug="blurb").distinct().count()
+    assert counts == [13, public] and public == 15  # 13 datasets, 15 published rows (the old count was 15 x 13)
+
+
+def test_a_model_with_a_primary_score_but_a_missing_dataset_is_listed_after_every_ranked_model(client, alice):
+    from leaderboard.models import Result
+    from leaderboard.scoring import recompute_scores
+    from leaderboard.tables import leaderboard_for
+    from registry.models import Benchmark
+
+    gatortron = Benchmark.objects.get(slug="gatortron")
+    model = LanguageModel.objects.create(slug="alice-almost", name="Alice Almost BERT", owner=alice)
+    for entry in gatortron.entries.exclude(key="i2b2-2010-precision"):  # the F1 headline needs no precision
+        Result.objects.create(
+            language_model=model, dataset=entry.dataset, metric=entry.metric, variant=entry.variant, value=99.0
+        )
+    recompute_scores(gatortron, [model])
+    rows = leaderboard_for(gatortron).rows
+    [almost] = [row for row in rows if row.model == model]
+    assert almost.rank is None and almost.score == pytest.approx(99.0)  # the best score, yet unranked
+    ranks = [row.rank for row in rows]
+    ranked = [rank for rank in ranks if rank is not None]
+    assert ranked and ranks[: len(ranked)] == list(range(1, len(ranked) + 1))  # every ranked row first
+    page = client.get("/leaderboard/gatortron/").content.decode()
+    assert page.index("Alice Almost BERT") > page.index(rows[len(ranked) - 1].model.name)
+
+
+def test_a_deactivated_dataset_is_a_404_and_dataset_pages_show_no_server_paths(client):
+    from registry.models import Dataset, DatasetImport
+
+    dataset = Dataset.objects.get(slug="demo-qa")
+    DatasetImport.objects.create(
+        dataset=dataset, fingerprint="0123456789abcdef", source_path="/srv/secret/biolm-data/demo-qa",
+        stored_path="/srv/secret/var/datasets/demo-qa", split_sizes={"train": 1}, paper_unit_sizes={"train": 1},
+    )  # fmt: skip
+    page = client.get("/datasets/demo-qa/").content.decode()
+    assert "0123456789abcdef" in page and "/srv/secret" not in page
+    Dataset.objects.filter(slug="demo-qa").update(active=False)
+    assert client.get("/datasets/demo-qa/").status_code == 404

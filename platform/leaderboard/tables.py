@@ -91,14 +91,17 @@ def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
         .ranked()
     )
     columns = columns_for(benchmark)
-    rows: list[Row] = []
-    rank = 0
+    ranked: list[Row] = []
+    unranked: list[Row] = []
     for score in scores:
         values: dict[str, float | None] = {}
         for column in columns:
             source = {"summary": score.summaries, "group": score.groups, "entry": score.entries}[column.kind]
             values[column.key] = source.get(column.key)
-        complete = score.complete and score.score is not None
-        rank += complete
-        rows.append(Row(rank if complete else None, score.language_model, score.score, values, list(score.missing)))
-    return Leaderboard(benchmark, columns, rows)
+        row = Row(None, score.language_model, score.score, values, list(score.missing))
+        if score.complete and score.score is not None:
+            row.rank = len(ranked) + 1
+            ranked.append(row)
+        else:  # a primary score can exist without every entry (GatorTron's F1 headline): still not ranked
+            unranked.append(row)
+    return Leaderboard(benchmark, columns, ranked + unranked)

@@ -11,8 +11,10 @@ from registry.models import Benchmark, LanguageModel
 
 
 def index(request: HttpRequest) -> HttpResponse:
+    public = Q(scores__language_model__visibility=LanguageModel.Visibility.PUBLIC)
     benchmarks = Benchmark.objects.filter(active=True).annotate(
-        n_models=Count("scores", filter=Q(scores__language_model__visibility=LanguageModel.Visibility.PUBLIC)),
+        # distinct: the join with entries would otherwise count each model once per dataset
+        n_models=Count("scores__language_model", filter=public, distinct=True),
         n_entries=Count("entries", distinct=True),
     )
     return render(request, "leaderboard/index.html", {"benchmarks": benchmarks})

@@ -15,7 +15,9 @@ def dataset_list(request: HttpRequest) -> HttpResponse:
 
 def dataset_detail(request: HttpRequest, slug: str) -> HttpResponse:
     dataset = get_object_or_404(
-        Dataset.objects.select_related("task_type", "metric").prefetch_related("entries__benchmark"), slug=slug
+        Dataset.objects.select_related("task_type", "metric").prefetch_related("entries__benchmark"),
+        slug=slug,
+        active=True,  # a dataset no plugin contributes any more is gone from the site
     )
     return render(
         request,
