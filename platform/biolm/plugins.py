@@ -22,6 +22,7 @@ import pluggy
 
 from biolm import hookspecs
 from biolm.specs import (
+    NAME_MAX,
     ArchitectureSpec,
     BenchmarkSpec,
     DatasetSpec,
@@ -135,7 +136,7 @@ def get_plugin_manager(
     for module_name in default_plugins:
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:  # a broken plugin must not stop the platform
+        except (Exception, SystemExit) as exc:  # a broken plugin must not stop the platform, nor exit it
             _record(pm, module_name, f"failed to import: {type(exc).__name__}: {exc}")
             continue
         _register(pm, module, module_name, PluginInfo(module_name, "builtin"))
@@ -152,6 +153,9 @@ def _record(pm: _Manager, plugin: str, message: str) -> None:
 
 
 def _register(pm: _Manager, plugin: Any, name: str, info: PluginInfo) -> None:
+    if len(name) > NAME_MAX:  # the name is stored with every row the plugin contributes
+        _record(pm, name[:60] + "...", f"plugin name is {len(name)} characters long; at most {NAME_MAX} fit")
+        return
     try:
         pm.register(plugin, name=name)
     except Exception as exc:  # pluggy validates signatures of known hooks here
@@ -176,7 +180,7 @@ def _load_entrypoints(pm: _Manager) -> None:
             continue
         try:
             plugin = ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             _record(pm, label, f"failed to import {ep.value}: {type(exc).__name__}: {exc}")
             continue
         _register(pm, plugin, ep.name, PluginInfo(ep.name, "entrypoint", dist_name, version))
@@ -204,7 +208,7 @@ def _collect_one(
 ) -> None:
     try:
         answer = function()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit too: a plugin must not end the command silently
         _problem(contributions, plugin, f"{function.__name__} raised {type(exc).__name__}: {exc}")
         return
     if answer is None:
@@ -280,3 +284,18 @@ def _cross_check(contributions: Contributions) -> None:
             if missing_metrics:
                 what.append(f"metrics {missing_metrics}")
             _drop(contributions, "benchmarks", slug, f"benchmark {slug!r} needs unknown {' and '.join(what)}; skipped")
+            continue
+        out_of_range = _published_out_of_range(benchmark, contributions.metrics)
+        if out_of_range:
+            _drop(contributions, "benchmarks", slug, f"benchmark {slug!r}: published {out_of_range}; skipped")
+
+
+def _published_out_of_range(benchmark: BenchmarkSpec, metrics: dict[str, MetricSpec]) -> str:
+    """The first published number outside its metric's range (a 0-1 value where 0-100 is meant is inside)."""
+    metric_of = {entry.key: metrics[entry.metric] for entry in benchmark.entries}
+    for model in benchmark.published:
+        for key, value in model.scores.items():
+            low, high = metric_of[key].value_range
+            if not low <= value <= high:
+                return f"{model.slug}.{key} = {value} is outside {metric_of[key].slug}'s range [{low:g}, {high:g}]"
+    return ""

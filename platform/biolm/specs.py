@@ -13,6 +13,7 @@ appear in URLs, command lines and score files, so they are validated strictly.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -20,6 +21,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+
+# Column sizes of the rows these specs become (registry and leaderboard models use the same
+# constants): a spec that validates must never fail to save, on PostgreSQL least of all.
+SLUG_MAX = 100
+NAME_MAX = 200
+SOURCE_MAX = 300
+VERSION_MAX = 50
+MODEL_TYPE_MAX = 100
+LABEL_MAX = 200
+VOCABULARY_MAX = 300
+CORPUS_MAX = 500
+CHECKPOINT_MAX = 500
+LANGUAGE_MODEL_SLUG_MAX = 150  # "<benchmark>--<published model>"
+INTEGER_MAX = 2**31 - 1  # PositiveIntegerField
+BIG_INTEGER_MAX = 2**63 - 1  # BigIntegerField
 CALLABLE_PATH_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")
 
 DOMAINS = ("biomedical", "clinical")
@@ -71,15 +87,44 @@ def resolve_implementation(value: Implementation, what: str) -> Any:
     return target
 
 
-def check_slug(value: str, what: str) -> None:
-    """Raise SpecError unless ``value`` is a lower-case slug."""
+def check_slug(value: str, what: str, limit: int = SLUG_MAX) -> None:
+    """Raise SpecError unless ``value`` is a lower-case slug of at most ``limit`` characters."""
     if not isinstance(value, str) or not SLUG_RE.match(value):
         raise SpecError(f"{what} {value!r} is not a lower-case slug (letters, digits, '-', '_', '.')")
+    _check_length(value, limit, what)
 
 
-def _require_text(value: object, what: str) -> None:
+def _require_text(value: object, what: str, limit: int = NAME_MAX) -> None:
     if not isinstance(value, str) or not value.strip():
         raise SpecError(f"{what} must be a non-empty string, got {value!r}")
+    _check_length(value, limit, what)
+
+
+def _check_length(value: object, limit: int, what: str) -> None:
+    if not isinstance(value, str):
+        raise SpecError(f"{what} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise SpecError(f"{what} is {len(value)} characters long; at most {limit} fit ({value[:40]!r}...)")
+
+
+def _check_json(value: object, what: str) -> None:
+    """Settings, presets and options are stored as JSON: no NaN, no sets, no arbitrary objects."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{what} must be JSON data (numbers, strings, lists, mappings; finite): {exc}") from None
+
+
+def _check_count(value: object, what: str, limit: int, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
+        raise SpecError(f"{what} must be a positive integer of at most {limit}, got {value!r}")
+
+
+def _check_finite(value: object, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"{what} must be a finite number, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -101,11 +146,11 @@ class ArchitectureSpec:
     def validate(self) -> None:
         check_slug(self.slug, "architecture slug")
         _require_text(self.name, f"architecture {self.slug}: name")
-        _require_text(self.model_type, f"architecture {self.slug}: model_type")
-        if self.max_sequence_length <= 0:
-            raise SpecError(f"architecture {self.slug}: max_sequence_length must be positive")
+        _require_text(self.model_type, f"architecture {self.slug}: model_type", MODEL_TYPE_MAX)
+        _check_count(self.max_sequence_length, f"architecture {self.slug}: max_sequence_length", INTEGER_MAX, False)
         for preset in self.presets:
             check_slug(preset, f"architecture {self.slug}: preset")
+        _check_json(dict(self.presets), f"architecture {self.slug}: presets")
 
 
 @dataclass(frozen=True)
@@ -137,6 +182,7 @@ class RecipeSpec:
             check_slug(objective, f"recipe {self.slug}: objective")
         if not isinstance(self.settings, Mapping):
             raise SpecError(f"recipe {self.slug}: settings must be a mapping, got {type(self.settings).__name__}")
+        _check_json(dict(self.settings), f"recipe {self.slug}: settings")
         if self.implementation is not None:
             check_implementation(self.implementation, f"recipe {self.slug}: implementation")
 
@@ -188,6 +234,7 @@ class AdapterSpec:
         unknown = sorted(set(self.optional_splits) - set(SPLIT_NAMES))
         if unknown:
             raise SpecError(f"dataset {dataset}: unknown optional splits {unknown}")
+        _check_json(dict(self.options), f"dataset {dataset}: adapter options")
 
 
 @dataclass(frozen=True)
@@ -233,6 +280,8 @@ class DatasetSpec:
         # Any contributed task type is accepted; collect_contributions checks that one exists.
         check_slug(self.task_type, f"dataset {self.slug}: task_type")
         check_slug(self.metric, f"dataset {self.slug}: metric")
+        for label in self.labels:
+            _check_length(label, NAME_MAX, f"dataset {self.slug}: label")
         if self.labels and self.negative_label and self.negative_label not in self.labels:
             raise SpecError(f"dataset {self.slug}: negative_label {self.negative_label!r} is not one of its labels")
         for name in ("seeds", "epochs"):
@@ -252,8 +301,10 @@ class DatasetSpec:
         for split in self.splits:
             if split.name not in ("train", "dev", "test"):
                 raise SpecError(f"dataset {self.slug}: unknown split {split.name!r}")
-            if split.size is not None and split.size < 0:
-                raise SpecError(f"dataset {self.slug}: split {split.name} has a negative size")
+            if split.size is not None and (
+                isinstance(split.size, bool) or not isinstance(split.size, int) or split.size < 0
+            ):
+                raise SpecError(f"dataset {self.slug}: split {split.name} size must be a whole number >= 0")
 
 
 @dataclass(frozen=True)
@@ -411,6 +462,8 @@ class EntrySpec:
         check_slug(self.key, f"benchmark {benchmark}: entry key")
         check_slug(self.dataset, f"benchmark {benchmark}: entry {self.key}: dataset")
         check_slug(self.metric, f"benchmark {benchmark}: entry {self.key}: metric")
+        _check_length(self.label, LABEL_MAX, f"benchmark {benchmark}: entry {self.key}: label")
+        _check_length(self.variant, LABEL_MAX, f"benchmark {benchmark}: entry {self.key}: variant")
 
 
 @dataclass(frozen=True)
@@ -502,6 +555,10 @@ class BenchmarkSpec:
     def validate(self) -> None:
         check_slug(self.slug, "benchmark slug")
         _require_text(self.name, f"benchmark {self.slug}: name")
+        _check_length(self.source_paper, SOURCE_MAX, f"benchmark {self.slug}: source_paper")
+        _check_length(self.published_source, SOURCE_MAX, f"benchmark {self.slug}: published_source")
+        if isinstance(self.precision, bool) or not isinstance(self.precision, int) or not 0 <= self.precision <= 6:
+            raise SpecError(f"benchmark {self.slug}: precision must be a whole number of decimals from 0 to 6")
         if not self.entries:
             raise SpecError(f"benchmark {self.slug}: has no entries")
         keys = self.entry_keys()
@@ -515,7 +572,7 @@ class BenchmarkSpec:
 
     def _validate_aggregation(self, keys: set[str]) -> None:
         agg = self.aggregation
-        _require_text(agg.version, f"benchmark {self.slug}: aggregation version")
+        _require_text(agg.version, f"benchmark {self.slug}: aggregation version", VERSION_MAX)
         group_slugs = {g.slug for g in agg.groups}
         for group in agg.groups:
             check_slug(group.slug, f"benchmark {self.slug}: group slug")
@@ -539,14 +596,34 @@ class BenchmarkSpec:
             if summary.method != "mean" and not summary.members:
                 raise SpecError(f"benchmark {self.slug}: summary {summary.slug} must name its groups")
             if summary.method == "weighted_mean_of_groups" and (
-                len(summary.weights) != len(summary.members) or any(w <= 0 for w in summary.weights)
+                len(summary.weights) != len(summary.members)
+                or any(
+                    isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w < math.inf
+                    for w in summary.weights
+                )
             ):
                 raise SpecError(f"benchmark {self.slug}: summary {summary.slug} needs one positive weight per group")
 
     def _validate_published(self, keys: set[str]) -> None:
         seen: set[str] = set()
         for model in self.published:
-            check_slug(model.slug, f"benchmark {self.slug}: published model slug")
+            what = f"benchmark {self.slug}: published model {model.slug}"
+            check_slug(
+                model.slug, f"benchmark {self.slug}: published model slug", LANGUAGE_MODEL_SLUG_MAX - 2 - len(self.slug)
+            )
+            _require_text(model.name, f"{what}: name")
+            for name, limit in (
+                ("vocabulary", VOCABULARY_MAX),
+                ("pretraining_corpus", CORPUS_MAX),
+                ("hf_checkpoint", CHECKPOINT_MAX),
+                ("source", SOURCE_MAX),
+                ("architecture", SLUG_MAX),
+            ):
+                _check_length(getattr(model, name), limit, f"{what}: {name}")
+            _check_count(model.parameters, f"{what}: parameters", BIG_INTEGER_MAX)
+            _check_count(model.max_sequence_length, f"{what}: max_sequence_length", INTEGER_MAX)
+            for key, value in model.reported_summaries.items():
+                _check_finite(value, f"{what}: reported summary {key}")
             if model.slug in seen:
                 raise SpecError(f"benchmark {self.slug}: published model {model.slug} appears twice")
             seen.add(model.slug)
@@ -556,6 +633,8 @@ class BenchmarkSpec:
             for key, value in model.scores.items():
                 if not isinstance(value, (int, float)) or isinstance(value, bool):
                     raise SpecError(f"benchmark {self.slug}: {model.slug}.{key} is not a number: {value!r}")
+                if not math.isfinite(value):
+                    raise SpecError(f"benchmark {self.slug}: {model.slug}.{key} is not finite: {value!r}")
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,27 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from biolm.specs import (
+    CHECKPOINT_MAX,
+    CORPUS_MAX,
+    LABEL_MAX,
+    LANGUAGE_MODEL_SLUG_MAX,
+    MODEL_TYPE_MAX,
+    NAME_MAX,
+    SLUG_MAX,
+    SOURCE_MAX,
+    VERSION_MAX,
+    VOCABULARY_MAX,
+)
+
 
 class PluginContributed(models.Model):
     """Fields every plugin-contributed row shares."""
 
-    slug = models.SlugField(max_length=100, unique=True)
-    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=SLUG_MAX, unique=True)
+    name = models.CharField(max_length=NAME_MAX)
     description = models.TextField(blank=True)
-    plugin = models.CharField(max_length=200, help_text="The plugin that contributes this row.")
+    plugin = models.CharField(max_length=NAME_MAX, help_text="The plugin that contributes this row.")
     active = models.BooleanField(default=True, help_text="False once no installed plugin contributes it.")
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -41,7 +54,7 @@ class TaskType(PluginContributed):
 
 
 class Architecture(PluginContributed):
-    model_type = models.CharField(max_length=100, help_text="Hugging Face config model_type.")
+    model_type = models.CharField(max_length=MODEL_TYPE_MAX, help_text="Hugging Face config model_type.")
     presets = models.JSONField(default=dict, blank=True)
     max_sequence_length = models.PositiveIntegerField(default=512)
     citation = models.TextField(blank=True)
@@ -120,11 +133,11 @@ class DatasetImport(models.Model):
 
 class Benchmark(PluginContributed):
     citation = models.TextField(blank=True)
-    source_paper = models.CharField(max_length=300, blank=True)
+    source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)
     aggregation = models.JSONField(help_text="The AggregationSpec as JSON; see biolm.specs.")
-    aggregation_version = models.CharField(max_length=50)
+    aggregation_version = models.CharField(max_length=VERSION_MAX)
     precision = models.PositiveSmallIntegerField(default=2, help_text="Decimal places the paper prints.")
-    published_source = models.CharField(max_length=300, blank=True)
+    published_source = models.CharField(max_length=SOURCE_MAX, blank=True)
     datasets = models.ManyToManyField(Dataset, through="BenchmarkEntry", related_name="benchmarks")
 
     def get_absolute_url(self) -> str:
@@ -135,11 +148,11 @@ class BenchmarkEntry(models.Model):
     """One scored column of a benchmark: a dataset under a metric (and variant)."""
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="entries")
-    key = models.SlugField(max_length=100)
+    key = models.SlugField(max_length=SLUG_MAX)
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="entries")
     metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="entries")
-    label = models.CharField(max_length=200, blank=True)
-    variant = models.CharField(max_length=200, blank=True)
+    label = models.CharField(max_length=LABEL_MAX, blank=True)
+    variant = models.CharField(max_length=LABEL_MAX, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
@@ -178,21 +191,23 @@ class LanguageModel(models.Model):
         REPORTED = "reported", "reported in a paper"
         REPRODUCED = "reproduced", "evaluated on biolm"
 
-    slug = models.SlugField(max_length=150, unique=True)
-    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=LANGUAGE_MODEL_SLUG_MAX, unique=True)
+    name = models.CharField(max_length=NAME_MAX)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="language_models"
     )
     architecture = models.ForeignKey(Architecture, null=True, blank=True, on_delete=models.PROTECT)
     recipe = models.ForeignKey(PretrainingRecipe, null=True, blank=True, on_delete=models.SET_NULL)
     parameter_count = models.BigIntegerField(null=True, blank=True)
-    vocabulary = models.CharField(max_length=300, blank=True)
-    pretraining_corpus = models.CharField(max_length=500, blank=True)
+    vocabulary = models.CharField(max_length=VOCABULARY_MAX, blank=True)
+    pretraining_corpus = models.CharField(max_length=CORPUS_MAX, blank=True)
     max_sequence_length = models.PositiveIntegerField(null=True, blank=True)
-    checkpoint = models.CharField(max_length=500, blank=True, help_text="Local path, artefact URL or Hub id.")
+    checkpoint = models.CharField(
+        max_length=CHECKPOINT_MAX, blank=True, help_text="Local path, artefact URL or Hub id."
+    )
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
     origin = models.CharField(max_length=12, choices=Origin.choices, default=Origin.REPRODUCED)
-    source_paper = models.CharField(max_length=300, blank=True)
+    source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)
     reported_in = models.ForeignKey(
         Benchmark,
         null=True,
