@@ -72,10 +72,65 @@ def test_an_unusable_database_url_stops_start_up_naming_the_variable():
     assert "DATABASE_URL='nosuchdb://x' cannot be used" in result.stderr
 
 
-def test_production_without_a_secret_key_refuses_to_start():
-    result = settings_in_subprocess(BIOLM_ALLOW_DEV_SECRET="0", SECRET_KEY="")
+def secret_in_subprocess(var_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    code = "import django; from django.conf import settings; django.setup(); print(settings.SECRET_KEY)"
+    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "BIOLM_GENERATE_SECRET_KEY")}
+    base = {"PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}", "DJANGO_SETTINGS_MODULE": "biolm_site.settings"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**clean, **base, "BIOLM_VAR_DIR": str(var_dir), **env},
+        capture_output=True, text=True,
+    )  # fmt: skip
+
+
+def test_without_a_secret_key_a_random_one_is_generated_once_and_kept_across_restarts(tmp_path):
+    first, second = secret_in_subprocess(tmp_path), secret_in_subprocess(tmp_path)
+    assert first.returncode == 0, first.stderr
+    key = first.stdout.strip()
+    assert key == second.stdout.strip() and len(key) >= 64
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    other = secret_in_subprocess(tmp_path / "elsewhere").stdout.strip()
+    assert other and other != key  # each site its own key: nothing public
+
+
+def test_a_blank_or_placeholder_secret_key_is_refused(tmp_path):
+    for value, message in (
+        ("   ", "SECRET_KEY is set but blank"),
+        ("change-me-to-a-long-random-string", "placeholder"),
+    ):
+        result = secret_in_subprocess(tmp_path, SECRET_KEY=value)
+        assert result.returncode != 0 and message in result.stderr
+
+
+def test_production_without_a_secret_key_refuses_to_start(tmp_path):
+    result = secret_in_subprocess(tmp_path, BIOLM_GENERATE_SECRET_KEY="0")
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_check_deploy_with_the_production_variables_reports_no_warnings(tmp_path):
+    import secrets
+
+    import yaml
+
+    production = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["x-app"]["environment"]
+    production = {k: str(v) for k, v in production.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    clean = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    env = (
+        clean
+        | production
+        | {
+            "SECRET_KEY": secrets.token_urlsafe(64),
+            "ALLOWED_HOSTS": "biolm.example.org",
+            "BIOLM_VAR_DIR": str(tmp_path),
+        }
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
 
 
 def test_postgresql_goes_through_psycopg_3():

@@ -7,25 +7,25 @@ set DATABASE_URL (PostgreSQL through psycopg 3) and CELERY_BROKER_URL (Redis).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from biolm_site.env import env_bool, env_int, env_list, env_str
+from biolm_site.secret_key import secret_key
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("BIOLM_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-_DEV_SECRET = "biolm-insecure-development-key-set-SECRET_KEY-in-production"
-SECRET_KEY = env_str("SECRET_KEY", "")
-if not SECRET_KEY:
-    # The demo runs on 127.0.0.1 with no configuration; deployments set BIOLM_ALLOW_DEV_SECRET=0.
-    if not env_bool("BIOLM_ALLOW_DEV_SECRET", True):
-        raise ImproperlyConfigured("SECRET_KEY is not set (and BIOLM_ALLOW_DEV_SECRET=0 forbids the development key)")
-    SECRET_KEY = _DEV_SECRET
+# No key is public: without SECRET_KEY, one is generated once under var/ and kept across restarts
+# (sessions survive); deployments set BIOLM_GENERATE_SECRET_KEY=0 to insist on their own.
+SECRET_KEY = secret_key(
+    os.environ.get("SECRET_KEY"), VAR_DIR / "secret_key", generate=env_bool("BIOLM_GENERATE_SECRET_KEY", True)
+)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -147,6 +147,13 @@ LOGGING = {
     },
 }
 
-if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+# HTTPS: off for the demo on 127.0.0.1, on in docker-compose (a TLS-terminating proxy in front).
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("BIOLM_BEHIND_TLS_PROXY", False):
+    # Trust the proxy's X-Forwarded-Proto only when one is really in front (it strips the client's own).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
