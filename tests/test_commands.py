@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -129,3 +130,62 @@ def test_leaderboard_of_an_unknown_benchmark_names_the_known_ones():
 def test_sync_plugins_twice_reports_up_to_date():
     run("sync_plugins")
     assert "already up to date" in run("sync_plugins")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"bc5-chem": NaN}', "NaN is not a score"),
+        ('{"bc5-chem": Infinity}', "Infinity is not a score"),
+        ('{"bc5-chem": -Infinity}', "-Infinity is not a score"),
+        ('{"bc5-chem": 1e999}', "score for 'bc5-chem' must be a finite number, got inf"),
+        ('{"bc5-chem": 101.5}', "score for 'bc5-chem' is 101.5, outside 0 to 100"),
+        ('{"bc5-chem": -3}', "score for 'bc5-chem' is -3, outside 0 to 100"),
+        ('{"biosses": -120}', "score for 'biosses' is -120, outside -100 to 100"),
+        ('{"bc5-chem": 90, "bc5-chem": 91}', "the key 'bc5-chem' appears twice"),
+        ('{"bc5-chem": ' + "9" * 5000 + "}", "invalid score file"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_score_refuses_values_that_are_no_scores_with_a_clear_error(tmp_path, text, message):
+    path = tmp_path / "scores.json"
+    path.write_text(text)
+    with pytest.raises(CommandError, match=re.escape(message)):
+        run("score", "--benchmark", "blurb", "--scores", str(path), "--partial")
+
+
+def test_score_refuses_a_directory_and_a_huge_integer_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "manage.py", "score", "--benchmark", "blurb", "--scores", str(tmp_path), "--json"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1 and "is a directory" in result.stderr and "Traceback" not in result.stderr
+    (tmp_path / "big.json").write_text('{"bc5-chem": ' + "9" * 400 + "}")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "score", "--benchmark", "blurb", "--scores", str(tmp_path / "big.json"),
+         "--partial"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1 and "far too large" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_single_score_on_the_zero_to_one_scale_gets_a_warning_naming_it(tmp_path):
+    err = io.StringIO()
+    scores = {**BLURB.published[0].scores, "biosses": 0.92}
+    call_command(
+        "score", "--benchmark", "blurb", "--scores", write_scores(tmp_path, scores), stdout=io.StringIO(), stderr=err
+    )
+    assert "biosses lie(s) between 0 and 1" in err.getvalue()
+
+
+def test_score_json_output_is_strict_json(tmp_path):
+    out = run(
+        "score", "--benchmark", "blurb", "--scores", write_scores(tmp_path, {"biosses": 90}), "--partial", "--json"
+    )
+    data = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in --json output"))
+    assert data["score"] is None and data["entries"] == {"biosses": 90.0}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from pathlib import Path
 
 from django.conf import settings
@@ -37,7 +38,8 @@ class Command(BaseCommand):
         if benchmark is None:
             known = ", ".join(sorted(contributions.benchmarks))
             raise CommandError(f"unknown benchmark {options['benchmark']!r}; known benchmarks: {known}")
-        scores = read_scores(options["scores"], benchmark)
+        ranges = {e.key: contributions.metrics[e.metric].value_range for e in benchmark.entries}
+        scores = read_scores(options["scores"], benchmark, ranges)
         missing = [k for k in benchmark.entry_keys() if k not in scores]
         if missing and not options["partial"]:
             raise CommandError(
@@ -45,9 +47,11 @@ class Command(BaseCommand):
                 f"(benchmark {benchmark.slug!r} needs all of them; pass --partial to aggregate anyway)"
             )
         outcome = aggregate(benchmark, scores)
-        if scores and all(0 <= v <= 1 for v in scores.values()):
+        fractions = [key for key, value in scores.items() if 0 < abs(value) <= 1]
+        if fractions:
+            which = "every score is" if len(fractions) == len(scores) else f"{', '.join(fractions)} lie(s)"
             self.stderr.write(
-                self.style.WARNING("every score is between 0 and 1; biolm expects the 0-100 scale the papers print")
+                self.style.WARNING(f"{which} between 0 and 1; biolm expects the 0-100 scale the papers print")
             )
         precision = benchmark.precision
         if options["json"]:
@@ -61,7 +65,7 @@ class Command(BaseCommand):
                 "missing": list(outcome.missing),
                 "aggregation_version": benchmark.aggregation.version,
             }
-            self.stdout.write(json.dumps(payload, indent=2))
+            self.stdout.write(json.dumps(payload, indent=2, allow_nan=False))  # strict JSON, always
             return
         fmt = lambda v: "-" if v is None else f"{v:.{precision}f}"  # noqa: E731
         width = max(len(e.label or e.key) for e in benchmark.entries)
@@ -77,18 +81,57 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"score: {fmt(outcome.score)}"))
 
 
-def read_scores(path: Path, benchmark: BenchmarkSpec) -> dict[str, float]:
-    """Read and check a score file; errors name the file, the line and what was expected."""
+MAX_FILE_BYTES = 1024 * 1024  # a score file is a few hundred bytes; anything larger is not one
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen[key] = value
+    return seen
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a score")
+
+
+def read_scores(
+    path: Path, benchmark: BenchmarkSpec, ranges: dict[str, tuple[float, float]] | None = None
+) -> dict[str, float]:
+    """Read and check a score file; errors name the file, the line and what was expected.
+
+    Refused: a path that is not a readable file, invalid or non-UTF-8 JSON, anything but one flat
+    object, a key given twice, unknown keys, non-numbers, NaN and infinities, and values outside
+    their metric's range (0-100 for most, -100-100 for correlations).
+    """
+    if path.is_dir():
+        raise CommandError(f"{path}: is a directory; give the JSON file of scores")
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise CommandError(f"{path}: {path.stat().st_size:,} bytes is too large for a score file")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CommandError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise CommandError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except _RepeatedKey as exc:
+        raise CommandError(f"{path}: the key {exc.args[0]!r} appears twice; give each score once") from None
+    except RecursionError:
+        raise CommandError(f"{path}: nested too deeply; expected one flat object of scores") from None
+    except ValueError as exc:  # NaN/Infinity literals, integers of thousands of digits
+        raise CommandError(f"{path}: invalid score file: {exc}") from None
     if not isinstance(data, dict):
         raise CommandError(f'{path}: expected a JSON object like {{"bc5-chem": 93.33}}, got {type(data).__name__}')
     keys = benchmark.entry_keys()
@@ -104,6 +147,15 @@ def read_scores(path: Path, benchmark: BenchmarkSpec) -> dict[str, float]:
     scores: dict[str, float] = {}
     for key, value in data.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise CommandError(f"{path}: score for {key!r} must be a number, got {value!r}")
-        scores[key] = float(value)
+            raise CommandError(f"{path}: score for {key!r} must be a number, got {value!r:.60}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise CommandError(f"{path}: score for {key!r} is far too large to be a score") from None
+        if not math.isfinite(number):
+            raise CommandError(f"{path}: score for {key!r} must be a finite number, got {number}")
+        low, high = (ranges or {}).get(key, (0.0, 100.0))
+        if not low <= number <= high:
+            raise CommandError(f"{path}: score for {key!r} is {number:g}, outside {low:g} to {high:g}")
+        scores[key] = number
     return scores
