@@ -136,6 +136,7 @@ CLINICAL_FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
         ("n2c2-2018-ade-re", "n2c2-2018"),
         ("n2c2-2019-sts", "n2c2-2019-sts"),
         ("mimic-aki", "mimic-aki"),
+        ("ohsumed", "../sentence_level/ohsumed"),
     ],
 )
 def test_cli_fine_tunes_on_each_clinical_fixture(tmp_path, dataset, fixture):

@@ -13,6 +13,7 @@ import dataclasses
 import gzip
 import json
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 
 from biolm.dataset_io import DataFormatError, load_dataset_files
 from plugins.datasets import biomedical, blurb
-from plugins.datasets.readers import bioasq, biosses, hoc, litcovid, pubmedqa, relation_tsv, squad
+from plugins.datasets.readers import bioasq, biosses, hoc, litcovid, ohsumed, pubmedqa, relation_tsv, squad
 
 DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 FIXTURES = Path(__file__).parent / "fixtures" / "sentence_level"
@@ -33,6 +34,7 @@ ADAPTERS = {
     **bioasq.ADAPTERS,
     **squad.ADAPTERS,
     **litcovid.ADAPTERS,
+    **ohsumed.ADAPTERS,
 }
 
 
@@ -742,3 +744,36 @@ def test_a_missing_litcovid_test_file_names_the_gold_standard_file(tmp_path):
     with pytest.raises(DataFormatError) as excinfo:
         load("litcovid", directory)
     assert_reported(excinfo, directory, None, "no test file: looked for 'BC7-LitCovid-Test-GS.csv'")
+
+
+# --- OHSUMed (seed 000): the public ohsumed-first-20000-docs layout ------------------------------
+
+
+def test_ohsumed_keeps_single_category_abstracts_and_carves_dev_out_of_training():
+    data = load("ohsumed", FIXTURES / "ohsumed")
+    train_and_dev = {row["id"]: row for row in data.splits["train"] + data.splits["dev"]}
+    assert sorted(train_and_dev) == ["0000101", "0000102", "0000104", "0000105", "0000106", "0000107"]  # not 0000103
+    assert data.splits["dev"] and data.sizes["test"] == 3
+    first = train_and_dev["0000101"]
+    assert first["labels"] == ["C01"] and first["text_pair"] == ""
+    assert (
+        first["text"]
+        == "Bacterial endocarditis after dental extraction. A case of streptococcal endocarditis in an adult."
+    )
+    assert {row["labels"][0] for row in data.splits["test"]} == {"C01", "C04", "C14"}
+    assert load("ohsumed", FIXTURES / "ohsumed").splits == data.splits  # the same dev documents every time
+
+
+def test_ohsumed_errors_name_the_path(tmp_path):
+    shutil.copytree(FIXTURES / "ohsumed", tmp_path / "o")
+    (tmp_path / "o" / "training" / "C99").mkdir()
+    with pytest.raises(DataFormatError, match=r"C99: expected category directories C01 \.\.\. C23"):
+        load("ohsumed", tmp_path / "o")
+    (tmp_path / "o" / "training" / "C99").rmdir()
+    (tmp_path / "o" / "training" / "C14" / "0000105").write_bytes(b"")
+    with pytest.raises(DataFormatError, match=r"0000105: file is empty"):
+        load("ohsumed", tmp_path / "o")
+    (tmp_path / "o" / "training" / "C14" / "0000105").write_text("Atrial fibrillation.\n")
+    shutil.rmtree(tmp_path / "o" / "test")
+    with pytest.raises(DataFormatError, match=r"test: split directory not found"):
+        load("ohsumed", tmp_path / "o")

@@ -184,7 +184,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description=(
             "Single-label classification of MEDLINE cardiovascular-disease abstracts into the 23 MeSH disease "
             "categories (C01-C23), keeping only abstracts with exactly one category, as in seed 000. Seed 000 "
-            "Table 1 gives 4,056 samples in total and no per-split sizes."
+            "Table 1 gives 4,056 samples in total and no per-split sizes. Read from the public "
+            "ohsumed-first-20000-docs release (training/ and test/ with one directory per category); its "
+            "training documents give 10% to a dev split, chosen by a hash of their ids."
         ),
         splits=_splits(None, None, None, "abstracts"),
         source="OHSUMED test collection of MEDLINE references (Hersh et al.), subset as described in seed 000",

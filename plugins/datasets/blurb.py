@@ -217,6 +217,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="gad",
+        # Lewis et al. and Bioformer report F1 of the positive class (binary-f1) beside BLURB's micro F1.
+        companion_metrics=("accuracy", "macro-f1", "binary-f1"),
         name="GAD",
         task_type="relation-extraction",
         metric="micro-f1",
@@ -260,6 +262,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="hoc",
+        # Bioformer reports HoC as micro F1 (here equal to BLURB's matrix micro F1); Lewis et al. macro F1;
+        # BLUE's per-document definition is hoc-blue-f1.
+        companion_metrics=("accuracy", "macro-f1", "micro-f1", "hoc-blue-f1"),
         name="HoC",
         task_type="document-classification",
         metric="average-micro-f1",

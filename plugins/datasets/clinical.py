@@ -205,6 +205,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="n2c2-2018-ade-re",
+        # GatorTron (seed 002, Table 2) reports precision and recall beside F1.
+        companion_metrics=("accuracy", "macro-f1", "precision", "recall"),
         name="n2c2 2018 drug-ADE relation extraction",
         task_type="relation-extraction",
         metric="binary-f1",
@@ -351,6 +353,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="mimic-aki",
+        # Clinical-Longformer (seed 000, Table 4) reports F1 of AKI beside the AUC.
+        companion_metrics=("accuracy", "macro-f1", "binary-f1"),
         name="MIMIC-AKI",
         task_type="document-classification",
         metric="roc-auc",

@@ -127,6 +127,17 @@ METRICS = (
         sample=_perfect(_HALLMARKS),
     ),
     MetricSpec(
+        "hoc-blue-f1",
+        "Average F1 (BLUE)",
+        "HoC as BLUE's eval_hoc.py defines it: precision and recall per abstract, their means, then F1.",
+        f"{CLASSIFICATION}:average_micro_f1",
+        options={"definition": "blue"},
+        # every abstract with a label: BLUE counts an abstract without gold labels as 0
+        sample=_perfect(
+            MetricSample(gold=(frozenset({"immune"}), frozenset({"angiogenesis", "immune"})), predictions=())
+        ),
+    ),
+    MetricSpec(
         "pearson",
         "Pearson correlation",
         "Pearson correlation between predicted and gold scores (-100 to 100).",

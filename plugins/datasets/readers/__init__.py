@@ -21,6 +21,7 @@ READER_MODULES = (
     "bioasq",
     "litcovid",
     "squad",
+    "ohsumed",
     "clinical",
 )
 
