@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,40 @@ def test_the_training_context_takes_the_formulations_padding_collate_and_token_c
     assert context.pad_id == tokenizer.pad_token_id and context.eval_batch_size == 7
     assert context.collate == formulation.collate and context.computed_tokens == formulation.computed_tokens
     assert (context.device, context.dtype) == (torch.device("cpu"), torch.bfloat16)
+
+
+def test_an_unwritable_out_and_an_incomplete_checkpoint_are_refused_before_any_training(tmp_path, capsys):
+    from workers.engine.__main__ import main
+
+    (tmp_path / "a-file").write_text("x")
+    args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-ner", "--out", str(tmp_path / "a-file")]
+    assert main(args) == 1
+    assert "is a file, not a directory" in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root ignores permissions: nothing to test here
+            pytest.skip("running as a user who may write anywhere")
+        assert (
+            main(["finetune", "--architecture", "bert:tiny", "--dataset", "demo-ner", "--out", str(locked / "o")]) == 1
+        )
+        assert "cannot be created" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_checkpoint_without_weights_or_tokenizer_is_named_before_any_training(tmp_path, capsys):
+    from transformers import BertConfig
+
+    from workers.engine.__main__ import main
+
+    checkpoint = tmp_path / "ckpt"
+    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2).save_pretrained(checkpoint)
+    args = ["finetune", "--model", str(checkpoint), "--dataset", "demo-ner", "--out", str(tmp_path / "out")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "not a complete checkpoint: missing weights (model.safetensors or" in err
+    assert "a tokenizer (tokenizer.json or" in err and "it holds config.json" in err
+    assert main([*args[:2], str(tmp_path / "nowhere"), *args[3:]]) == 1
+    assert "no such directory" in capsys.readouterr().err

@@ -23,7 +23,7 @@ import torch
 import biolm
 from biolm.dataset_io import LoadedDataset, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
-from workers.engine import efficiency
+from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
@@ -76,6 +76,9 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 
 def prepare(spec: FinetuneSpec) -> Prepared:
+    preflight.check_output_directory(spec.protocol.out)
+    if spec.model.model is not None:
+        preflight.check_checkpoint(spec.model.model)
     manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints)
     contributions = collect_contributions(manager)
     task = Task.of(contributions, spec.data.dataset)
