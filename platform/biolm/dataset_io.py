@@ -49,21 +49,31 @@ def open_text(path: Path) -> Any:
     return path.open(encoding="utf-8", newline="")
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+MAX_LINE_BYTES = 1024 * 1024  # no line of any distribution format comes near; a file without newlines would
+
+
+def read_lines(path: Path, max_line_bytes: int | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, line without newline)``; bad encoding and empty files are errors.
 
-    Lines are decoded one at a time so a bad byte is reported on its own line.
+    Lines are decoded one at a time so a bad byte is reported on its own line. A UTF-8 byte-order
+    mark at the start of the file is dropped (Windows editors write one; it would otherwise stick
+    to the first token), CRLF endings are read like LF, and a line longer than ``max_line_bytes``
+    (default :data:`MAX_LINE_BYTES`) is an error rather than a read of the whole file into memory.
     """
     if not path.exists():
         raise DataFormatError(path, "file not found")
+    limit = max_line_bytes or MAX_LINE_BYTES
     empty = True
     line_no = 0
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
+            while raw := handle.readline(limit + 1):
+                line_no += 1
                 empty = False
+                if len(raw) > limit:
+                    raise DataFormatError(path, f"a line longer than {limit:,} bytes; is this the right file?", line_no)
                 try:
-                    line = raw.decode("utf-8")
+                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
                 except UnicodeDecodeError as exc:
                     message = f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
                     raise DataFormatError(path, message, line_no) from None
@@ -107,6 +117,7 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise DataFormatError(path, f"not UTF-8 text ({exc.reason})", line) from exc
+    text = text.removeprefix("\ufeff")  # a byte-order mark is not JSON
     if not text.strip():
         raise DataFormatError(path, "file is empty")
     try:

@@ -46,11 +46,13 @@ def _decoded_lines(path: Path) -> Iterator[str]:
     with path.open("rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
             try:
-                yield raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+                text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 raise DataFormatError(
                     path, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)", line_no
                 ) from None
+            # CRLF read as LF, also inside quoted fields that span lines (a file saved on Windows)
+            yield text[:-2] + "\n" if text.endswith("\r\n") else text
 
 
 def _records(path: Path) -> Iterator[tuple[int, list[str]]]:

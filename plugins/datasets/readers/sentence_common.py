@@ -59,7 +59,7 @@ def load_located_json(path: Path) -> Any:
     (with the line of the syntax error); the second, locating parse then cannot fail.
     """
     read_json(path)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     newlines = [match.start() for match in re.finditer("\n", text)]
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
