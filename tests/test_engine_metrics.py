@@ -574,6 +574,7 @@ PERFECT = {
     "precision": ([1, 0, 1], {}),
     "recall": (["DDI-effect", "DDI-false"], {"negative": "DDI-false"}),
     "average-micro-f1": ([[1, 0, 1], [0, 1, 0]], {}),
+    "hoc-blue-f1": ([[1, 0, 1], [0, 1, 0]], {}),  # average_micro_f1 with the spec's definition="blue"
     "pearson": ([0.5, 1.5, 4.0], {}),
     "accuracy": (["yes", "no", "maybe"], {}),
     "exact-match": (["warfarin"], {}),
