@@ -80,7 +80,8 @@ except Exception as exc:  # dj_database_url raises several types for a bad URL
     raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} cannot be used: {exc}") from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Writers take the lock when they begin, so concurrent commands queue instead of failing mid-way.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 60, "transaction_mode": "IMMEDIATE"})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

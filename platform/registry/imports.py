@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import logging
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,9 @@ from django.db import transaction
 from biolm.dataset_io import DataFormatError, LoadedDataset, load_dataset_files
 from biolm.plugins import Contributions
 from biolm.specs import DatasetSpec
+from registry.locks import hold_for_transaction
 from registry.models import Dataset, DatasetImport
+from registry.staging import new_staging_directory, remove_abandoned_staging
 from registry.sync import load_contributions
 
 logger = logging.getLogger("biolm.imports")
@@ -75,19 +76,25 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
 
     loaded = load_dataset_files(spec, directory)  # raises DataFormatError before anything is written
     target = datasets_root() / slug / loaded.fingerprint
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(target.parent)
     created_dir = False
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{loaded.fingerprint}-", dir=target.parent))
+        staging = new_staging_directory(target.parent, loaded.fingerprint)
         try:
             datasets.disable_progress_bars()  # the command prints one line per dataset instead
             loaded.to_datasetdict().save_to_disk(str(staging / "data"))
-            (staging / "data").rename(target)
-            created_dir = True
+            try:
+                (staging / "data").rename(target)
+                created_dir = True
+            except OSError:
+                if not target.is_dir():  # not another import of the same content finishing first
+                    raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     try:
         with transaction.atomic():
+            hold_for_transaction(f"import_dataset:{slug}")  # a concurrent import of it waits, then updates
             record, created = DatasetImport.objects.update_or_create(
                 dataset=dataset,
                 fingerprint=loaded.fingerprint,

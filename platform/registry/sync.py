@@ -18,6 +18,7 @@ from django.db import transaction
 
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from biolm.specs import BenchmarkSpec, PublishedModelSpec
+from registry.locks import hold_for_transaction
 from registry.models import (
     Architecture,
     Benchmark,
@@ -80,7 +81,11 @@ def _deactivate_missing(model, kind: str, slugs: set[str], report: SyncReport) -
 
 @transaction.atomic
 def sync_contributions(contributions: Contributions | None = None) -> SyncReport:
-    """Mirror ``contributions`` (default: the installed plugins) into the database."""
+    """Mirror ``contributions`` (default: the installed plugins) into the database.
+
+    Concurrent syncs (two web replicas starting) run one after the other: both succeed.
+    """
+    hold_for_transaction("sync_plugins")
     contributions = contributions or load_contributions()
     report = SyncReport(problems=[str(p) for p in contributions.problems])
     origin = contributions.origin
