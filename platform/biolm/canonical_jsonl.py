@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from biolm.dataset_io import DataFormatError, read_lines
+from biolm.dataset_io import DataFormatError, RepeatedKeyError, read_lines, reject_repeated_keys
 from biolm.specs import SPLIT_NAMES
 
 READER = "biolm.canonical_jsonl:read_canonical_jsonl"
@@ -44,10 +44,10 @@ def read_jsonl(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line, object_pairs_hook=_reject_repeated_keys)
+            value = json.loads(line, object_pairs_hook=reject_repeated_keys)
         except json.JSONDecodeError as exc:
             raise DataFormatError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line_no) from None
-        except _RepeatedKeyError as exc:
+        except RepeatedKeyError as exc:
             raise DataFormatError(path, f"the key {exc.key!r} appears twice in one object", line_no) from None
         if not isinstance(value, dict):
             raise DataFormatError(path, f"expected one JSON object per line, found {_json_type(value)}", line_no)
@@ -56,21 +56,6 @@ def read_jsonl(path: Path) -> list[dict]:
         value["_where"] = f"{path}:{line_no}"
         examples.append(value)
     return examples
-
-
-class _RepeatedKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _reject_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
-    result: dict = {}
-    for key, value in pairs:
-        if key in result:
-            raise _RepeatedKeyError(key)
-        result[key] = value
-    return result
 
 
 def _json_type(value: object) -> str:

@@ -28,6 +28,7 @@ from biolm.specs import SPLIT_NAMES, DatasetSpec, resolve_implementation
 __all__ = [
     "DataFormatError",
     "LoadedDataset",
+    "RepeatedKeyError",
     "find_split_file",
     "fingerprint_of",
     "load_dataset_files",
@@ -35,6 +36,7 @@ __all__ = [
     "read_json",
     "read_lines",
     "read_tsv",
+    "reject_repeated_keys",
     "validate_examples",
 ]
 
@@ -124,6 +126,24 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
+
+
+class RepeatedKeyError(ValueError):
+    """A JSON object names the same key twice (``json`` would silently keep the last value)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def reject_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` for ``json.loads`` that raises :class:`RepeatedKeyError` on a repeated key."""
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise RepeatedKeyError(key)
+        result[key] = value
+    return result
 
 
 def find_split_file(directory: Path, split: str, candidates: Mapping[str, tuple[str, ...]]) -> Path | None:

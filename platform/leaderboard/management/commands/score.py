@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from biolm.aggregation import aggregate
+from biolm.dataset_io import RepeatedKeyError, reject_repeated_keys
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import BenchmarkSpec
 
@@ -84,19 +85,6 @@ class Command(BaseCommand):
 MAX_FILE_BYTES = 1024 * 1024  # a score file is a few hundred bytes; anything larger is not one
 
 
-class _RepeatedKey(ValueError):
-    pass
-
-
-def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _RepeatedKey(key)
-        seen[key] = value
-    return seen
-
-
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a score")
 
@@ -123,11 +111,11 @@ def read_scores(
     except OSError as exc:
         raise CommandError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_reject_constant)
+        data = json.loads(text, object_pairs_hook=reject_repeated_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except _RepeatedKey as exc:
-        raise CommandError(f"{path}: the key {exc.args[0]!r} appears twice; give each score once") from None
+    except RepeatedKeyError as exc:
+        raise CommandError(f"{path}: the key {exc.key!r} appears twice; give each score once") from None
     except RecursionError:
         raise CommandError(f"{path}: nested too deeply; expected one flat object of scores") from None
     except ValueError as exc:  # NaN/Infinity literals, integers of thousands of digits
