@@ -1,4 +1,5 @@
-"""The fine-tuning spec (argument groups, JSON round trip), the training context, and parameter counts."""
+"""The fine-tuning spec (argument groups, JSON round trip), the task's protocol facts, the training context
+and parameter counts."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.encoding import LabelSpace
 from workers.engine.finetune import parameter_count
 from workers.engine.formulations import TaskOptions, formulation_for
-from workers.engine.formulations.base import ModelSource
+from workers.engine.formulations.base import Formulation, ModelSource
 from workers.engine.spec import SPEC_VERSION, DataArguments, FinetuneSpec, ModelArguments, ProtocolArguments
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
@@ -87,6 +88,69 @@ def test_results_record_the_spec_they_ran(tmp_path):
     )
     results = finetune(spec)
     assert FinetuneSpec.from_json(json.dumps(results["spec"])) == spec
+
+
+# --- the task: what the old engine's slug lists decided now comes from the specs -----------------
+
+# protocol.py's EPOCHS_BY_TASK and TEN_SEED_DATASETS, and scoring.py's NEGATIVE_LABELS, before the
+# task types and datasets carried them: every dataset must keep the epochs, seeds and negative class
+# the engine gave it then.
+OLD_EPOCHS_BY_TASK = {
+    "ner": 20,
+    "pico": 10,
+    "relation-extraction": 10,
+    "sentence-similarity": 30,
+    "document-classification": 20,
+    "question-answering": 20,
+    "nli": 10,
+    "deidentification": 20,
+    "extractive-qa": 3,
+}
+OLD_TEN_SEED_DATASETS = {"biosses", "bioasq", "pubmedqa"}
+OLD_NEGATIVE_LABELS = ("false", "DDI-false", "0")
+
+
+def test_every_built_in_task_type_resolves_to_a_formulation_subclass():
+    from plugins.tasks.task_types import TASK_TYPES
+
+    assert {spec.slug for spec in TASK_TYPES} == set(CONTRIBUTIONS.task_types)
+    for spec in TASK_TYPES:
+        formulation = spec.resolve()
+        assert isinstance(formulation, type) and issubclass(formulation, Formulation), spec.slug
+
+
+@pytest.mark.parametrize("slug", sorted(CONTRIBUTIONS.datasets))
+def test_each_dataset_keeps_the_epochs_and_seeds_the_engine_gave_it(slug):
+    task = Task.of(CONTRIBUTIONS, slug)
+    assert task.epochs == OLD_EPOCHS_BY_TASK.get(task.dataset.task_type, 10)
+    assert task.seeds == (10 if slug in OLD_TEN_SEED_DATASETS else 5)
+
+
+def test_the_small_high_variance_datasets_run_ten_seeds_declared_on_their_specs():
+    for slug in sorted(OLD_TEN_SEED_DATASETS):
+        task = Task.of(CONTRIBUTIONS, slug)
+        assert (task.dataset.seeds, task.seeds) == (10, 10), slug
+    assert Task.of(CONTRIBUTIONS, "chemprot").seeds == 5  # the task type's default
+
+
+@pytest.mark.parametrize("slug", sorted(CONTRIBUTIONS.datasets))
+def test_each_dataset_declares_the_negative_class_the_engine_left_out(slug):
+    spec = CONTRIBUTIONS.datasets[slug]
+    old = next((name for name in OLD_NEGATIVE_LABELS if name in (spec.labels or ())), None)
+    assert (spec.negative_label or None) == old
+
+
+def test_the_blurb_relation_datasets_name_their_negative_class():
+    negatives = {slug: CONTRIBUTIONS.datasets[slug].negative_label for slug in ("chemprot", "ddi", "gad")}
+    assert negatives == {"chemprot": "false", "ddi": "DDI-false", "gad": "0"}
+    assert not CONTRIBUTIONS.datasets["hoc"].negative_label  # multi-label: nothing to leave out
+
+
+def test_pico_is_multi_element_by_its_task_type_not_by_its_slug():
+    pico = Task.of(CONTRIBUTIONS, "ebm-pico")
+    assert pico.task_type.slug == "pico" and pico.task_type.multi_element
+    assert pico.task_type.schema == "token-tagging" and pico.dataset.metric == "token-macro-f1"
+    assert not Task.of(CONTRIBUTIONS, "ncbi-disease").task_type.multi_element
 
 
 @pytest.fixture(scope="module")
