@@ -608,3 +608,45 @@ def test_an_unknown_option_is_an_error_and_an_unimportable_implementation_is_nam
         ImplementationError, match=r"metric accuracy: cannot import 'workers\.engine\.metrics:no_such_metric'"
     ):
         missing.compute([1], [1])
+
+
+# --- scoring: each metric gets the dataset facts its spec asks for --------------------------------
+
+
+def test_score_predictions_passes_the_negative_class_to_a_metric_whose_context_asks_for_it():
+    from biolm.plugins import collect_contributions, get_plugin_manager
+    from biolm.specs import MetricSpec
+    from workers.engine.encoding import LabelSpace
+    from workers.engine.scoring import score_predictions
+    from workers.engine.task import Task
+
+    received: dict[str, dict] = {}
+
+    def recorder(slug):
+        def metric(gold, predictions, **options):
+            received[slug] = options
+            return micro_f1(gold, predictions, **options) if options else accuracy(gold, predictions)
+
+        return metric
+
+    asks = MetricSpec("asks", "Asks", "", recorder("asks"), context=("negative",))
+    blind = MetricSpec("blind", "Blind", "", recorder("blind"))
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))
+    chemprot = Task.of(contributions, "chemprot")
+    metrics = {**contributions.metrics, "asks": asks, "blind": blind}
+    dataset = dataclasses.replace(chemprot.dataset, metric="asks", companion_metrics=("blind", "micro-f1"))
+    task = Task(dataset, chemprot.task_type, metrics)
+    labels = LabelSpace(("CPR:3", "CPR:4", "false"))
+    gold = ["CPR:3", "false", "CPR:4", "false", "CPR:3"]
+    predicted = ["CPR:3", "CPR:4", "CPR:4", "false", "false"]
+
+    scores = score_predictions(task, labels, [{"label": g} for g in gold], predicted)
+    assert received == {"asks": {"negative": "false"}, "blind": {}}
+    assert scores["asks"] == pytest.approx(micro_f1(gold, predicted, negative="false"))
+    assert scores["asks"] == scores["micro-f1"] != scores["blind"]
+    assert scores["blind"] == pytest.approx(accuracy(gold, predicted))
+
+    received.clear()  # a dataset without a negative class: the option is left out, not passed as None
+    plain = Task(dataclasses.replace(dataset, negative_label=""), chemprot.task_type, metrics)
+    score_predictions(plain, labels, [{"label": g} for g in gold], predicted)
+    assert received == {"asks": {}, "blind": {}}
