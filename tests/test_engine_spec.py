@@ -74,7 +74,7 @@ def test_each_group_checks_its_own_settings(tmp_path):
         ModelArguments()
     with pytest.raises(ValueError, match="--max-length must be at least 8"):
         DataArguments(dataset="x", max_length=4)
-    with pytest.raises(ValueError, match="--grid must be one of blurb, single"):
+    with pytest.raises(ValueError, match="--grid must be one of full, single"):
         ProtocolArguments(out=tmp_path, grid="random")
     with pytest.raises(ValueError, match="--seeds must be positive"):
         ProtocolArguments(out=tmp_path, seeds=0)

@@ -43,6 +43,9 @@ DOMAINS = ("biomedical", "clinical")
 SCHEMA_NAMES = ("token-tagging", "classification", "regression", "relation", "extractive-qa")
 SPLIT_NAMES = ("train", "dev", "test")
 AGGREGATION_METHODS = ("mean", "mean_of_groups", "weighted_mean_of_groups")
+# The fine-tuning protocols of the papers, one per benchmark (the engine implements each; see
+# workers.engine.protocol). Named here so a benchmark spec can be validated without the engine.
+PROTOCOL_NAMES = ("blurb", "lewis2020", "bioformer", "clinical-longformer", "gatortron")
 
 
 class SpecError(ValueError):
@@ -205,6 +208,34 @@ class SplitSpec:
 
 
 @dataclass(frozen=True)
+class CrossValidationSpec:
+    """A dataset's k-fold distribution, read fold by fold by the protocols that evaluate on folds.
+
+    Seed 001 scores GAD and EU-ADR on BioBERT's 10 cross-validation folds (hyperparameters chosen
+    on one fold, the median reported over the other nine), while BLURB reads one fixed split of
+    GAD. ``locate`` is ``"module:function"`` called as ``locate(directory, folds)``; it returns
+    ``{fold number: fold directory}`` for the folds present, so a protocol can name the missing
+    ones instead of silently using fewer. ``reader`` reads one fold directory, as an adapter's
+    reader does, into train and test (dev is optional: the protocol validates on a fold's test).
+    ``default_path`` is the folds' root, relative to BIOLM_DATA_DIR.
+    """
+
+    folds: int
+    locate: str
+    reader: str
+    default_path: str = ""
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    def validate(self, dataset: str) -> None:
+        if isinstance(self.folds, bool) or not isinstance(self.folds, int) or not 2 <= self.folds <= 100:
+            raise SpecError(f"dataset {dataset}: cross_validation folds must be a whole number from 2 to 100")
+        for name in ("locate", "reader"):
+            if not CALLABLE_PATH_RE.match(str(getattr(self, name))):
+                raise SpecError(f"dataset {dataset}: cross_validation {name} must look like 'module:function'")
+        _check_json(dict(self.options), f"dataset {dataset}: cross_validation options")
+
+
+@dataclass(frozen=True)
 class AdapterSpec:
     """How to read a dataset's official distribution files into a canonical schema.
 
@@ -215,6 +246,7 @@ class AdapterSpec:
     ``optional_splits`` may be absent from a distribution (say why in the docstring).
     ``samples`` is a directory of a few examples in exactly the official format, shipped with the
     plugin, that :func:`biolm.testing.check_plugin` reads to prove the reader works.
+    ``cross_validation`` describes the dataset's k-fold distribution, when it has one.
     """
 
     schema: str
@@ -224,6 +256,7 @@ class AdapterSpec:
     optional_splits: tuple[str, ...] = ()
     multi_label: bool = False
     samples: str = ""
+    cross_validation: CrossValidationSpec | None = None
 
     def validate(self, dataset: str) -> None:
         if self.schema not in SCHEMA_NAMES:
@@ -235,6 +268,8 @@ class AdapterSpec:
         if unknown:
             raise SpecError(f"dataset {dataset}: unknown optional splits {unknown}")
         _check_json(dict(self.options), f"dataset {dataset}: adapter options")
+        if self.cross_validation is not None:
+            self.cross_validation.validate(dataset)
 
 
 @dataclass(frozen=True)
@@ -548,6 +583,7 @@ class BenchmarkSpec:
     published: tuple[PublishedModelSpec, ...] = ()
     published_source: str = ""
     precision: int = 2
+    protocol: str = "blurb"  # the fine-tuning protocol the paper used, one of PROTOCOL_NAMES
 
     def entry_keys(self) -> tuple[str, ...]:
         return tuple(e.key for e in self.entries)
@@ -559,6 +595,10 @@ class BenchmarkSpec:
         _check_length(self.published_source, SOURCE_MAX, f"benchmark {self.slug}: published_source")
         if isinstance(self.precision, bool) or not isinstance(self.precision, int) or not 0 <= self.precision <= 6:
             raise SpecError(f"benchmark {self.slug}: precision must be a whole number of decimals from 0 to 6")
+        if self.protocol not in PROTOCOL_NAMES:
+            raise SpecError(
+                f"benchmark {self.slug}: protocol {self.protocol!r} is not one of {', '.join(PROTOCOL_NAMES)}"
+            )
         if not self.entries:
             raise SpecError(f"benchmark {self.slug}: has no entries")
         keys = self.entry_keys()

@@ -138,6 +138,9 @@ class Benchmark(PluginContributed):
     aggregation_version = models.CharField(max_length=VERSION_MAX)
     precision = models.PositiveSmallIntegerField(default=2, help_text="Decimal places the paper prints.")
     published_source = models.CharField(max_length=SOURCE_MAX, blank=True)
+    protocol = models.CharField(
+        max_length=40, default="blurb", help_text="The paper's fine-tuning protocol (--protocol of the engine)."
+    )
     datasets = models.ManyToManyField(Dataset, through="BenchmarkEntry", related_name="benchmarks")
 
     def get_absolute_url(self) -> str:

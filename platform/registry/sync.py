@@ -223,6 +223,7 @@ def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> Non
             "aggregation": aggregation,
             "aggregation_version": spec.aggregation.version,
             "precision": spec.precision,
+            "protocol": spec.protocol,
             "published_source": spec.published_source,
             "plugin": plugin,
             "active": True,

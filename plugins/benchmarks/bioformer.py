@@ -149,6 +149,7 @@ def bioformer_benchmark() -> BenchmarkSpec:
     source, models = load_published(PUBLISHED)
     return BenchmarkSpec(
         slug="bioformer",
+        protocol="bioformer",
         name="Bioformer evaluation (15 datasets)",
         description=DESCRIPTION,
         entries=ENTRIES,

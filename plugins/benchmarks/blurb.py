@@ -131,6 +131,7 @@ def blurb_benchmark() -> BenchmarkSpec:
     source, models = load_published(PUBLISHED)
     return BenchmarkSpec(
         slug="blurb",
+        protocol="blurb",
         name="BLURB",
         description=DESCRIPTION,
         entries=ENTRIES,

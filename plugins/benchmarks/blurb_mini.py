@@ -62,6 +62,7 @@ AGGREGATION = AggregationSpec(
 def blurb_mini_benchmark() -> BenchmarkSpec:
     return BenchmarkSpec(
         slug="blurb-mini",
+        protocol="blurb",
         name="BLURB-mini (demo data)",
         description=DESCRIPTION,
         entries=ENTRIES,

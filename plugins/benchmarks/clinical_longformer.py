@@ -107,6 +107,7 @@ def clinical_longformer_benchmark() -> BenchmarkSpec:
     source, models = load_published(PUBLISHED)
     return BenchmarkSpec(
         slug="clinical-longformer",
+        protocol="clinical-longformer",
         name="Clinical-Longformer clinical tasks",
         description=DESCRIPTION,
         entries=ENTRIES,

@@ -127,6 +127,7 @@ def gatortron_benchmark() -> BenchmarkSpec:
     source, models = load_published(PUBLISHED)
     return BenchmarkSpec(
         slug="gatortron",
+        protocol="gatortron",
         name="GatorTron clinical tasks",
         description=DESCRIPTION,
         entries=_entries(),

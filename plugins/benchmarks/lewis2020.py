@@ -147,6 +147,7 @@ def lewis2020_benchmark() -> BenchmarkSpec:
     source, models = load_published(PUBLISHED)
     return BenchmarkSpec(
         slug="lewis2020",
+        protocol="lewis2020",
         name="Lewis et al. 2020 biomedical & clinical suite",
         description=DESCRIPTION,
         entries=ENTRIES,

@@ -63,12 +63,28 @@ def main(argv: list[str] | None = None) -> int:
             f"see {spec.protocol.out / 'results.json'}"
         )
         return 0
-    print(
-        f"{results['dataset']}: test {results['metric']} {test['mean']:.2f} ± {test['std']:.2f} "
-        f"(median {test['median']:.2f}, {test['n']} seeds) at {results['chosen_hyperparameters']}; "
-        f"results in {spec.protocol.out / 'results.json'}"
-    )
+    print(headline(results) + f"; results in {spec.protocol.out / 'results.json'}")
     return 0
+
+
+def headline(results: dict) -> str:
+    """One line: the protocol's reported statistic first (seed 001 reports medians), then the others."""
+    test, reported = results["test"], results["reported"]
+    folds = results.get("cross_validation")
+    over = (
+        f"{test['n']} folds (fold {folds['selection_fold']} chose the stopping point)"
+        if folds
+        else f"{test['n']} seeds"
+    )
+    hp = results["chosen_hyperparameters"]
+    point = f"lr {hp['learning_rate']:g}, batch {hp['batch_size']}, {hp['epochs']} epochs"
+    if hp.get("max_steps"):
+        point += f", stopped at step {hp['max_steps']}"
+    return (
+        f"{results['dataset']}: test {results['metric']} {reported['statistic']} {reported['value']:.2f} over {over} "
+        f"(mean {test['mean']:.2f} ± {test['std']:.2f}, median {test['median']:.2f}) by the "
+        f"{results['protocol']['name']} protocol at {point}"
+    )
 
 
 if __name__ == "__main__":

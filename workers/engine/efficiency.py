@@ -38,10 +38,22 @@ def peak_memory_bytes(device: torch.device) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
 
 
-def summary(runs: list, parameters: int, device: torch.device) -> dict:
+def summary(runs: list, parameters: int, device: torch.device, trained: list | None = None) -> dict:
+    """Figures of the reported ``runs``; ``trained`` (every run, the search's too) gives the protocol's cost.
+
+    A run's seconds include its in-loop evaluations, so its tokens per second count what checkpoint
+    selection costs; ``evaluation_share`` says how much of the training time that was.
+    """
     train_rates = [r.train["tokens_per_second"] for r in runs]
     test = [r.inference["test"] for r in runs if "test" in r.inference]
+    trained = trained or runs
+    seconds = sum(r.train["seconds"] for r in trained)
+    evaluating = sum(r.train.get("evaluation_seconds", 0.0) for r in trained)
     return {
+        "protocol_training_seconds": seconds,
+        "in_loop_evaluation_seconds": evaluating,
+        "evaluation_share": evaluating / seconds if seconds else 0.0,
+        "trainings": len(trained),
         "parameters": parameters,
         "finetune_tokens_per_second": statistics.median(train_rates),
         "inference_tokens_per_second": statistics.median(t["tokens_per_second"] for t in test) if test else None,

@@ -14,20 +14,23 @@ import json
 import logging
 import math
 import os
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
 import biolm
+from biolm.cross_validation import fold_directories, load_fold
 from biolm.dataset_io import LoadedDataset, load_dataset_files
-from biolm.plugins import collect_contributions, get_plugin_manager
+from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
-from workers.engine.protocol import Summary, grid
+from workers.engine.protocol import Summary, plan_for
 from workers.engine.run_store import RunStore, checkpoint_identity
 from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
@@ -43,7 +46,7 @@ from workers.engine.training import (
 
 logger = logging.getLogger("biolm.engine")
 
-__all__ = ["FinetuneSpec", "Prepared", "RunResult", "finetune", "prepare", "run_once"]
+__all__ = ["FinetuneSpec", "Prepared", "RunResult", "choose", "finetune", "load_task", "prepare", "run_once"]
 
 
 @dataclass
@@ -75,18 +78,29 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return torch.bfloat16 if efficiency.cpu_has_native_bf16() else None
 
 
-def prepare(spec: FinetuneSpec) -> Prepared:
-    preflight.check_output_directory(spec.protocol.out)
-    if spec.model.model is not None:
-        preflight.check_checkpoint(spec.model.model)
+def load_task(spec: FinetuneSpec) -> tuple[Any, Contributions, Task]:
+    """The plugin manager, the contributions and the task of ``spec``'s dataset."""
     manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints)
     contributions = collect_contributions(manager)
     task = Task.of(contributions, spec.data.dataset)
+    if task.dataset.adapter is None:
+        raise ValueError(f"dataset {task.dataset.slug!r} has no adapter to read its files")
+    return manager, contributions, task
+
+
+def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
+    """Data, tokenizer, formulation and features for ``spec``; ``fold``: one cross-validation fold's directory."""
+    preflight.check_output_directory(spec.protocol.out)
+    if spec.model.model is not None:
+        preflight.check_checkpoint(spec.model.model)
+    manager, _, task = load_task(spec)
     dataset = task.dataset
-    if dataset.adapter is None:
-        raise ValueError(f"dataset {dataset.slug!r} has no adapter to read its files")
-    directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
-    data = _first_examples(load_dataset_files(dataset, directory), spec)
+    if fold is not None:
+        directory = fold
+        data = _first_examples(load_fold(dataset, fold), spec)
+    else:
+        directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
+        data = _first_examples(load_dataset_files(dataset, directory), spec)
     if "train" not in data.splits:
         raise ValueError(f"{directory}: dataset {dataset.slug!r} has no train split here, so it cannot be fine-tuned")
     labels = _label_space(task, data)
@@ -145,6 +159,7 @@ class RunResult:
     train: dict
     inference: dict
     predictions: dict[str, list] = field(default_factory=dict)
+    fold: int | None = None  # the cross-validation fold, when the protocol runs on folds
 
 
 def run_once(
@@ -154,11 +169,16 @@ def run_once(
     splits: tuple[str, ...],
     context: TrainingContext,
     progress: ProgressCallback | None = None,
+    select: tuple[str, str] | None = None,
 ) -> RunResult:
+    """Train once and score ``splits``; ``select`` = (split, metric) chooses the checkpoint when ``hp`` asks."""
     seed_everything(seed)  # the classifier head's initialisation is part of the seed's run
     formulation = prepared.formulation
     model = formulation.build_model(prepared.source)
-    stats = train(model, prepared.features["train"], hp, seed, context, progress)
+    evaluate = None
+    if hp.selects_checkpoint and select is not None and select[0] in prepared.features:
+        evaluate = _dev_score(prepared, *select, context)
+    stats = train(model, prepared.features["train"], hp, seed, context, progress, evaluate)
     metrics, predictions, inference = {}, {}, {}
     for split in splits:
         if split not in prepared.features:
@@ -186,10 +206,27 @@ def run_once(
             "padded_tokens": stats.padded_tokens,
             "tokens_per_second": stats.tokens_per_second,
             "final_loss": stats.final_loss,
+            "evaluation_seconds": stats.evaluation_seconds,
+            "evaluations": stats.evaluations,
+            "best_step": stats.best_step,
+            "stopped_early": stats.stopped_early,
         },
         inference=inference,
         predictions=predictions,
     )
+
+
+def _dev_score(prepared: Prepared, split: str, metric: str, context: TrainingContext) -> Callable:
+    """A checkpoint's score on ``split`` by ``metric``, as the in-loop evaluation of :func:`train` needs."""
+    features, rows = prepared.features[split], prepared.data.splits[split]
+    formulation = prepared.formulation
+
+    def evaluate(model: torch.nn.Module) -> float:
+        logits, _ = predict(model, features, context)
+        value = formulation.score(rows, formulation.decode(features, logits, rows, model), logits).get(metric)
+        return _finite(value)
+
+    return evaluate
 
 
 def parameter_count(formulation: Formulation, source: ModelSource) -> int:
@@ -201,77 +238,231 @@ def parameter_count(formulation: Formulation, source: ModelSource) -> int:
         return count_parameters(formulation.build_model(source))
 
 
-def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
-    """Grid on dev, then seeds on test at the chosen point; returns (and writes) the results."""
-    protocol = spec.protocol
-    device = resolve_device(protocol.device)
-    dtype = resolve_dtype(protocol.precision, device)
-    prepared = prepare(spec)
-    task = prepared.task
-    metric = task.dataset.metric
-    points = grid(protocol.grid, protocol.epochs or task.epochs)
-    if protocol.learning_rate or protocol.batch_size:
-        points = [
-            Hyperparameters(protocol.learning_rate or p.learning_rate, protocol.batch_size or p.batch_size, p.epochs)
-            for p in points[:1]
-        ]
-    seeds = [protocol.first_seed + i for i in range(protocol.seeds or task.seeds)]
-    efficiency.reset_peak_memory(device)
-    context = TrainingContext.for_formulation(prepared.formulation, device, dtype, protocol.eval_batch_size)
+@dataclass(frozen=True)
+class Choice:
+    """The protocol a run follows and the metric it selects and reports by (a benchmark's, or the dataset's)."""
 
-    def progress(label: str) -> ProgressCallback | None:
-        return progress_factory(label) if progress_factory else None
+    protocol: str
+    metric: str
+    benchmark: str | None = None
 
-    store = RunStore(protocol.out / "runs", run_identity(spec, prepared, device, dtype))
 
-    def run(hp: Hyperparameters, seed: int, label: str) -> RunResult:
-        stored = None if protocol.fresh else store.load(hp, seed)
+def choose(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Choice:
+    """``--protocol``, else the ``--benchmark``'s protocol, else BLURB's; the benchmark's metric for the dataset."""
+    slug = spec.protocol.benchmark
+    if slug is None:
+        return Choice(spec.protocol.protocol or "blurb", task.dataset.metric)
+    benchmark = contributions.benchmarks.get(slug)
+    if benchmark is None:
+        raise ValueError(f"unknown benchmark {slug!r}; known: {', '.join(sorted(contributions.benchmarks))}")
+    entries = [entry for entry in benchmark.entries if entry.dataset == task.dataset.slug]
+    if not entries:
+        datasets = ", ".join(dict.fromkeys(entry.dataset for entry in benchmark.entries))
+        raise ValueError(f"benchmark {slug!r} does not score {task.dataset.slug!r}; its datasets: {datasets}")
+    metric = entries[0].metric
+    if metric not in task.metric_slugs:
+        raise ValueError(
+            f"benchmark {slug!r} scores {task.dataset.slug!r} by {metric!r}, which its task does not compute"
+        )
+    return Choice(spec.protocol.protocol or benchmark.protocol, metric, slug)
+
+
+class Runner:
+    """Runs of one invocation: each finished run stored in ``--out/runs`` and reused by the next invocation."""
+
+    def __init__(self, spec: FinetuneSpec, device: torch.device, dtype: torch.dtype | None, progress_factory) -> None:
+        self.spec, self.device, self.dtype, self.progress_factory = spec, device, dtype, progress_factory
+        self.stores: dict[int, tuple[RunStore, TrainingContext]] = {}
+
+    def _store(self, prepared: Prepared) -> tuple[RunStore, TrainingContext]:
+        if id(prepared) not in self.stores:
+            identity = run_identity(self.spec, prepared, self.device, self.dtype)
+            context = TrainingContext.for_formulation(
+                prepared.formulation, self.device, self.dtype, self.spec.protocol.eval_batch_size
+            )
+            self.stores[id(prepared)] = (RunStore(self.spec.protocol.out / "runs", identity), context)
+        return self.stores[id(prepared)]
+
+    @property
+    def reused(self) -> int:
+        return sum(store.reused for store, _ in self.stores.values())
+
+    def run(
+        self,
+        prepared: Prepared,
+        hp: Hyperparameters,
+        seed: int,
+        label: str,
+        select: tuple[str, str],
+        splits: tuple[str, ...] = ("dev", "test"),
+    ) -> RunResult:
+        store, context = self._store(prepared)
+        variant = {"select": list(select) if hp.selects_checkpoint else None, "splits": list(splits)}
+        stored = None if self.spec.protocol.fresh else store.load(hp, seed, variant)
         if stored is not None:
             logger.info("%s: reusing the finished run stored under %s", label, store.directory)
             return RunResult(**stored)
-        result = run_once(prepared, hp, seed, ("dev", "test"), context, progress(label))
-        store.save(hp, seed, asdict(result))
+        progress = self.progress_factory(label) if self.progress_factory else None
+        result = run_once(prepared, hp, seed, splits, context, progress, select)
+        store.save(hp, seed, asdict(result), variant)
         return result
 
-    search = [run(hp, seeds[0], f"dev {hp.key()}") for hp in points]
-    with_dev = [r for r in search if "dev" in r.metrics]
-    best = max(with_dev, key=lambda r: _finite(r.metrics["dev"][metric])) if with_dev else search[0]
-    chosen = Hyperparameters(**best.hyperparameters)
-    runs = [best]
-    runs += [run(chosen, seed, f"seed {seed}") for seed in seeds[1:]]
 
-    test_values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
+def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
+    """Fine-tune and evaluate by the chosen protocol; returns (and writes) the results."""
+    protocol = spec.protocol
+    device = resolve_device(protocol.device)
+    dtype = resolve_dtype(protocol.precision, device)
+    preflight.check_output_directory(protocol.out)
+    _, contributions, task = load_task(spec)
+    choice = choose(spec, contributions, task)
+    plan = plan_for(choice.protocol, task, epochs=protocol.epochs, seeds=protocol.seeds)
+    points = list(plan.points) if protocol.grid == "full" else [plan.quick_point()]
+    if protocol.learning_rate or protocol.batch_size:
+        points = [
+            dataclasses.replace(
+                points[0],
+                learning_rate=protocol.learning_rate or points[0].learning_rate,
+                batch_size=protocol.batch_size or points[0].batch_size,
+            )
+        ]
+    seeds = [protocol.first_seed + i for i in range(plan.seeds)]
+    efficiency.reset_peak_memory(device)
+    runner = Runner(spec, device, dtype, progress_factory)
+    if plan.cross_validation:
+        body, prepared = _cross_validate(spec, task, choice.metric, points, seeds, runner)
+    else:
+        body, prepared = _dev_then_test(spec, choice.metric, points, seeds, runner)
+    summary = body["test"]
+    all_runs = body.pop("_all_runs")
     results = {
         "dataset": task.dataset.slug,
-        "metric": metric,
+        "metric": choice.metric,
         "task_type": task.task_type.slug,
         "model": spec.model.name,
+        "benchmark": choice.benchmark,
+        "protocol": plan.describe(),
         "spec": spec.to_dict(),
         "formulation": prepared.formulation.describe(),
-        "chosen_hyperparameters": asdict(chosen),
-        "selection": [{"hyperparameters": r.hyperparameters, "dev": r.metrics.get("dev", {})} for r in search],
-        "test": asdict(Summary.of(test_values)) if test_values else None,
-        "runs": [
-            {
-                "seed": r.seed,
-                "hyperparameters": r.hyperparameters,
-                "metrics": r.metrics,
-                "train": r.train,
-                "inference": r.inference,
-            }
-            for r in runs
-        ],
-        "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
-        "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": prepared.data.notes},
-        "efficiency": efficiency.summary(runs, parameter_count(prepared.formulation, prepared.source), device),
+        **body,
+        "reported": {"statistic": plan.statistic, "value": summary[plan.statistic] if summary else None},
+        "efficiency": efficiency.summary(
+            body["runs"], parameter_count(prepared.formulation, prepared.source), device, all_runs
+        ),
         "provenance": {
             **efficiency.provenance(device, dtype, seeds, prepared.plugins),
-            "reused_runs": store.reused,
+            "reused_runs": runner.reused,
         },
     }
+    results["runs"] = [_run_record(r) for r in results["runs"]]
     protocol.out.mkdir(parents=True, exist_ok=True)
     (protocol.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     return results
+
+
+def _dev_then_test(
+    spec: FinetuneSpec, metric: str, points: list[Hyperparameters], seeds: list[int], runner: Runner
+) -> tuple[dict, Prepared]:
+    """Each point on dev with the first seed, then the other seeds at the best point; test scored for all."""
+    prepared = prepare(spec)
+    select = ("dev", metric)
+    search = [runner.run(prepared, hp, seeds[0], f"dev {hp.key()}", select) for hp in points]
+    with_dev = [r for r in search if "dev" in r.metrics]
+    best = max(with_dev, key=lambda r: _finite(r.metrics["dev"].get(metric))) if with_dev else search[0]
+    chosen = Hyperparameters(**best.hyperparameters)
+    runs = [best, *(runner.run(prepared, chosen, seed, f"seed {seed}", select) for seed in seeds[1:])]
+    notes = list(prepared.data.notes)
+    if chosen.selects_checkpoint and "dev" not in prepared.features:
+        notes.append("no dev split: each run keeps its final checkpoint")
+    values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
+    body = {
+        "chosen_hyperparameters": asdict(chosen),
+        "selection": [_selection_record(r, "dev") for r in search],
+        "test": asdict(Summary.of(values)) if values else None,
+        "runs": runs,
+        "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
+        "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": notes},
+        "_all_runs": [*search, *runs[1:]],
+    }
+    return body, prepared
+
+
+def _cross_validate(
+    spec: FinetuneSpec, task: Task, metric: str, points: list[Hyperparameters], seeds: list[int], runner: Runner
+) -> tuple[dict, Prepared]:
+    """Seed 001's folds: the point and its stopping step chosen on fold 1's test, reported on the other folds.
+
+    The folds have no dev split, so the first fold's test plays dev: that is why its score is
+    never reported. The other folds train at the chosen point up to the chosen step (the
+    schedule still spans the point's epochs, as the selecting run's did) and report test; each
+    fold's value is the median over seeds (one seed by default), the result the median of folds.
+    """
+    folds = task.dataset.adapter.cross_validation
+    root = spec.data.data_dir or _default_directory(folds.default_path)
+    directories = fold_directories(task.dataset, root)
+    first, *others = directories
+    selecting = prepare(spec, fold=directories[first])
+    select = ("test", metric)
+    search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in points]
+    best = max(search, key=lambda r: _finite(r.metrics["test"].get(metric)))
+    chosen = Hyperparameters(**best.hyperparameters)
+    fixed = chosen.without_selection(best.train["best_step"] if chosen.selects_checkpoint else None)
+    runs, per_fold, data = [], {}, {first: _fold_data(selecting, directories[first], "selection")}
+    prepared = selecting
+    for fold in others:
+        prepared = prepare(spec, fold=directories[fold])
+        data[fold] = _fold_data(prepared, directories[fold], "reported")
+        fold_runs = [runner.run(prepared, fixed, seed, f"fold {fold} seed {seed}", select, ("test",)) for seed in seeds]
+        for run in fold_runs:
+            run.fold = fold
+        runs += fold_runs
+        values = [r.metrics["test"][metric] for r in fold_runs if r.metrics["test"].get(metric) is not None]
+        per_fold[fold] = statistics.median(values) if values else None
+    values = [value for value in per_fold.values() if value is not None]
+    body = {
+        "chosen_hyperparameters": asdict(fixed),
+        "selection": [{**_selection_record(r, "test"), "fold": first} for r in search],
+        "cross_validation": {
+            "folds": len(directories),
+            "selection_fold": first,
+            "reported_folds": others,
+            "per_fold": {str(fold): value for fold, value in per_fold.items()},
+            "root": str(root),
+        },
+        "test": asdict(Summary.of(values)) if values else None,
+        "runs": runs,
+        "predictions": {f"fold{r.fold}-seed{r.seed}": r.predictions.get("test") for r in runs},
+        "data": {"folds": {str(fold): record for fold, record in data.items()}, "notes": list(selecting.data.notes)},
+        "_all_runs": [*search, *runs],
+    }
+    return body, prepared
+
+
+def _fold_data(prepared: Prepared, directory: Path, role: str) -> dict:
+    data = prepared.data
+    return {"directory": str(directory), "role": role, "fingerprint": data.fingerprint, "sizes": data.sizes}
+
+
+def _selection_record(run: RunResult, split: str) -> dict:
+    return {
+        "hyperparameters": run.hyperparameters,
+        split: run.metrics.get(split, {}),
+        "evaluations": run.train.get("evaluations", []),
+        "best_step": run.train.get("best_step"),
+    }
+
+
+def _run_record(run: RunResult) -> dict:
+    record = {
+        "seed": run.seed,
+        "hyperparameters": run.hyperparameters,
+        "metrics": run.metrics,
+        "train": run.train,
+        "inference": run.inference,
+    }
+    if run.fold is not None:
+        record = {"fold": run.fold, **record}
+    return record
 
 
 def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, dtype: torch.dtype | None) -> dict:

@@ -41,14 +41,17 @@ class RunStore:
         self.identity = identity
         self.reused = 0
 
-    def key(self, hyperparameters: Any, seed: int) -> str:
+    def key(self, hyperparameters: Any, seed: int, variant: dict | None = None) -> str:
+        """``variant``: what else the caller varies per run (the split a checkpoint is chosen on, the splits scored)."""
         payload = {**self.identity, "hyperparameters": asdict(hyperparameters), "seed": seed}
+        if variant:
+            payload["variant"] = variant
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_LENGTH]
 
-    def load(self, hyperparameters: Any, seed: int) -> dict | None:
+    def load(self, hyperparameters: Any, seed: int, variant: dict | None = None) -> dict | None:
         """The stored run's fields, or None when there is none (or it cannot be read: it is then retrained)."""
-        path = self.directory / f"{self.key(hyperparameters, seed)}.json"
+        path = self.directory / f"{self.key(hyperparameters, seed, variant)}.json"
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -56,9 +59,9 @@ class RunStore:
         self.reused += 1
         return stored["run"]
 
-    def save(self, hyperparameters: Any, seed: int, run: dict) -> Path:
+    def save(self, hyperparameters: Any, seed: int, run: dict, variant: dict | None = None) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{self.key(hyperparameters, seed)}.json"
+        path = self.directory / f"{self.key(hyperparameters, seed, variant)}.json"
         record = {"identity": self.identity, "run": run}
         handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

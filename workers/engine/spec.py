@@ -15,10 +15,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from biolm.specs import PROTOCOL_NAMES
 from workers.engine.formulations.base import TaskOptions
 
-SPEC_VERSION = 1
-GRIDS = ("blurb", "single")
+SPEC_VERSION = 2  # 2: --protocol and --benchmark; --grid is full or single
+GRIDS = ("full", "single")
 PRECISIONS = ("auto", "bf16", "fp32")
 
 
@@ -73,11 +74,24 @@ class ProtocolArguments:
     """How hyperparameters are chosen and how many seeds run, and where the results go."""
 
     out: Path = field(metadata={"help": "Directory for results.json."})
+    protocol: str | None = field(
+        default=None,
+        metadata={
+            "help": f"The paper's protocol: {', '.join(PROTOCOL_NAMES)} (default: the --benchmark's, else blurb)."
+        },
+    )
+    benchmark: str | None = field(
+        default=None,
+        metadata={"help": "Score as this benchmark does: its protocol, and its metric for the dataset."},
+    )
     seeds: int | None = field(
         default=None, metadata={"help": "Seeds on test (default: the dataset's or its task type's, usually 5)."}
     )
     first_seed: int = field(default=42, metadata={"help": "The first seed; the others follow it."})
-    grid: str = field(default="blurb", metadata={"help": "blurb (lr x batch grid on dev) or single."})
+    grid: str = field(
+        default="full",
+        metadata={"help": "full (the protocol's grid) or single (its largest lr and batch, for quick runs)."},
+    )
     epochs: int | None = field(default=None, metadata={"help": "Epochs (default: the dataset's or its task type's)."})
     learning_rate: float | None = field(default=None, metadata={"help": "Fix the learning rate (one-point grid)."})
     batch_size: int | None = field(default=None, metadata={"help": "Fix the batch size (one-point grid)."})
@@ -95,6 +109,8 @@ class ProtocolArguments:
         self.out = Path(self.out)
         if self.precision not in PRECISIONS:
             raise ValueError(f"--precision must be auto, bf16 or fp32, not {self.precision!r}")
+        if self.protocol is not None and self.protocol not in PROTOCOL_NAMES:
+            raise ValueError(f"--protocol must be one of {', '.join(PROTOCOL_NAMES)}, not {self.protocol!r}")
         if self.grid not in GRIDS:
             raise ValueError(f"--grid must be one of {', '.join(GRIDS)}, not {self.grid!r}")
         for name in ("seeds", "epochs", "batch_size", "learning_rate"):

@@ -2,8 +2,12 @@
 
 Written for throughput without giving up the papers' protocol (seed 004 section 6.2):
 AdamW with linear warm-up over the first 10% of steps and linear decay to zero, dropout
-0.1 (set in the model config), and no evaluation inside the loop: the protocol selects
-hyperparameters on dev after training, so per-epoch evaluation would be wasted work.
+0.1 (set in the model config). Evaluation inside the loop happens only when the protocol asks
+for it (seed 001 every 500 or 200 steps, seeds 003 and 000 every epoch): the best checkpoint on
+dev is kept in memory and restored at the end, training stops early after ``patience``
+evaluations without improvement, and the evaluations' time is part of the run's seconds, so
+the efficiency figures count what checkpoint selection costs. BLURB's protocol keeps the final
+checkpoint and evaluates nothing in the loop.
 On CPUs the loop runs with :mod:`workers.engine.cpu_kernels`' dropout and attention, which
 draw dropout masks about twice as fast as ``bernoulli_``. Host-side work per step is kept
 small: the loss is read back only for the progress bar every few steps, and gradients are
@@ -13,11 +17,12 @@ zeroed by setting them to None.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -38,18 +43,42 @@ class Hyperparameters:
     epochs: int = 3
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
+    evaluate_every_steps: int | None = None  # evaluate on dev every N optimisation steps
+    evaluate_each_epoch: bool = False  # ... or at the end of every epoch
+    patience: int | None = None  # stop after this many evaluations without a better score
+    max_steps: int | None = None  # stop here (a fold's early-stopping point); the schedule is unchanged
 
     def key(self) -> str:
-        return f"lr={self.learning_rate:g},bs={self.batch_size},ep={self.epochs}"
+        key = f"lr={self.learning_rate:g},bs={self.batch_size},ep={self.epochs}"
+        if self.max_steps is not None:
+            key += f",steps<={self.max_steps}"
+        return key
+
+    @property
+    def selects_checkpoint(self) -> bool:
+        return bool(self.evaluate_every_steps) or self.evaluate_each_epoch
+
+    def without_selection(self, max_steps: int | None = None) -> Hyperparameters:
+        """The same run without in-loop evaluation, stopped at ``max_steps`` (a chosen checkpoint's step)."""
+        return dataclasses.replace(
+            self, evaluate_every_steps=None, evaluate_each_epoch=False, patience=None, max_steps=max_steps
+        )
+
+
+Evaluate = Callable[[torch.nn.Module], float]
 
 
 @dataclass
 class TrainStats:
     steps: int
-    seconds: float
+    seconds: float  # wall time of the loop, in-loop evaluations included
     real_tokens: int
     padded_tokens: int
     final_loss: float | None
+    evaluations: list[tuple[int, float]] = field(default_factory=list)  # (step, dev score)
+    evaluation_seconds: float = 0.0
+    best_step: int | None = None  # the step whose checkpoint was kept (None: the final one)
+    stopped_early: bool = False
 
     @property
     def tokens_per_second(self) -> float:
@@ -127,6 +156,49 @@ class TrainingContext:
         )
 
 
+class CheckpointSelector:
+    """Evaluations inside a run: keeps the best checkpoint's weights and says when to stop early.
+
+    The best state is a copy on the training device (a BERT-base copy is 440 MB), restored at the
+    end, so the run's test predictions come from the checkpoint its dev score chose.
+    """
+
+    def __init__(self, evaluate: Evaluate, patience: int | None) -> None:
+        self.evaluate = evaluate
+        self.patience = patience
+        self.evaluations: list[tuple[int, float]] = []
+        self.seconds = 0.0
+        self.best_score = -math.inf
+        self.best_step: int | None = None
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.since_best = 0
+
+    def __call__(self, model: torch.nn.Module, step: int) -> bool:
+        """Evaluate at ``step``; True when patience has run out."""
+        start = time.perf_counter()
+        score = float(self.evaluate(model))
+        model.train()
+        if not math.isfinite(score):
+            score = -math.inf  # an undefined dev score never beats a defined one
+        self.evaluations.append((step, score))
+        if self.best_state is None or score > self.best_score:
+            self.best_score, self.best_step, self.since_best = score, step, 0
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            self.since_best += 1
+        self.seconds += time.perf_counter() - start
+        return self.patience is not None and self.since_best >= self.patience
+
+    def restore(self, model: torch.nn.Module, final_step: int) -> int | None:
+        """Load the best checkpoint into ``model`` unless it is the final one; its step."""
+        if self.best_state is None:
+            return None
+        if self.best_step != final_step:
+            model.load_state_dict(self.best_state)
+        self.best_state = None
+        return self.best_step
+
+
 def train(
     model: torch.nn.Module,
     features: Sequence[Feature],
@@ -134,26 +206,31 @@ def train(
     seed: int,
     context: TrainingContext,
     progress: ProgressCallback | None = None,
+    evaluate: Evaluate | None = None,
 ) -> TrainStats:
+    """Train ``model`` by ``hp``; with ``evaluate`` (a dev score) and ``hp.selects_checkpoint``, keep the best."""
     device, dtype = context.device, context.dtype
     seed_everything(seed)
     rng = np.random.default_rng(seed)
     lengths = [len(f) for f in features]
     steps_per_epoch = math.ceil(len(features) / hp.batch_size)
     total = steps_per_epoch * hp.epochs
+    last = min(total, hp.max_steps) if hp.max_steps else total
     optimizer = torch.optim.AdamW(
         parameter_groups(model, hp),
         lr=hp.learning_rate,
         fused=True,  # one kernel for the whole update: the optimizer step was ~15% of a small model's step
     )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)
+    selector = CheckpointSelector(evaluate, hp.patience) if evaluate is not None and hp.selects_checkpoint else None
     model.to(device)
     model.train()
     step = 0
     real = padded = 0
     loss_value = None
+    stopped_early = False
     if progress is not None:
-        progress(0, total, None)  # start the clock of the caller's progress bar before the first step
+        progress(0, last, None)  # start the clock of the caller's progress bar before the first step
     start = time.perf_counter()
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
@@ -170,12 +247,37 @@ def train(
                 step += 1
                 real += sum(lengths[i] for i in batch_indices)
                 padded += context.computed_tokens(batch)
-                if progress is not None and (step % 10 == 0 or step == total):
+                if progress is not None and (step % 10 == 0 or step == last):
                     loss_value = float(loss.detach())
-                    progress(step, total, loss_value)
+                    progress(step, last, loss_value)
+                if selector is not None and hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
+                    stopped_early = selector(model, step)
+                if stopped_early or step == last:
+                    break
+            if stopped_early or step == last:
+                break
+            if selector is not None and hp.evaluate_each_epoch:
+                stopped_early = selector(model, step)
+                if stopped_early:
+                    break
+        if selector is not None and (not selector.evaluations or selector.evaluations[-1][0] != step):
+            selector(model, step)  # the final checkpoint is a candidate too
+    best_step = selector.restore(model, step) if selector is not None else None
+    if stopped_early and progress is not None:
+        progress(last, last, loss_value)  # close the caller's bar: the remaining steps will not run
     if loss_value is None and step:
         loss_value = float(loss.detach())
-    return TrainStats(step, time.perf_counter() - start, real, padded, loss_value)
+    return TrainStats(
+        step,
+        time.perf_counter() - start,
+        real,
+        padded,
+        loss_value,
+        evaluations=selector.evaluations if selector else [],
+        evaluation_seconds=selector.seconds if selector else 0.0,
+        best_step=best_step,
+        stopped_early=stopped_early,
+    )
 
 
 @torch.inference_mode()

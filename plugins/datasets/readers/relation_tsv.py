@@ -29,6 +29,11 @@ up) of that fold's train rows as dev, in file order, which is deterministic and,
 BioBERT's train files are shuffled, not label-sorted. Fold 1 gives train 286 / dev 32 / test 37
 rows. ``dev_fraction=0`` gives BioBERT's own train 318 / test 37 with no dev (hence dev is an
 optional split of the adapter).
+
+GAD and EU-ADR also declare their 10-fold distribution (``cross_validation``): the protocol of
+seed 001 reads every fold as BioBERT ships it (``<root>/<k>/{train,test}.tsv``), and a copy of
+a single fold as ``<root>-fold<k>/`` (GAD's ``biobert-REdata-fold1`` under ../shared/data) is
+found as that fold, so the missing ones can be named.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_tsv
 from biolm.schemas.relation import PLACEHOLDER
-from biolm.specs import AdapterSpec
+from biolm.specs import AdapterSpec, CrossValidationSpec
 from plugins.datasets.readers.sentence_common import split_files
 
 READER = "plugins.datasets.readers.relation_tsv"
@@ -141,23 +146,58 @@ def read_biobert_fold(directory: Path, fold: int = 1, dev_fraction: float = 0.1)
         if not (directory / "train.tsv").is_file():
             raise DataFormatError(directory, f"no fold folder {fold!s}/ and no train.tsv: not BioBERT RE data")
         fold_dir = directory
-    files = split_files(fold_dir, {"train": ("train.tsv",), "test": ("test.tsv",)})
-    train = read_masked_tsv(files["train"], GENE_DISEASE_MASKS, "sentence-label")
-    test = read_masked_tsv(files["test"], GENE_DISEASE_MASKS, "index-header")
+    splits = read_fold_files(fold_dir)
+    train = splits["train"]
     n_dev = int(len(train) * dev_fraction + 0.5)
     cut = len(train) - n_dev
-    return {"train": train[:cut], "dev": train[cut:], "test": test}
+    return {"train": train[:cut], "dev": train[cut:], "test": splits["test"]}
+
+
+def read_fold_files(directory: Path) -> dict[str, list[dict]]:
+    """A BioBERT fold directory as it is: ``train.tsv`` (no header) and ``test.tsv`` (with one)."""
+    files = split_files(directory, {"train": ("train.tsv",), "test": ("test.tsv",)})
+    return {
+        "train": read_masked_tsv(files["train"], GENE_DISEASE_MASKS, "sentence-label"),
+        "test": read_masked_tsv(files["test"], GENE_DISEASE_MASKS, "index-header"),
+    }
+
+
+def biobert_folds(directory: Path, folds: int) -> dict[int, Path]:
+    """The fold directories present: ``<directory>/<k>/`` as BioBERT ships them, or ``<directory>-fold<k>/``.
+
+    The second form is how a single fold is often copied on its own (BLURB takes GAD's fold 1
+    this way), so a partial copy is recognised as such and its missing folds can be named.
+    """
+    found = {}
+    for fold in range(1, folds + 1):
+        for candidate in (directory / str(fold), directory.with_name(f"{directory.name}-fold{fold}")):
+            if (candidate / "train.tsv").is_file():
+                found[fold] = candidate
+                break
+    return found
+
+
+def _ten_folds(root: str) -> CrossValidationSpec:
+    return CrossValidationSpec(
+        folds=10, locate=f"{READER}:biobert_folds", reader=f"{READER}:read_fold_files", default_path=root
+    )
 
 
 ADAPTERS: dict[str, AdapterSpec] = {
     "chemprot": AdapterSpec(schema="relation", reader=f"{READER}:read_chemprot", default_path="ChemProt/blurb"),
     "ddi": AdapterSpec(schema="relation", reader=f"{READER}:read_ddi", default_path="DDI/blurb"),
-    "gad": AdapterSpec(schema="relation", reader=f"{READER}:read_gad", default_path="GAD/blurb"),
+    "gad": AdapterSpec(
+        schema="relation",
+        reader=f"{READER}:read_gad",
+        default_path="GAD/blurb",
+        cross_validation=_ten_folds("GAD/biobert-REdata"),
+    ),
     "eu-adr": AdapterSpec(
         schema="relation",
         reader=f"{READER}:read_biobert_fold",
         options={"fold": 1, "dev_fraction": 0.1},
         default_path="EU-ADR/biobert-REdata",
         optional_splits=("dev",),
+        cross_validation=_ten_folds("EU-ADR/biobert-REdata"),
     ),
 }
