@@ -132,3 +132,8 @@ def test_a_deactivated_dataset_is_a_404_and_dataset_pages_show_no_server_paths(c
     assert "0123456789abcdef" in page and "/srv/secret" not in page
     Dataset.objects.filter(slug="demo-qa").update(active=False)
     assert client.get("/datasets/demo-qa/").status_code == 404
+
+
+def test_a_benchmark_page_names_the_protocol_its_reproduced_rows_follow(client):
+    assert "<code>lewis2020</code> protocol" in client.get("/leaderboard/lewis2020/").content.decode()
+    assert "<code>blurb</code> protocol" in client.get("/leaderboard/blurb/").content.decode()
