@@ -18,7 +18,7 @@ import pytest
 from biolm.dataset_io import DataFormatError, LoadedDataset, load_dataset_files
 from biolm.specs import DatasetSpec
 from plugins.datasets import biomedical, blurb
-from plugins.datasets.readers.conll import ADAPTERS
+from plugins.datasets.readers import all_adapters
 
 DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 FIXTURES = Path(__file__).parent / "fixtures" / "token_tagging"
@@ -37,6 +37,7 @@ NER_COUNTS = {
 # split -> (documents, sentences, tokens, non-O tokens)
 PICO_COUNTS = {"dev": (960, 10386, 262268, 87308), "test": (191, 2076, 51784, 16364)}
 REAL_SLUGS = [*NER_COUNTS, "ebm-pico"]
+ADAPTERS = all_adapters()
 
 
 def spec_for(slug: str) -> DatasetSpec:

@@ -14,6 +14,7 @@ from biolm.specs import AdapterSpec, DatasetSpec
 
 READER_MODULES = (
     "conll",
+    "ebm_nlp",
     "relation_tsv",
     "biosses",
     "hoc",

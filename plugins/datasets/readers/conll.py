@@ -26,11 +26,8 @@ which are options of the single reader :func:`read_conll` instead of near-copies
 Splits that a distribution lacks are named in ``optional_splits`` (both the adapter's and the
 reader's option, so a missing required file is reported with the names looked for):
 
-* EBM PICO has no train split here: every copy of the BLURB ``train.tsv`` (and of the
-  EBM-NLP corpus it is built from) is at least 4 MiB, and files of that size were absent from
-  the repository snapshots the data directory was collected from. To build it, download
-  ``ebm_nlp_2_00.tar.gz`` from github.com/bepnye/EBM-NLP and apply BLURB's data_generation
-  procedure with ``EBM-PICO/blurb/train_pmid.tsv`` (see the data README).
+* EBM PICO (read by :mod:`plugins.datasets.readers.ebm_nlp` with this module's parser) has no
+  train file under ../shared/data: it is built from the EBM-NLP release by BLURB's procedure.
 
 Content checks (tags in the label set, one tag per token, no white space in tokens) are left
 to :func:`biolm.dataset_io.validate_examples`; this module only raises
@@ -40,7 +37,7 @@ to :func:`biolm.dataset_io.validate_examples`; this module only raises
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_lines
@@ -100,6 +97,18 @@ def split_file(directory: Path, split: str) -> Path | None:
 
 def read_conll_file(path: Path, split: str, *, docstart: str = "none", collapse_types: bool = False) -> list[dict]:
     """The sentences of one ``token<TAB>tag`` file, each tagged with ``_where`` = its first line."""
+    return read_conll_lines(read_lines(path), path, split, docstart=docstart, collapse_types=collapse_types)
+
+
+def read_conll_lines(
+    lines: Iterable[tuple[int, str]],
+    path: Path | str,
+    split: str,
+    *,
+    docstart: str = "none",
+    collapse_types: bool = False,
+) -> list[dict]:
+    """Sentences from numbered ``token<TAB>tag`` lines; ``path`` names their source in errors and ``_where``."""
     examples: list[dict] = []
     tokens: list[str] = []
     tags: list[str] = []
@@ -123,7 +132,7 @@ def read_conll_file(path: Path, split: str, *, docstart: str = "none", collapse_
         tokens.clear()
         tags.clear()
 
-    for line_no, line in read_lines(path):
+    for line_no, line in lines:
         if line.startswith(_DOCSTART):
             end_sentence()
             document = _document_id(path, line, line_no, docstart)
@@ -209,8 +218,6 @@ ADAPTERS: dict[str, AdapterSpec] = {
     "ncbi-disease": _adapter("NCBI-disease/blurb"),
     "bc2gm": _adapter("BC2GM/blurb"),
     "jnlpba": _adapter("JNLPBA/blurb", docstart="pmid"),
-    # train is absent from this distribution (files >= 4 MiB were not in the snapshots): see the module docstring.
-    "ebm-pico": _adapter("EBM-PICO/blurb", docstart="pmid", optional_splits=("train",)),
     "linnaeus": _adapter("LINNAEUS/crichton-IOB"),
     "s800": _adapter("S800/biobert-NER"),
     # Crichton et al.'s typed B-Chemical/I-Chemical collapsed to the catalogue's B/I/O; also reads BioBERT's copy.
