@@ -582,12 +582,13 @@ def test_a_pubmedqa_entry_without_final_decision_is_reported_at_its_opening_line
     )
 
 
-def test_a_pubmedqa_decision_outside_yes_no_maybe_is_reported_with_its_line(tmp_path):
+def test_a_pubmedqa_decision_outside_yes_no_maybe_is_reported_at_the_line_of_the_decision(tmp_path):
     text = json.dumps({"1": pubmedqa_entry(), "2": pubmedqa_entry("perhaps")}, indent=4)
     directory = pubmedqa_dir(tmp_path, text)
     with pytest.raises(DataFormatError) as excinfo:
         load("pubmedqa", directory)
-    line = line_containing(text, '"2": {')
+    line = line_containing(text, '"final_decision": "perhaps"')
+    assert line > line_containing(text, '"2": {')  # not the entry's first line
     assert_reported(excinfo, directory / "pqal_fold0" / "train_set.json", line, "unknown label 'perhaps'")
 
 
@@ -651,12 +652,13 @@ def test_a_squad_answer_without_answer_start_is_reported_at_the_answer(tmp_path)
     assert_reported(excinfo, directory / "train.json", line, 'expected "answer_start" as an integer, got None')
 
 
-def test_a_squad_answer_not_at_its_offset_is_reported_with_its_line(tmp_path):
+def test_a_squad_answer_not_at_its_offset_is_reported_at_the_line_of_its_offset(tmp_path):
     text = squad_text({"id": "q1", "question": "Which metal?", "answers": [{"text": "zinc", "answer_start": 3}]})
     directory = squad_dir(tmp_path, text)
     with pytest.raises(DataFormatError) as excinfo:
         load("bioasq-factoid", directory)
-    line = line_containing(text, '"id": "q1"') - 1  # the line of the question's "{"
+    line = line_containing(text, '"answer_start": 3')
+    assert line > line_containing(text, '"id": "q1"')  # not the question's first line
     assert_reported(excinfo, directory / "train.json", line, "answer 'zinc' is not found at offset 3")
 
 

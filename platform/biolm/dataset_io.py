@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas import get_schema
 from biolm.specs import SPLIT_NAMES, DatasetSpec, resolve_implementation
 
@@ -248,11 +248,16 @@ def validate_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]]) -> li
                     where, f"example has fields {sorted(row)}, expected {sorted(fields)} ({schema.name} schema)"
                 )
             if row["id"] in ids:
-                raise DataFormatError(where, f"duplicate example id {row['id']!r} in the {split} split")
+                raise DataFormatError(
+                    locate(where, field="id"), f"duplicate example id {row['id']!r} in the {split} split"
+                )
             ids.add(row["id"])
             for label in schema.validate(row, where, adapter.multi_label):
                 if allowed and label not in allowed:
-                    raise DataFormatError(where, f"unknown label {label!r}; expected one of {sorted(allowed)}")
+                    raise DataFormatError(
+                        schema.label_location(row, label, where),
+                        f"unknown label {label!r}; expected one of {sorted(allowed)}",
+                    )
                 seen.add(label)
     return sorted(seen)
 

@@ -6,7 +6,7 @@ import abc
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 
 
 class Schema(abc.ABC):
@@ -31,6 +31,12 @@ class Schema(abc.ABC):
         Raise :class:`DataFormatError` at ``where`` (``file:line``) naming what is wrong.
         """
 
+    label_field: str | None = None  # the field holding the labels validate() returns
+
+    def label_location(self, row: dict, label: str, where: str) -> str:
+        """Where ``label`` is in the example at ``where``: the label field's line when the reader knows it."""
+        return locate(where, field=self.label_field)
+
     @abc.abstractmethod
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:
         """The texts a tokenizer learns its vocabulary from, each distinct long text once."""
@@ -54,4 +60,4 @@ class Schema(abc.ABC):
 
 def check_text(value: object, where: str, name: str) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise DataFormatError(where, f"{name} must be non-empty text, got {value!r}")
+        raise DataFormatError(locate(where, field=name), f"{name} must be non-empty text, got {value!r}")

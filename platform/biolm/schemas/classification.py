@@ -12,7 +12,7 @@ from typing import Any
 from datasets import Sequence as FeatureSequence
 from datasets import Value
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas.base import Schema, check_text
 
 
@@ -28,15 +28,19 @@ class ClassificationSchema(Schema):
             "labels": FeatureSequence(Value("string")),
         }
 
+    label_field = "labels"
+
     def validate(self, row: dict, where: str, multi_label: bool) -> list[str]:
         check_text(row["text"], where, "text")
         if not isinstance(row["text_pair"], str):
-            raise DataFormatError(where, "text_pair must be a string ('' for single-text tasks)")
+            raise DataFormatError(
+                locate(where, field="text_pair"), "text_pair must be a string ('' for single-text tasks)"
+            )
         labels = row["labels"]
         if not multi_label and len(labels) != 1:
-            raise DataFormatError(where, f"expected exactly one label, got {labels!r}")
+            raise DataFormatError(locate(where, field="labels"), f"expected exactly one label, got {labels!r}")
         if len(set(labels)) != len(labels):
-            raise DataFormatError(where, f"repeated labels {labels!r}")
+            raise DataFormatError(locate(where, field="labels"), f"repeated labels {labels!r}")
         return list(labels)
 
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:

@@ -8,7 +8,7 @@ from typing import Any
 from datasets import Sequence as FeatureSequence
 from datasets import Value
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas.base import Schema, check_text
 
 
@@ -29,10 +29,13 @@ class ExtractiveQASchema(Schema):
         check_text(row["context"], where, "context")
         answers = row["answers"]
         if len(answers["text"]) != len(answers["answer_start"]):
-            raise DataFormatError(where, "answers need one answer_start per answer text")
-        for text, start in zip(answers["text"], answers["answer_start"], strict=True):
+            raise DataFormatError(locate(where, field="answers"), "answers need one answer_start per answer text")
+        for index, (text, start) in enumerate(zip(answers["text"], answers["answer_start"], strict=True)):
             if not (start >= 0 and row["context"][start : start + len(text)] == text):
-                raise DataFormatError(where, f"answer {text[:40]!r} is not found at offset {start} of its context")
+                raise DataFormatError(
+                    locate(where, item=index, field="answers"),
+                    f"answer {text[:40]!r} is not found at offset {start} of its context",
+                )
         return []
 
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:

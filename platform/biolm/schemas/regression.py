@@ -8,7 +8,7 @@ from typing import Any
 
 from datasets import Value
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas.base import Schema, check_text
 
 
@@ -24,7 +24,7 @@ class RegressionSchema(Schema):
         check_text(row["text_pair"], where, "text_pair")
         score = row["score"]
         if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-            raise DataFormatError(where, f"score must be a finite number, got {score!r}")
+            raise DataFormatError(locate(where, field="score"), f"score must be a finite number, got {score!r}")
         return []
 
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:

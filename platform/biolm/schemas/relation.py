@@ -14,7 +14,7 @@ from typing import Any
 
 from datasets import Value
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas.base import Schema, check_text
 
 PLACEHOLDER = re.compile(r"@[A-Z]+(?:-[A-Z]+)*\$")
@@ -26,7 +26,8 @@ def _check_span(span: Mapping, text: str, where: str, name: str) -> tuple[int, i
     start, end = span.get("start"), span.get("end")
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
         raise DataFormatError(
-            where, f"{name} span [{start}, {end}) is out of range for a text of {len(text)} characters"
+            locate(where, field=name),
+            f"{name} span [{start}, {end}) is out of range for a text of {len(text)} characters",
         )
     return start, end
 
@@ -37,6 +38,8 @@ class RelationSchema(Schema):
     @property
     def fields(self) -> dict[str, Any]:
         return {"id": Value("string"), "text": Value("string"), "head": _SPAN, "tail": _SPAN, "label": Value("string")}
+
+    label_field = "label"
 
     def validate(self, row: dict, where: str, multi_label: bool) -> list[str]:
         check_text(row["text"], where, "text")

@@ -13,7 +13,7 @@ from typing import Any
 from datasets import Sequence as FeatureSequence
 from datasets import Value
 
-from biolm.errors import DataFormatError
+from biolm.errors import DataFormatError, locate
 from biolm.schemas.base import Schema
 
 ELEMENT_SEPARATOR = "|"
@@ -37,20 +37,29 @@ class TokenTaggingSchema(Schema):
             raise DataFormatError(where, "a sentence with no tokens")
         if len(tokens) != len(tags):
             raise DataFormatError(where, f"{len(tokens)} tokens but {len(tags)} tags; expected one tag per token")
-        for token in tokens:
+        for index, token in enumerate(tokens):
             if not isinstance(token, str) or not token or any(c.isspace() for c in token):
-                raise DataFormatError(where, f"token {token!r} is empty or contains white space")
+                raise DataFormatError(locate(where, item=index), f"token {token!r} is empty or contains white space")
         # Each part of a joined tag must be a known label; "O" or a repeat inside a join is a mistake.
         parts = []
-        for tag in tags:
+        for index, tag in enumerate(tags):
             if ELEMENT_SEPARATOR not in tag:
                 parts.append(tag)
                 continue
             joined = tag.split(ELEMENT_SEPARATOR)
             if "" in joined or "O" in joined or len(set(joined)) != len(joined):
-                raise DataFormatError(where, f"tag {tag!r}: join distinct element tags with '|', without O")
+                raise DataFormatError(
+                    locate(where, item=index), f"tag {tag!r}: join distinct element tags with '|', without O"
+                )
             parts.extend(joined)
         return parts
+
+    def label_location(self, row: dict, label: str, where: str) -> str:
+        """The line of the first tag that is (or joins) ``label``."""
+        for index, tag in enumerate(row["tags"]):
+            if label in tag.split(ELEMENT_SEPARATOR):
+                return locate(where, item=index)
+        return str(where)
 
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:
         for row in rows:

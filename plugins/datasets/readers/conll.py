@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_lines
+from biolm.errors import Where
 from biolm.specs import SPLIT_NAMES, AdapterSpec
 
 READER = "plugins.datasets.readers.conll:read_conll"
@@ -96,7 +97,7 @@ def split_file(directory: Path, split: str) -> Path | None:
 
 
 def read_conll_file(path: Path, split: str, *, docstart: str = "none", collapse_types: bool = False) -> list[dict]:
-    """The sentences of one ``token<TAB>tag`` file, each tagged with ``_where`` = its first line."""
+    """The sentences of one ``token<TAB>tag`` file; ``_where`` is the first line and each token's line."""
     return read_conll_lines(read_lines(path), path, split, docstart=docstart, collapse_types=collapse_types)
 
 
@@ -112,6 +113,7 @@ def read_conll_lines(
     examples: list[dict] = []
     tokens: list[str] = []
     tags: list[str] = []
+    token_lines: list[str] = []
     start = 0
     document: str | None = None
     entity_type: tuple[str, int] | None = None  # (type, line) of the first typed tag, for collapse_types
@@ -126,11 +128,12 @@ def read_conll_lines(
                 "document_id": document if document is not None else sentence_id,
                 "tokens": list(tokens),
                 "tags": list(tags),
-                "_where": f"{path}:{start}",
+                "_where": Where(f"{path}:{start}", items=list(token_lines)),
             }
         )
         tokens.clear()
         tags.clear()
+        token_lines.clear()
 
     for line_no, line in lines:
         if line.startswith(_DOCSTART):
@@ -157,6 +160,7 @@ def read_conll_lines(
             start = line_no
         tokens.append(token)
         tags.append(tag)
+        token_lines.append(f"{path}:{line_no}")
     end_sentence()
     if not examples:
         raise DataFormatError(path, "has no sentences; expected token<TAB>tag lines, a blank line between sentences")

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError
+from biolm.errors import Where
 from biolm.specs import AdapterSpec
-from plugins.datasets.readers.sentence_common import split_files
+from plugins.datasets.readers.sentence_common import field_line, split_files
 
 CANDIDATES = {
     "train": ("BC7-LitCovid-Train.csv",),
@@ -67,6 +68,9 @@ def _records(path: Path) -> Iterator[tuple[int, list[str]]]:
         raise DataFormatError(path, f"broken CSV record ({exc})", line) from None
 
 
+FIELD_COLUMNS = (("id", "pmid"), ("text", "title"), ("text_pair", "abstract"), ("labels", "label"))
+
+
 def read_articles(path: Path) -> list[dict]:
     records = _records(path)
     header_line, header = next(records, (1, None))
@@ -94,7 +98,10 @@ def read_articles(path: Path) -> list[dict]:
                 "text": title or abstract,
                 "text_pair": abstract if title else "",
                 "labels": topics,
-                "_where": f"{path}:{line}",
+                "_where": Where(
+                    f"{path}:{line}",
+                    fields={name: f"{path}:{field_line(line, fields, column[key])}" for name, key in FIELD_COLUMNS},
+                ),
             }
         )
     return examples

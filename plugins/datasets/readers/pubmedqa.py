@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError
+from biolm.errors import Where
 from biolm.specs import AdapterSpec
 from plugins.datasets.readers.sentence_common import line_of, load_located_json, split_files
 
@@ -55,7 +56,14 @@ def read_questions(path: Path) -> list[dict]:
                 "text": question,
                 "text_pair": " ".join(contexts),
                 "labels": [decision],
-                "_where": f"{path}:{line}",
+                "_where": Where(
+                    f"{path}:{line}",
+                    fields={
+                        "labels": lambda entry=entry: f"{path}:{entry.key_line('final_decision')}",
+                        "text": lambda entry=entry: f"{path}:{entry.key_line('QUESTION')}",
+                        "text_pair": lambda entry=entry: f"{path}:{entry.key_line('CONTEXTS')}",
+                    },
+                ),
             }
         )
     return examples

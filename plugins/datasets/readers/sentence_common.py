@@ -46,10 +46,50 @@ def split_files(
     return found
 
 
+def field_line(line: int, fields: list[str], column: int) -> int:
+    """The line a CSV record's field starts on, the record starting on ``line``: quoted fields may hold line breaks."""
+    return line + sum(field.count("\n") for field in fields[:column])
+
+
 class LocatedDict(dict):
-    """A JSON object that remembers the line its ``{`` is on."""
+    """A JSON object that remembers the line its ``{`` is on, and can find the line of each key."""
 
     line: int = 0
+    _source: tuple[str, list[int], int, int] | None = None  # (text, newline offsets, start, end)
+
+    def key_line(self, key: str) -> int:
+        """The line of ``key`` in this object (not in a nested one); the object's line if not found.
+
+        Computed only when asked (an error is being reported), by scanning the object's text.
+        """
+        if self._source is None:
+            return self.line
+        text, newlines, start, end = self._source
+        depth, index = 0, start + 1
+        while index < end:
+            char = text[index]
+            if char == '"':
+                close = _string_end(text, index)
+                if depth == 0 and text[index + 1 : close] == json.dumps(key)[1:-1]:
+                    following = text[close + 1 : end].lstrip()
+                    if following.startswith(":"):
+                        return bisect.bisect_left(newlines, index) + 1
+                index = close + 1
+                continue
+            if char in "{[":
+                depth += 1
+            elif char in "}]":
+                depth -= 1
+            index += 1
+        return self.line
+
+
+def _string_end(text: str, quote: int) -> int:
+    """The index of the quote that closes the JSON string opened at ``quote``."""
+    index = quote + 1
+    while text[index] != '"':
+        index += 2 if text[index] == "\\" else 1
+    return index
 
 
 def load_located_json(path: Path) -> Any:
@@ -67,6 +107,7 @@ def load_located_json(path: Path) -> Any:
         pairs, end = JSONObject(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo)
         located = LocatedDict(pairs)
         located.line = bisect.bisect_left(newlines, start) + 1
+        located._source = (text, newlines, start, end)
         return located, end
 
     decoder = json.JSONDecoder()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from biolm.dataset_io import DataFormatError
+from biolm.errors import Where
 from biolm.specs import AdapterSpec
 from plugins.datasets.readers.sentence_common import line_of, load_located_json, split_files
 
@@ -61,17 +62,23 @@ def read_squad_file(path: Path) -> list[dict]:
             context = _field(paragraph, "context", str, path, at)
             for qa in _field(paragraph, "qas", list, path, at):
                 qa_line = line_of(qa, at)
-                texts, starts = [], []
+                texts, starts, answer_lines = [], [], []
                 for answer in _field(qa, "answers", list, path, qa_line, default=[]):
-                    starts.append(_field(answer, "answer_start", int, path, qa_line))
-                    texts.append(_field(answer, "text", str, path, qa_line))
+                    answer_line = line_of(answer, qa_line)
+                    starts.append(_field(answer, "answer_start", int, path, answer_line))
+                    texts.append(_field(answer, "text", str, path, answer_line))
+                    answer_lines.append(f"{path}:{answer.key_line('answer_start')}")  # a LocatedDict by now
                 examples.append(
                     {
                         "id": _field(qa, "id", str, path, qa_line),
                         "question": _field(qa, "question", str, path, qa_line),
                         "context": context,
                         "answers": {"text": texts, "answer_start": starts},
-                        "_where": f"{path}:{qa_line}",
+                        "_where": Where(
+                            f"{path}:{qa_line}",
+                            items=answer_lines,
+                            fields={"context": f"{path}:{at}", "question": f"{path}:{qa_line}"},
+                        ),
                     }
                 )
     return examples

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError
+from biolm.errors import Where
 
 log = logging.getLogger("plugins.datasets.readers.clinical")
 
@@ -177,6 +178,8 @@ class TaggedSegment:
     end: int
     tokens: list[str]
     tags: list[str]
+    token_starts: list[int] = ()  # character offset of each token
+    annotated_at: list[str | None] = ()  # per token: "file:line" of the annotation that tagged it
 
 
 def tag_segments(text: str, mentions: Sequence[Mention], unit: str, tokenizer: str) -> list[TaggedSegment]:
@@ -205,6 +208,7 @@ def tag_segments(text: str, mentions: Sequence[Mention], unit: str, tokenizer: s
         if not spans:
             continue
         tags = ["O"] * len(spans)
+        annotated_at: list[str | None] = [None] * len(spans)
         token_starts = [s for s, _ in spans]
         for mention in by_start[bisect_right(ends, seg_start) : bisect_left(starts, seg_end)]:
             lo, hi = max(mention.start, seg_start), min(mention.end, seg_end)
@@ -218,7 +222,9 @@ def tag_segments(text: str, mentions: Sequence[Mention], unit: str, tokenizer: s
             tags[first] = f"B-{mention.type}"
             for k in range(first + 1, last):
                 tags[k] = f"I-{mention.type}"
-        tagged.append(TaggedSegment(seg_start, seg_end, [text[a:b] for a, b in spans], tags))
+            annotated_at[first:last] = [mention.where] * (last - first)
+        tokens = [text[a:b] for a, b in spans]
+        tagged.append(TaggedSegment(seg_start, seg_end, tokens, tags, token_starts, annotated_at))
     for mention in mentions:
         if mention not in covered:
             raise DataFormatError(
@@ -256,7 +262,15 @@ def tagged_examples(
                 "document_id": document_id,
                 "tokens": segment.tokens,
                 "tags": segment.tags,
-                "_where": f"{source}:{line}",
+                # A tag's value comes from its annotation's line (a .con, .ann or XML element), a
+                # token's from the text: errors about either name that line, not the segment's first.
+                "_where": Where(
+                    f"{source}:{line}",
+                    items=[
+                        annotated or f"{source}:{lines.line(start)}"
+                        for annotated, start in zip(segment.annotated_at, segment.token_starts, strict=True)
+                    ],
+                ),
             }
         )
     return examples

@@ -30,8 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError
+from biolm.errors import Where
 from biolm.specs import AdapterSpec
 from plugins.datasets.readers.clinical._shared import SPLITS, decode_utf8
+from plugins.datasets.readers.sentence_common import field_line
 
 ID_NAMES = ("id", "")
 TEXT_NAMES = ("text", "txt", "report")
@@ -105,10 +107,13 @@ def _read_findings(path: Path) -> list[dict]:
         for column, name in findings:
             value = BINARY.get(fields[column].strip())
             if value is None:
-                raise DataFormatError(path, f"column {name!r} must be 0 or 1, got {fields[column]!r}", line)
+                raise DataFormatError(
+                    path, f"column {name!r} must be 0 or 1, got {fields[column]!r}", field_line(line, fields, column)
+                )
             if value == "1":
                 labels.append(name)
-        examples.append(_example(fields[id_column], fields[text_column], labels, path, line))
+        label_line = field_line(line, fields, findings[0][0])
+        examples.append(_example(fields, id_column, text_column, labels, path, line, label_line))
     return examples
 
 
@@ -130,17 +135,24 @@ def _read_labels(path: Path) -> list[dict]:
     for line, fields in rows:
         _fields(path, line, fields, header, id_column)
         value = fields[label_column].strip()
-        examples.append(_example(fields[id_column], fields[text_column], [BINARY.get(value, value)], path, line))
+        label_line = field_line(line, fields, label_column)
+        examples.append(_example(fields, id_column, text_column, [BINARY.get(value, value)], path, line, label_line))
     return examples
 
 
-def _example(example_id: str, text: str, labels: list[str], path: Path, line: int) -> dict:
+def _example(
+    fields: list[str], id_column: int, text_column: int, labels: list[str], path: Path, line: int, label_line: int
+) -> dict:
+    """One note; a note's text may span lines, so ``_where`` also knows the line of its text and labels."""
     return {
-        "id": example_id.strip(),
-        "text": text,
+        "id": fields[id_column].strip(),
+        "text": fields[text_column],
         "text_pair": "",
         "labels": labels,
-        "_where": f"{path}:{line}",
+        "_where": Where(
+            f"{path}:{line}",
+            fields={"text": f"{path}:{field_line(line, fields, text_column)}", "labels": f"{path}:{label_line}"},
+        ),
     }
 
 

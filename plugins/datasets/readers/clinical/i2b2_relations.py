@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, read_lines
+from biolm.errors import Where
 from biolm.specs import AdapterSpec
 from plugins.datasets.readers.clinical._shared import (
     SPLITS,
@@ -116,6 +117,8 @@ class Record:
     concepts: list[Concept]
     relations: dict[frozenset[Offsets], Relation]
     dropped_conflicts: int = 0
+    con: Path | None = None  # the concept and relation files, which errors about a label name
+    rel: Path | None = None
 
 
 def read_i2b2_2010_relations(
@@ -160,7 +163,7 @@ def _entries(path: Path) -> list[tuple[int, str]]:
 def _read_record(txt: Path, conflicts: str) -> Record:
     lines = [line for _, line in read_lines(txt)]
     record = Record(txt.stem, txt, lines, [[m.span() for m in _TOKEN.finditer(line)] for line in lines], [], {})
-    con = _concept_file(txt)
+    con = record.con = _concept_file(txt)
     by_offsets: dict[Offsets, Concept] = {}
     for number, entry in _entries(con):
         match = CONCEPT_LINE.match(entry)
@@ -177,7 +180,7 @@ def _read_record(txt: Path, conflicts: str) -> Record:
             )
         if known is concept:
             record.concepts.append(concept)
-    rel = _relation_file(txt)
+    rel = record.rel = _relation_file(txt)
     for number, entry in _entries(rel):
         match = RELATION_LINE.match(entry)
         if match is None:
@@ -307,7 +310,14 @@ def _candidates(record: Record, pairs: str) -> list[dict]:
                         "head": {"start": head_span[0], "end": head_span[1], "type": head.type},
                         "tail": {"start": tail_span[0], "end": tail_span[1], "type": tail.type},
                         "label": label,
-                        "_where": f"{record.txt}:{line}",
+                        "_where": Where(
+                            f"{record.txt}:{line}",
+                            fields={
+                                "label": f"{record.rel}:{relation.line}" if relation else f"{record.txt}:{line}",
+                                "head": f"{record.con}:{head.line}",
+                                "tail": f"{record.con}:{tail.line}",
+                            },
+                        ),
                     }
                 )
     left_out = {
