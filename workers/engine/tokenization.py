@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -67,6 +67,26 @@ def learn_wordpiece_vocabulary(words: Counter[str], vocab_size: int) -> list[str
     alphabet = sorted({piece for pieces in spelled.values() for piece in pieces})
     vocab = [*SPECIAL_TOKENS, *(piece for piece in alphabet if piece not in SPECIAL_TOKENS)]
     known = set(vocab)
+    if len(vocab) >= vocab_size:
+        return vocab
+    for _pair, merged in greedy_merges(words, spelled, lambda a, b: a + b.removeprefix(CONTINUATION)):
+        if merged not in known:
+            known.add(merged)
+            vocab.append(merged)
+            if len(vocab) >= vocab_size:
+                break
+    return vocab
+
+
+def greedy_merges(
+    words: Counter[str], spelled: dict[str, list[str]], join: Callable[[str, str], str]
+) -> Iterator[tuple[tuple[str, str], str]]:
+    """Merge the most frequent adjacent pair of pieces, again and again; yield each pair and its merge.
+
+    Counts are word frequencies; ties go to the alphabetically first pair, so the merges depend
+    on the data only (WordPiece and byte-level BPE learning share this). ``spelled`` (word ->
+    pieces) is updated in place; the caller stops when its vocabulary is full.
+    """
     pair_counts: Counter[tuple[str, str]] = Counter()
     where: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
     for word, pieces in spelled.items():
@@ -75,14 +95,11 @@ def learn_wordpiece_vocabulary(words: Counter[str], vocab_size: int) -> list[str
             where[pair].add(word)
     heap = [(-count, pair) for pair, count in pair_counts.items()]
     heapq.heapify(heap)
-    while len(vocab) < vocab_size and heap:
+    while heap:
         negative, pair = heapq.heappop(heap)
         if pair_counts.get(pair, 0) != -negative or negative == 0:
             continue  # a stale entry: the pair's count changed after it was pushed
-        merged = pair[0] + pair[1].removeprefix(CONTINUATION)
-        if merged not in known:
-            known.add(merged)
-            vocab.append(merged)
+        merged = join(*pair)
         changed: set[tuple[str, str]] = set()
         for word in sorted(where.pop(pair)):
             pieces, count = spelled[word], words[word]
@@ -100,7 +117,7 @@ def learn_wordpiece_vocabulary(words: Counter[str], vocab_size: int) -> list[str
             else:
                 pair_counts.pop(key, None)
                 where.pop(key, None)
-    return vocab
+        yield pair, merged
 
 
 def _merge(pieces: list[str], pair: tuple[str, str], merged: str) -> list[str]:

