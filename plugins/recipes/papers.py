@@ -14,6 +14,31 @@ hookimpl = pluggy.HookimplMarker("biolm")
 
 RECIPES = (
     RecipeSpec(
+        slug="tiny",
+        name="Tiny BERT from scratch (tests and the demo)",
+        description=(
+            "A 2-layer BERT with a 2,048-entry WordPiece vocabulary learned on the corpus, whole-word MLM; "
+            "small enough to pretrain in minutes on two CPU cores."
+        ),
+        objectives=("mlm-whole-word",),
+        settings={
+            "architecture": "bert:tiny",
+            "vocabulary": "wordpiece",
+            "vocab_size": 2048,
+            "block_size": 128,
+            "batch_size": 32,
+            "learning_rate": 1e-3,
+            "warmup_ratio": 0.06,
+            "mask_rate": 0.15,
+            "steps": 300,
+            "checkpoint_every": 50,
+            "eval_every": 25,
+            "heldout_share": 0.05,
+            "preprocessors": ["drop-empty"],
+        },
+        implementation="workers.engine.pretrain.objectives:masked_language_model",
+    ),
+    RecipeSpec(
         slug="pubmedbert",
         name="PubMedBERT: from scratch, in-domain vocabulary, WWM",
         description="BERT MLM + NSP from scratch on PubMed abstracts with a PubMed WordPiece vocabulary (seed 004).",

@@ -19,15 +19,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
+from biolm.errors import DataFormatError  # noqa: E402
 from biolm.specs import ImplementationError  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
+from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
 from workers.engine.spec import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "pretrain":
+        return pretrain_main(argv[1:])
     if not argv or argv[0] != "finetune":
-        print("usage: python -m workers.engine finetune --help", file=sys.stderr)
+        print("usage: python -m workers.engine finetune|pretrain --help", file=sys.stderr)
         return 2
     parser = HfArgumentParser(ARGUMENT_GROUPS, prog="python -m workers.engine finetune")
     try:
@@ -64,6 +68,39 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     print(headline(results) + f"; results in {spec.protocol.out / 'results.json'}")
+    return 0
+
+
+def pretrain_main(argv: list[str]) -> int:
+    parser = HfArgumentParser(PretrainArguments, prog="python -m workers.engine pretrain")
+    try:
+        (args,) = parser.parse_args_into_dataclasses(argv)
+    except ValueError as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    bar = None
+
+    def progress(step: int, total: int, loss: float | None, tokens_per_second: float | None) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, initial=step, desc="pretrain", unit="step")
+        bar.update(step - bar.n)
+        if loss is not None:
+            bar.set_postfix(loss=f"{loss:.4f}", tokens_per_s=f"{tokens_per_second:,.0f}")
+
+    try:
+        report = pretrain(args, progress)
+    except (ValueError, ImplementationError, DataFormatError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if bar is not None:
+            bar.close()
+    training = report["training"]
+    print(
+        f"{args.recipe}: {training['steps']} steps, held-out MLM loss {training['heldout_loss']:.3f} "
+        f"(unigram baseline {report['unigram_baseline_loss']:.3f}); checkpoint in {args.out}"
+    )
     return 0
 
 

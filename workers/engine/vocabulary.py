@@ -55,13 +55,19 @@ PUBMEDBERT_TABLE_1_TERMS: tuple[tuple[str, str], ...] = (
 DEFAULT_TERMS: tuple[str, ...] = tuple(term for term, _ in PUBMEDBERT_TABLE_1_TERMS)
 
 
-def train_vocabulary(texts: Iterable[str], kind: str, size: int, *, lowercase: bool = True) -> PreTrainedTokenizerFast:
-    """A ``kind`` vocabulary of ``size`` entries learned on ``texts``; the same texts give the same ids anywhere."""
+def train_vocabulary(
+    texts: Iterable[str], kind: str, size: int, *, lowercase: bool | None = None
+) -> PreTrainedTokenizerFast:
+    """A ``kind`` vocabulary of ``size`` entries learned on ``texts``; the same texts give the same ids anywhere.
+
+    ``lowercase`` defaults to each kind's original: uncased WordPiece (BERT-uncased, PubMedBERT),
+    cased byte-level BPE (RoBERTa).
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {', '.join(KINDS)}")
     if kind == "wordpiece":
-        return train_wordpiece(texts, size, lowercase=lowercase)
-    return train_byte_level_bpe(texts, size, lowercase=lowercase)
+        return train_wordpiece(texts, size, lowercase=True if lowercase is None else lowercase)
+    return train_byte_level_bpe(texts, size, lowercase=bool(lowercase))
 
 
 def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bool = False) -> PreTrainedTokenizerFast:

@@ -1,0 +1,295 @@
+"""The pretraining loop: AdamW, warm-up and linear decay, accumulation, bf16, checkpoints, exact resume.
+
+The optimiser is the one seeds 001 and 004 use for pretraining: AdamW with betas (0.9, 0.98),
+eps 1e-6 and weight decay 0.01, a linear warm-up then linear decay to zero, gradient clipping at
+1.0, and bf16 autocast where the hardware runs it natively.
+
+**Exact resume.** Every ``checkpoint_every`` optimiser steps the loop writes, atomically, the
+model, optimiser and scheduler states, the global RNG states (dropout draws from them) and the
+step. Everything else is a function of (seed, step): the order of blocks in an epoch is a
+permutation seeded by (seed, epoch), the masks of a step come from a generator seeded by
+(seed, step). So a run killed at any point and resumed from its last checkpoint ends with the
+same weights as one that was never interrupted, bit for bit on the same machine.
+
+Losses are appended to ``loss.json`` (training loss every step, held-out loss every
+``eval_every`` steps) for plotting; the log is rewritten at each checkpoint and cut back to the
+checkpoint's step on resume, so a resumed run's curve has no duplicated steps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import get_linear_schedule_with_warmup
+
+from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
+
+ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
+CHECKPOINT = "checkpoint"
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    steps: int
+    batch_size: int = 32  # sequences per optimiser step (micro-batch x accumulation)
+    accumulation: int = 1
+    learning_rate: float = 5e-4
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-6
+    mask_rate: float = 0.15
+    whole_word: bool = False
+    rate_schedule: bool = False  # seed 004 section 2.3: 5% to 25%
+    seed: int = 42
+    checkpoint_every: int = 100
+    eval_every: int = 50
+    eval_blocks: int = 256
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.accumulation < 1:
+            raise ValueError("steps, batch size and accumulation must be positive")
+        if self.batch_size % self.accumulation:
+            raise ValueError(f"batch size {self.batch_size} is not a multiple of accumulation {self.accumulation}")
+
+    @property
+    def micro_batch(self) -> int:
+        return self.batch_size // self.accumulation
+
+
+@dataclass
+class Masker:
+    """Turns a micro-batch of blocks into MLM inputs for one step."""
+
+    mask_id: int
+    vocab_size: int
+    special_ids: tuple[int, ...]
+    pad_id: int
+
+    def __call__(self, ids: np.ndarray, words: np.ndarray, rate: float, generator: torch.Generator, whole: bool):
+        input_ids = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
+        special = torch.isin(input_ids, torch.tensor(self.special_ids))
+        word_ids = torch.from_numpy(np.ascontiguousarray(words, dtype=np.int64)) if whole else None
+        inputs, labels = mask_tokens(
+            input_ids, special, rate=rate, mask_id=self.mask_id, vocab_size=self.vocab_size,
+            generator=generator, word_ids=word_ids,
+        )  # fmt: skip
+        return {"input_ids": inputs, "attention_mask": torch.ones_like(inputs), "labels": labels}
+
+
+def block_order(n_blocks: int, seed: int, epoch: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch]).permutation(n_blocks)
+
+
+def micro_batch_indices(n_blocks: int, settings: LoopSettings, step: int, micro: int) -> np.ndarray:
+    """The blocks of micro-batch ``micro`` of optimiser step ``step`` (0-based): a function of the seed only."""
+    size = settings.micro_batch
+    per_epoch = max(1, n_blocks // size)
+    index = step * settings.accumulation + micro
+    epoch, position = divmod(index, per_epoch)
+    order = block_order(n_blocks, settings.seed, epoch)
+    return np.sort(order[position * size : (position + 1) * size])
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        if not parameter.requires_grad:
+            continue
+        (no_decay if parameter.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    if dtype is None:
+        return torch.autocast(device_type=device.type, enabled=False)
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@torch.inference_mode()
+def heldout_loss(model, blocks, masker: Masker, settings: LoopSettings, device, dtype) -> float | None:
+    """Mean MLM loss over up to ``eval_blocks`` held-out blocks, with fixed masks (comparable across steps)."""
+    ids, words = blocks
+    count = min(len(ids), settings.eval_blocks)
+    if count == 0:
+        return None
+    was_training = model.training
+    model.eval()
+    generator = masking_generator(settings.seed, -1)
+    total = tokens = 0.0
+    for start in range(0, count, settings.micro_batch):
+        batch = masker(ids[start : start + settings.micro_batch], words[start : start + settings.micro_batch],
+                       settings.mask_rate, generator, settings.whole_word)  # fmt: skip
+        batch = {k: v.to(device) for k, v in batch.items()}
+        with autocast(device, dtype):
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        labels = batch["labels"]
+        loss = torch.nn.functional.cross_entropy(
+            logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE, reduction="sum"
+        )
+        total += float(loss)
+        tokens += int((labels != IGNORE).sum())
+    model.train(was_training)
+    return total / tokens if tokens else None
+
+
+def pretrain_loop(
+    model: torch.nn.Module,
+    train_blocks: tuple[np.ndarray, np.ndarray],
+    heldout_blocks: tuple[np.ndarray, np.ndarray],
+    masker: Masker,
+    settings: LoopSettings,
+    out: Path,
+    *,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    resume: bool = False,
+    progress: ProgressCallback | None = None,
+) -> dict:
+    """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary."""
+    ids, words = train_blocks
+    if len(ids) < settings.micro_batch:
+        raise ValueError(
+            f"the corpus gives {len(ids)} training blocks, fewer than one micro-batch of {settings.micro_batch}"
+        )
+    model.to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(
+        parameter_groups(model, settings.weight_decay), lr=settings.learning_rate, betas=settings.betas,
+        eps=settings.eps,
+    )  # fmt: skip
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
+    log: list[dict] = []
+    step = 0
+    if resume and (out / CHECKPOINT).is_dir():
+        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device)
+    else:
+        torch.manual_seed(settings.seed)
+        random.seed(settings.seed)
+        np.random.seed(settings.seed)
+    start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
+    if progress is not None:
+        progress(step, settings.steps, None, None)
+    while step < settings.steps:
+        rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
+        generator = masking_generator(settings.seed, step)
+        loss_sum, masked = 0.0, 0
+        for micro in range(settings.accumulation):
+            chosen = micro_batch_indices(len(ids), settings, step, micro)
+            batch = masker(ids[chosen], words[chosen], rate, generator, settings.whole_word)
+            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+            with autocast(device, dtype):
+                loss = model(**batch).loss / settings.accumulation
+            loss.backward()
+            loss_sum += float(loss.detach())
+            real_tokens += int(batch["input_ids"].numel())
+            masked += int((batch["labels"] != IGNORE).sum())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        elapsed = seconds_before + time.perf_counter() - start
+        entry = {"step": step, "loss": loss_sum, "mask_rate": rate, "seconds": elapsed}
+        if step % settings.eval_every == 0 or step == settings.steps:
+            entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
+        log.append(entry)
+        if progress is not None:
+            rate_now = real_tokens / (time.perf_counter() - start)
+            progress(step, settings.steps, loss_sum, rate_now)
+        if step % settings.checkpoint_every == 0 or step == settings.steps:
+            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log)
+            write_log(out, log)
+    write_log(out, log)
+    train_seconds = time.perf_counter() - start
+    return {
+        "steps": step,
+        "final_loss": log[-1]["loss"] if log else None,
+        "heldout_loss": next((e["heldout_loss"] for e in reversed(log) if e.get("heldout_loss") is not None), None),
+        "tokens_per_second_this_session": real_tokens / train_seconds if train_seconds else None,
+        "settings": {**asdict(settings), "betas": list(settings.betas)},
+    }
+
+
+def write_log(out: Path, log: list[dict]) -> None:
+    _atomic_write(out / "loss.json", json.dumps(log))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def rng_states() -> dict:
+    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def save_checkpoint(directory: Path, model, optimizer, scheduler, step: int, log: list[dict]) -> None:
+    """Write the resumable state to a fresh directory, then swap it in: a kill never leaves half a checkpoint."""
+    staging = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": rng_states(),
+            "step": step,
+        },
+        staging / "state.pt",
+    )
+    (staging / "loss.json").write_text(json.dumps(log), encoding="utf-8")
+    previous = directory.with_name(directory.name + ".old")
+    shutil.rmtree(previous, ignore_errors=True)
+    if directory.exists():
+        os.replace(directory, previous)
+    os.replace(staging, directory)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def load_checkpoint(directory: Path, model, optimizer, scheduler, device: torch.device) -> tuple[int, list[dict]]:
+    state = torch.load(directory / "state.pt", map_location=device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    rng = state["rng"]
+    random.setstate(rng["python"])
+    np.random.set_state(rng["numpy"])
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    log = json.loads((directory / "loss.json").read_text(encoding="utf-8"))
+    return int(state["step"]), [entry for entry in log if entry["step"] <= state["step"]]
+
+
+def unigram_baseline(train_ids: np.ndarray, heldout: tuple[np.ndarray, np.ndarray], special_ids, rows: int) -> float:
+    """Cross-entropy (nats) of predicting held-out tokens from the training tokens' unigram frequencies.
+
+    The loss a model that ignores context would reach on masked tokens: the bar a pretrained
+    model must be well below. Add-one smoothing keeps unseen tokens finite.
+    """
+    counts = np.bincount(np.asarray(train_ids).reshape(-1), minlength=1).astype(np.float64)
+    for token in special_ids:
+        if token < len(counts):
+            counts[token] = 0
+    ids = np.asarray(heldout[0][:rows]).reshape(-1)
+    ids = ids[~np.isin(ids, special_ids)]
+    size = max(len(counts), int(ids.max()) + 1 if len(ids) else 0)
+    counts = np.pad(counts, (0, size - len(counts))) + 1.0
+    probabilities = counts / counts.sum()
+    return float(-np.log(probabilities[ids]).mean()) if len(ids) else math.nan

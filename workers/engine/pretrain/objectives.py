@@ -1,0 +1,47 @@
+"""Pretraining objectives a recipe can name, built from the recipe's settings.
+
+A recipe contribution names ``workers.engine.pretrain.objectives:masked_language_model`` as its
+implementation; the engine calls it with the recipe's ``settings`` and ``objectives`` and trains
+what it returns. Objective names:
+
+* ``mlm``: BERT's masked language model, 15% (or ``mask_rate``), 80/10/10;
+* ``mlm-whole-word``: whole words masked together (PubMedBERT, Bioformer);
+* ``mlm-dynamic``: a new mask at every step (RoBERTa). biolm always draws masks per step (from
+  a generator seeded by the step), so static masking as BERT's data preparation did it, with
+  ``dupe_factor`` copies, is the one thing not reproduced; the name is accepted for the recipes
+  that state it;
+* ``mlm-rate-schedule``: seed 004's rate schedule, 5% rising to 25%.
+
+An objective this module does not know is refused by name, so a recipe asking for one never
+trains something else silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MLM_OBJECTIVES = frozenset({"mlm", "mlm-whole-word", "mlm-dynamic", "mlm-rate-schedule"})
+
+
+@dataclass(frozen=True)
+class MaskedLanguageModel:
+    mask_rate: float = 0.15
+    whole_word: bool = False
+    rate_schedule: bool = False
+
+    def describe(self) -> dict:
+        return {"objective": "masked-language-model", **self.__dict__}
+
+
+def masked_language_model(settings: Mapping[str, object], objectives: Sequence[str]) -> MaskedLanguageModel:
+    unknown = sorted(set(objectives) - MLM_OBJECTIVES)
+    if unknown:
+        raise ValueError(
+            f"objective(s) {', '.join(unknown)} are not masked-language-model objectives; "
+            f"this implementation trains {', '.join(sorted(MLM_OBJECTIVES))}"
+        )
+    rate = float(settings.get("mask_rate", 0.15))
+    if not 0 < rate < 1:
+        raise ValueError(f"mask_rate must be between 0 and 1, not {rate}")
+    return MaskedLanguageModel(rate, "mlm-whole-word" in objectives, "mlm-rate-schedule" in objectives)

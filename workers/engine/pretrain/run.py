@@ -1,0 +1,185 @@
+"""Pretrain a model from a recipe and a corpus, and write a checkpoint the engine fine-tunes unchanged.
+
+``python -m workers.engine pretrain --recipe NAME --corpus PATH [--steps N] [--resume] --out DIR``.
+The recipe (a plugin contribution) gives the objective's implementation and the settings:
+architecture, vocabulary, block size, batch, learning rate, steps, preprocessors. The run:
+
+1. streams the corpus through the recipe's preprocessors and learns the vocabulary on the
+   training documents (or keeps a continual run's checkpoint vocabulary), with seed 004's
+   coverage report beside the starting vocabulary when there is one;
+2. packs the documents into token blocks on disk (training and held-out parts, fingerprinted);
+3. trains (:mod:`workers.engine.pretrain.loop`), checkpointing for exact resume;
+4. writes a Hugging Face checkpoint into ``--out`` (safetensors, config, tokenizer) with
+   ``pretraining.json`` (recipe, settings, corpus statistics and fingerprint, vocabulary
+   report, losses against the unigram baseline) and ``loss.json`` (the curve).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForMaskedLM
+
+import biolm
+from biolm.corpus import preprocess_corpus
+from biolm.plugins import collect_contributions, get_plugin_manager
+from biolm.specs import ImplementationError
+from workers.engine import efficiency, preflight
+from workers.engine.architectures import build_config
+from workers.engine.pretrain.data import is_heldout, open_blocks, write_blocks
+from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
+from workers.engine.pretrain.objectives import MaskedLanguageModel
+from workers.engine.tokenization import load_tokenizer
+from workers.engine.vocabulary import compare, coverage, train_vocabulary
+
+logger = logging.getLogger("biolm.pretrain")
+
+LOOP_KEYS = {
+    "batch_size", "accumulation", "learning_rate", "warmup_ratio", "weight_decay", "checkpoint_every",
+    "eval_every", "eval_blocks", "seed",
+}  # fmt: skip
+
+
+@dataclass
+class PretrainArguments:
+    """``python -m workers.engine pretrain``: what to pretrain, on what, and where the checkpoint goes."""
+
+    recipe: str = field(metadata={"help": "A pretraining recipe (see manage.py plugins), e.g. tiny."})
+    corpus: Path = field(metadata={"help": "A text file (.gz too), one document per line."})
+    out: Path = field(metadata={"help": "Directory for the checkpoint, its reports and the resumable state."})
+    steps: int | None = field(default=None, metadata={"help": "Optimiser steps (default: the recipe's)."})
+    resume: bool = field(default=False, metadata={"help": "Continue from the last checkpoint in --out."})
+    model: Path | None = field(
+        default=None, metadata={"help": "Continual pretraining from this checkpoint, keeping its vocabulary."}
+    )
+    device: str = field(default="auto", metadata={"help": "auto, cpu, cuda or cuda:N."})
+    precision: str = field(default="auto", metadata={"help": "auto (bf16 where native), bf16 or fp32."})
+    load_entrypoints: bool = True
+
+    def __post_init__(self) -> None:
+        self.corpus, self.out = Path(self.corpus), Path(self.out)
+        if self.model is not None:
+            self.model = Path(self.model)
+        if self.steps is not None and self.steps < 1:
+            raise ValueError("--steps must be at least 1")
+
+
+def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) -> dict:
+    from workers.engine.finetune import resolve_device, resolve_dtype
+
+    preflight.check_output_directory(args.out)
+    if args.model is not None:
+        preflight.check_checkpoint(args.model)
+    if not args.corpus.is_file():
+        raise ValueError(f"--corpus {args.corpus}: no such file")
+    manager = get_plugin_manager(load_entrypoints=args.load_entrypoints)
+    contributions = collect_contributions(manager)
+    recipe = contributions.recipes.get(args.recipe)
+    if recipe is None:
+        raise ValueError(f"unknown recipe {args.recipe!r}; known: {', '.join(sorted(contributions.recipes))}")
+    settings = dict(recipe.settings)
+    objective = recipe.resolve()(settings=settings, objectives=recipe.objectives)
+    if not isinstance(objective, MaskedLanguageModel):
+        raise ImplementationError(f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}")
+    preprocessors = [_preprocessor(contributions, slug) for slug in settings.get("preprocessors", ())]
+    device = resolve_device(args.device)
+    dtype = resolve_dtype(args.precision, device)
+    block_size = int(settings.get("block_size", 128))
+    heldout_share = float(settings.get("heldout_share", 0.05))
+
+    def documents():
+        return preprocess_corpus(args.corpus, preprocessors)
+
+    if next(iter(documents()), None) is None:
+        raise ValueError(f"--corpus {args.corpus}: no documents (after the recipe's preprocessors)")
+    base_tokenizer = load_tokenizer(args.model) if args.model is not None else None
+    tokenizer = base_tokenizer or _learn_vocabulary(documents(), settings, heldout_share)
+    sample = [
+        text for text, _ in zip((d for d in documents() if is_heldout(d, heldout_share)), range(500), strict=False)
+    ]
+    vocabulary = (
+        compare(tokenizer, base_tokenizer, texts=sample)
+        if base_tokenizer is not None
+        else {"new": coverage(tokenizer, texts=sample).to_dict()}
+    )
+    data_dir = args.out / "data"
+    stats_path = data_dir / "corpus.json"
+    if args.resume and stats_path.is_file():
+        stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    else:
+        stats = write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
+        stats = stats.to_dict()
+    train_blocks = open_blocks(data_dir, "train", block_size)
+    heldout_blocks = open_blocks(data_dir, "heldout", block_size)
+    loop = LoopSettings(
+        steps=args.steps or int(settings.get("steps", 1000)),
+        mask_rate=objective.mask_rate,
+        whole_word=objective.whole_word,
+        rate_schedule=objective.rate_schedule,
+        **{key: settings[key] for key in LOOP_KEYS if key in settings},
+    )
+    model = _build_model(args, settings, tokenizer, block_size)
+    specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
+    masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
+    started = time.perf_counter()
+    summary = pretrain_loop(
+        model, train_blocks, heldout_blocks, masker, loop, args.out,
+        device=device, dtype=dtype, resume=args.resume, progress=progress,
+    )  # fmt: skip
+    model.save_pretrained(args.out)
+    tokenizer.save_pretrained(args.out)
+    report = {
+        "recipe": {"slug": recipe.slug, "objectives": list(recipe.objectives), "settings": settings},
+        "objective": objective.describe(),
+        "starting_checkpoint": str(args.model) if args.model else None,
+        "corpus": {"path": str(args.corpus), **stats},
+        "vocabulary": vocabulary,
+        "training": summary,
+        "unigram_baseline_loss": unigram_baseline(train_blocks[0], heldout_blocks, list(specials), loop.eval_blocks),
+        "seconds": time.perf_counter() - started,
+        "provenance": {
+            **efficiency.provenance(device, dtype, [loop.seed], efficiency.plugin_versions(manager)),
+            "biolm": biolm.__version__,
+        },
+    }
+    (args.out / "pretraining.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return report
+
+
+def _preprocessor(contributions, slug: str):
+    spec = contributions.preprocessors.get(slug)
+    if spec is None:
+        raise ValueError(f"the recipe names the preprocessor {slug!r}, which no plugin provides")
+    return spec
+
+
+def _learn_vocabulary(documents, settings: dict, heldout_share: float):
+    kind = str(settings.get("vocabulary", "wordpiece"))
+    size = int(settings.get("vocab_size", 8000))
+    training = (text for text in documents if not is_heldout(text, heldout_share))
+    tokenizer = train_vocabulary(training, kind, size, lowercase=settings.get("lowercase"))
+    if len(tokenizer) > size:
+        raise ValueError(
+            f"a vocabulary of {size} entries is too small for this corpus: its characters and the special tokens "
+            f"alone need {len(tokenizer)}; raise the recipe's vocab_size"
+        )
+    return tokenizer
+
+
+def _build_model(args: PretrainArguments, settings: dict, tokenizer, block_size: int) -> torch.nn.Module:
+    if args.model is not None:
+        return AutoModelForMaskedLM.from_pretrained(str(args.model), local_files_only=True)
+    config = build_config(
+        str(settings.get("architecture", "bert:tiny")),
+        **dict(settings.get("config", {})),  # the recipe's changes to the preset (sizes)
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=max(block_size, 128) + 2,
+    )
+    torch.manual_seed(int(settings.get("seed", 42)))
+    return AutoModelForMaskedLM.from_config(config)
