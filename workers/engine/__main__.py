@@ -96,6 +96,12 @@ def pretrain_main(argv: list[str]) -> int:
     finally:
         if bar is not None:
             bar.close()
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    if "rank" in report:  # a torchrun process other than the first: process 0 reports
+        return 0
     training = report["training"]
     print(
         f"{args.recipe}: {training['steps']} steps, held-out MLM loss {training['heldout_loss']:.3f} "

@@ -171,8 +171,9 @@ def pretrain_loop(
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
     log: list[dict] = []
     step = 0
+    rank, world = distributed_rank_and_world()
     if resume and (out / CHECKPOINT).is_dir():
-        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device)
+        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank)
     else:
         torch.manual_seed(settings.seed)
         random.seed(settings.seed)
@@ -183,17 +184,22 @@ def pretrain_loop(
     while step < settings.steps:
         rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
         generator = masking_generator(settings.seed, step)
-        loss_sum, masked = 0.0, 0
-        for micro in range(settings.accumulation):
-            chosen = micro_batch_indices(len(ids), settings, step, micro)
-            batch = masker(ids[chosen], words[chosen], rate, generator, settings.whole_word)
-            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-            with autocast(device, dtype):
-                loss = model(**batch).loss / settings.accumulation
+        # Every process draws the masks of the whole step (cheap), so the masks do not depend on
+        # the number of processes; each then trains on its share of the rows.
+        micro_batches = [
+            masker(ids[chosen], words[chosen], rate, generator, settings.whole_word)
+            for chosen in (micro_batch_indices(len(ids), settings, step, m) for m in range(settings.accumulation))
+        ]
+        masked = sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches)
+        loss_sum = 0.0
+        for batch in micro_batches:
+            share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
+            loss = masked_lm_loss(model, share, max(masked, 1), device, dtype)
             loss.backward()
             loss_sum += float(loss.detach())
-            real_tokens += int(batch["input_ids"].numel())
-            masked += int((batch["labels"] != IGNORE).sum())
+            real_tokens += int(share["input_ids"].numel())
+        if world > 1:
+            loss_sum = all_reduce_gradients(model, loss_sum, device)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
@@ -201,24 +207,75 @@ def pretrain_loop(
         step += 1
         elapsed = seconds_before + time.perf_counter() - start
         entry = {"step": step, "loss": loss_sum, "mask_rate": rate, "seconds": elapsed}
-        if step % settings.eval_every == 0 or step == settings.steps:
+        if rank == 0 and (step % settings.eval_every == 0 or step == settings.steps):
             entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
         log.append(entry)
-        if progress is not None:
-            rate_now = real_tokens / (time.perf_counter() - start)
+        if progress is not None and rank == 0:
+            rate_now = real_tokens * world / (time.perf_counter() - start)
             progress(step, settings.steps, loss_sum, rate_now)
         if step % settings.checkpoint_every == 0 or step == settings.steps:
-            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log)
-            write_log(out, log)
-    write_log(out, log)
+            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world)
+            if rank == 0:
+                write_log(out, log)
+    if rank == 0:
+        write_log(out, log)
     train_seconds = time.perf_counter() - start
     return {
         "steps": step,
         "final_loss": log[-1]["loss"] if log else None,
         "heldout_loss": next((e["heldout_loss"] for e in reversed(log) if e.get("heldout_loss") is not None), None),
-        "tokens_per_second_this_session": real_tokens / train_seconds if train_seconds else None,
+        "tokens_per_second_this_session": real_tokens * world / train_seconds if train_seconds else None,
+        "processes": world,
         "settings": {**asdict(settings), "betas": list(settings.betas)},
     }
+
+
+def masked_lm_loss(model, batch: dict, total_masked: int, device, dtype) -> torch.Tensor:
+    """Cross-entropy summed over this share's masked positions, divided by the whole step's count.
+
+    Summed across micro-batches and processes, the gradients are exactly those of one big batch.
+    The output head runs on the masked positions only (15% of them), which saves most of the
+    vocabulary projection's cost; the encoder runs on everything.
+    """
+    labels = batch["labels"]
+    selected = labels != IGNORE
+    base = model.base_model
+    head = next(module for name, module in model.named_children() if module is not base)
+    with autocast(device, dtype):
+        hidden = base(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        logits = head(hidden[selected])
+    return torch.nn.functional.cross_entropy(logits.float(), labels[selected], reduction="sum") / total_masked
+
+
+def distributed_rank_and_world() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def all_reduce_gradients(model: torch.nn.Module, loss: float, device) -> float:
+    """Sum every gradient (and the logged loss) across processes, in one flat buffer."""
+    import torch.distributed as dist
+
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    flat = torch.cat(
+        [g.reshape(-1) for g in grads] + [torch.tensor([loss], device=grads[0].device, dtype=grads[0].dtype)]
+    )
+    dist.all_reduce(flat)
+    offset = 0
+    for grad in grads:
+        grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
+        offset += grad.numel()
+    return float(flat[-1])
+
+
+def _barrier(world: int) -> None:
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
 
 
 def write_log(out: Path, log: list[dict]) -> None:
@@ -238,36 +295,56 @@ def rng_states() -> dict:
     return states
 
 
-def save_checkpoint(directory: Path, model, optimizer, scheduler, step: int, log: list[dict]) -> None:
-    """Write the resumable state to a fresh directory, then swap it in: a kill never leaves half a checkpoint."""
+def save_checkpoint(
+    directory: Path, model, optimizer, scheduler, step: int, log: list[dict], rank: int = 0, world: int = 1
+) -> None:
+    """Write the resumable state to a fresh directory, then swap it in: a kill never leaves half a checkpoint.
+
+    Every process holds the same weights and optimiser state (gradients are summed across them),
+    so process 0 writes those; each process writes its own RNG states, which dropout draws from.
+    """
     staging = directory.with_name(directory.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "rng": rng_states(),
-            "step": step,
-        },
-        staging / "state.pt",
-    )
-    (staging / "loss.json").write_text(json.dumps(log), encoding="utf-8")
-    previous = directory.with_name(directory.name + ".old")
-    shutil.rmtree(previous, ignore_errors=True)
-    if directory.exists():
-        os.replace(directory, previous)
-    os.replace(staging, directory)
-    shutil.rmtree(previous, ignore_errors=True)
+    if rank == 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+    _barrier(world)
+    torch.save(rng_states(), staging / f"rng-{rank}.pt")
+    if rank == 0:
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "step": step,
+                "processes": world,
+            },
+            staging / "state.pt",
+        )
+        (staging / "loss.json").write_text(json.dumps(log), encoding="utf-8")
+    _barrier(world)
+    if rank == 0:
+        previous = directory.with_name(directory.name + ".old")
+        shutil.rmtree(previous, ignore_errors=True)
+        if directory.exists():
+            os.replace(directory, previous)
+        os.replace(staging, directory)
+        shutil.rmtree(previous, ignore_errors=True)
+    _barrier(world)
 
 
-def load_checkpoint(directory: Path, model, optimizer, scheduler, device: torch.device) -> tuple[int, list[dict]]:
+def load_checkpoint(
+    directory: Path, model, optimizer, scheduler, device: torch.device, rank: int = 0
+) -> tuple[int, list[dict]]:
     state = torch.load(directory / "state.pt", map_location=device, weights_only=False)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    rng = state["rng"]
+    rng_path = directory / f"rng-{rank}.pt"
+    if not rng_path.exists():
+        raise ValueError(
+            f"{directory}: written by {state.get('processes', 1)} process(es); resume with the same number"
+        )
+    rng = torch.load(rng_path, weights_only=False)
     random.setstate(rng["python"])
     np.random.set_state(rng["numpy"])
     torch.set_rng_state(rng["torch"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,10 @@ class PretrainArguments:
     model: Path | None = field(
         default=None, metadata={"help": "Continual pretraining from this checkpoint, keeping its vocabulary."}
     )
+    settings: str | None = field(
+        default=None,
+        metadata={"help": 'JSON object over the recipe\'s settings, e.g. \'{"batch_size": 64, "steps": 5000}\'.'},
+    )
     device: str = field(default="auto", metadata={"help": "auto, cpu, cuda or cuda:N."})
     precision: str = field(default="auto", metadata={"help": "auto (bf16 where native), bf16 or fp32."})
     load_entrypoints: bool = True
@@ -67,6 +72,13 @@ class PretrainArguments:
             self.model = Path(self.model)
         if self.steps is not None and self.steps < 1:
             raise ValueError("--steps must be at least 1")
+        if self.settings is not None:
+            try:
+                overrides = json.loads(self.settings)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"--settings must be a JSON object: {exc}") from None
+            if not isinstance(overrides, dict):
+                raise ValueError("--settings must be a JSON object")
 
 
 def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) -> dict:
@@ -82,12 +94,15 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     recipe = contributions.recipes.get(args.recipe)
     if recipe is None:
         raise ValueError(f"unknown recipe {args.recipe!r}; known: {', '.join(sorted(contributions.recipes))}")
-    settings = dict(recipe.settings)
+    settings = {**recipe.settings, **json.loads(args.settings or "{}")}
     objective = recipe.resolve()(settings=settings, objectives=recipe.objectives)
     if not isinstance(objective, MaskedLanguageModel):
         raise ImplementationError(f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}")
     preprocessors = [_preprocessor(contributions, slug) for slug in settings.get("preprocessors", ())]
+    rank, world = start_processes()
     device = resolve_device(args.device)
+    if world > 1 and device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
     dtype = resolve_dtype(args.precision, device)
     block_size = int(settings.get("block_size", 128))
     heldout_share = float(settings.get("heldout_share", 0.05))
@@ -109,11 +124,10 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     )
     data_dir = args.out / "data"
     stats_path = data_dir / "corpus.json"
-    if args.resume and stats_path.is_file():
-        stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    else:
-        stats = write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
-        stats = stats.to_dict()
+    if rank == 0 and not (args.resume and stats_path.is_file()):
+        write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
+    _barrier(world)  # the other processes read the blocks process 0 wrote
+    stats = json.loads(stats_path.read_text(encoding="utf-8"))
     train_blocks = open_blocks(data_dir, "train", block_size)
     heldout_blocks = open_blocks(data_dir, "heldout", block_size)
     loop = LoopSettings(
@@ -131,6 +145,8 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         model, train_blocks, heldout_blocks, masker, loop, args.out,
         device=device, dtype=dtype, resume=args.resume, progress=progress,
     )  # fmt: skip
+    if rank != 0:
+        return {"training": summary, "rank": rank}
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
     report = {
@@ -149,6 +165,25 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     }
     (args.out / "pretraining.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return report
+
+
+def start_processes() -> tuple[int, int]:
+    """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); (rank, world size)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _barrier(world: int) -> None:
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
 
 
 def _preprocessor(contributions, slug: str):
