@@ -220,6 +220,9 @@ class LanguageModel(models.Model):
         help_text="For reported models: the benchmark whose published table lists this row.",
     )
     notes = models.TextField(blank=True)
+    pretraining = models.JSONField(
+        null=True, blank=True, help_text="The pretraining report written with the checkpoint (pretraining.json)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

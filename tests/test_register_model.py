@@ -1,0 +1,55 @@
+"""``manage.py register_model DIR``: a pretrained (or any local) checkpoint becomes a LanguageModel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from registry.models import LanguageModel
+from workers.engine.__main__ import main
+from workers.engine.architectures import count_parameters, load_config
+
+pytestmark = pytest.mark.django_db
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory) -> Path:
+    corpus = tmp_path_factory.mktemp("corpus") / "pubmedqa.txt"
+    entries = json.loads((DATA / "PubMedQA" / "blurb" / "pqal_fold0" / "train_set.json").read_text())
+    corpus.write_text("\n".join(" ".join(e["CONTEXTS"]) for e in entries.values()) + "\n", encoding="utf-8")
+    out = tmp_path_factory.mktemp("model") / "tiny-pubmedqa"
+    args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "5", "--out", str(out),
+            "--settings", json.dumps({"eval_every": 5})]  # fmt: skip
+    assert main(args) == 0
+    return out
+
+
+def test_a_pretrained_checkpoint_is_registered_with_its_recipe_corpus_and_report(pretrained, alice):
+    call_command("register_model", str(pretrained), "--owner", alice.username, "--private")
+    model = LanguageModel.objects.get(slug="tiny-pubmedqa")
+    report = json.loads((pretrained / "pretraining.json").read_text())
+    assert model.parameter_count == count_parameters(load_config(pretrained))
+    assert model.architecture.slug == "bert" and model.recipe.slug == "tiny"
+    assert model.checkpoint == str(pretrained.resolve()) and model.owner == alice
+    assert model.visibility == LanguageModel.Visibility.PRIVATE and model.origin == LanguageModel.Origin.REPRODUCED
+    assert report["corpus"]["fingerprint"] in model.pretraining_corpus
+    assert model.pretraining == report
+
+
+def test_registering_again_updates_and_a_taken_slug_or_an_incomplete_directory_is_refused(pretrained, tmp_path):
+    call_command("register_model", str(pretrained), "--name", "First")
+    call_command("register_model", str(pretrained), "--name", "Second")
+    assert LanguageModel.objects.get(slug="tiny-pubmedqa").name == "Second"
+    other = tmp_path / "tiny-pubmedqa"
+    other.mkdir()
+    (other / "config.json").write_text((pretrained / "config.json").read_text())
+    with pytest.raises(CommandError, match=r"not a complete checkpoint: missing weights .* a tokenizer"):
+        call_command("register_model", str(other))
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (other / name).write_bytes((pretrained / name).read_bytes())
+    with pytest.raises(CommandError, match="the slug 'tiny-pubmedqa' is taken by the model at"):
+        call_command("register_model", str(other))
