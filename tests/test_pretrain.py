@@ -30,6 +30,7 @@ from workers.engine.vocabulary import train_byte_level_bpe
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+NO_CONTAMINATION = json.dumps({"contamination_datasets": []})  # its own tests below; it reads every dataset
 
 
 def hoc_abstracts(limit: int | None = None) -> list[str]:
@@ -147,8 +148,12 @@ def test_every_block_is_seen_once_per_epoch_in_a_seeded_order():
 
 def test_pretrain_writes_a_checkpoint_that_the_engine_fine_tunes_unchanged(corpus, tmp_path):
     out = tmp_path / "tiny"
-    assert main(["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "30", "--out", str(out)]) == 0
+    only_hoc = json.dumps({"contamination_datasets": ["hoc"]})
+    args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "30", "--settings", only_hoc]
+    assert main([*args, "--out", str(out)]) == 0
     report = json.loads((out / "pretraining.json").read_text())
+    assert report["contamination"]["datasets"]["hoc"]["test_examples"] == 371  # HoC train only: its test is out
+    assert report["contamination"]["datasets"]["hoc"]["share"] < 0.02
     assert report["recipe"]["slug"] == "tiny" and report["objective"]["whole_word"] is True
     assert report["corpus"]["documents"] == 400 and len(report["corpus"]["fingerprint"]) == 16
     assert report["vocabulary"]["new"]["vocabulary_size"] == 2048
@@ -196,7 +201,8 @@ def test_a_vocabulary_too_small_and_a_recipe_without_an_implementation_are_refus
 
 def run_pretrain(corpus: Path, out: Path, *extra: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "workers.engine", "pretrain", "--recipe", "tiny", "--corpus", str(corpus),
-               "--steps", "70", "--device", "cpu", "--out", str(out), *extra]  # fmt: skip
+               "--steps", "70", "--device", "cpu", "--out", str(out), "--settings", NO_CONTAMINATION,
+               *extra]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -231,7 +237,9 @@ def test_a_run_killed_with_sigkill_and_resumed_ends_with_the_weights_of_an_unint
 
 def test_two_processes_under_torchrun_end_with_the_weights_of_one_process_with_the_same_global_batch(corpus, tmp_path):
     """gloo here, NCCL on GPUs. Dropout is off: two processes cannot draw one process's dropout masks."""
-    settings = json.dumps({"config": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}})
+    settings = json.dumps(
+        {"config": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}, "contamination_datasets": []}
+    )
     common = ["-m", "workers.engine", "pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "20",
               "--precision", "fp32", "--device", "cpu", "--settings", settings]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}

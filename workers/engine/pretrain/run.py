@@ -32,6 +32,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
+from workers.engine.pretrain.contamination import collect_test_shingles, contamination
 from workers.engine.pretrain.data import is_heldout, open_blocks, write_blocks
 from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
 from workers.engine.pretrain.objectives import MaskedLanguageModel
@@ -147,6 +148,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     )  # fmt: skip
     if rank != 0:
         return {"training": summary, "rank": rank}
+    contamination_report = _contamination(contributions, settings, documents)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
     report = {
@@ -155,6 +157,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         "starting_checkpoint": str(args.model) if args.model else None,
         "corpus": {"path": str(args.corpus), **stats},
         "vocabulary": vocabulary,
+        "contamination": contamination_report,
         "training": summary,
         "unigram_baseline_loss": unigram_baseline(train_blocks[0], heldout_blocks, list(specials), loop.eval_blocks),
         "seconds": time.perf_counter() - started,
@@ -184,6 +187,22 @@ def _barrier(world: int) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def _contamination(contributions, settings: dict, documents) -> dict:
+    """Seed-independent 13-gram overlap of the corpus with the test splits of the registered datasets."""
+    from workers.engine.finetune import _default_directory
+
+    wanted = settings.get("contamination_datasets", "all")
+    if wanted == "all":
+        datasets = dict(contributions.datasets)
+    else:
+        unknown = sorted(set(wanted) - set(contributions.datasets))
+        if unknown:
+            raise ValueError(f"contamination_datasets names unknown datasets: {', '.join(unknown)}")
+        datasets = {slug: contributions.datasets[slug] for slug in wanted}
+    sets, skipped = collect_test_shingles(datasets, lambda spec: _default_directory(spec.adapter.default_path))
+    return contamination(documents(), sets, skipped)
 
 
 def _preprocessor(contributions, slug: str):
