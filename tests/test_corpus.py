@@ -86,3 +86,29 @@ def test_preprocessing_is_lazy_so_the_first_document_comes_before_the_input_ends
         endless, [preprocessors["drop-empty"], preprocessors["clinical-longformer-clean"]]
     )
     assert list(itertools.islice(stream, 2)) == ["document 0", "document 1"]
+
+
+def test_gatortron_cleaning_drops_empty_and_duplicate_documents_and_normalises_characters(tmp_path, preprocessors):
+    path = tmp_path / "notes.txt"
+    path.write_text(
+        "BP 120/80 &amp; stable\xa0today\n\x07\n BP 120/80 & stable today \nPain\u2009score 3\x0b/10\n",
+        encoding="utf-8",
+    )
+    cleaned = list(corpus.preprocess_corpus(path, [preprocessors["gatortron-clean"]]))
+    assert cleaned == ["BP 120/80 & stable today", "Pain score 3/10"]
+
+
+def test_sentence_segmentation_keeps_abbreviations_initials_and_decimals_inside_sentences(preprocessors):
+    text = (
+        "Cells were lysed (Fig. 2). We saw e.g. growth of 3.5 mm. Dr. Smith and J. Doe agreed with Smith et al. "
+        'in 2019. (A) shows this! Is it "real"? Yes.'
+    )
+    (segmented,) = corpus.apply_preprocessors([text], [preprocessors["sentences"]])
+    assert segmented.split("\n") == [
+        "Cells were lysed (Fig. 2).",
+        "We saw e.g. growth of 3.5 mm.",
+        "Dr. Smith and J. Doe agreed with Smith et al. in 2019.",
+        "(A) shows this!",
+        'Is it "real"?',
+        "Yes.",
+    ]
