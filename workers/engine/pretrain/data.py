@@ -157,3 +157,168 @@ def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
+
+
+# --- sentence pairs: NSP (BERT, PubMedBERT, Bioformer) and SOP (GatorTron) ---------------------------
+
+PAIR_TASKS = ("nsp", "sop")
+RANDOM_POOL = 1000  # documents kept for NSP's random next segments
+
+
+class PairWriter:
+    """BERT's ``create_instances_from_document`` as a stream, writing fixed-size padded instances.
+
+    Sentences of a document (one per line, from the ``sentences`` preprocessor) are gathered into
+    a chunk up to the block's length; segment A is its first 1..n-1 sentences (a random cut) and
+    B the rest. NSP: half the time B is replaced by sentences of another document (label 1,
+    "random"); documents are drawn from the last :data:`RANDOM_POOL` ones, since a stream cannot
+    draw from the whole corpus. SOP: half the time A and B are swapped (label 1, "swapped").
+    The pair is trimmed from its longer side to fit, as BERT does. A document's last chunk of a
+    single sentence makes no pair and is skipped.
+    """
+
+    def __init__(self, prefix: Path, block_size: int, tokenizer, task: str, seed: int) -> None:
+        self.prefix, self.block_size, self.task = prefix, block_size, task
+        self.cls, self.sep, self.pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+        self.rng = np.random.default_rng(seed)
+        self.pool: list[list[tuple[list[int], list[int]]]] = []
+        self.blocks = self.tokens = 0
+        self.files = {name: open(f"{prefix}.{name}", "wb") for name in ("ids", "words", "types", "labels")}  # noqa: SIM115
+
+    def add(self, sentences: list[tuple[list[int], list[int]]]) -> None:
+        """One document's sentences, each as (piece ids, word ids numbered within the document)."""
+        sentences = [s for s in sentences if s[0]]
+        self.tokens += sum(len(ids) for ids, _ in sentences)
+        budget = self.block_size - 3
+        chunk: list[tuple[list[int], list[int]]] = []
+        length = 0
+        for index, sentence in enumerate(sentences):
+            chunk.append(sentence)
+            length += len(sentence[0])
+            if (index == len(sentences) - 1 or length >= budget) and len(chunk) >= 2:
+                self._instance(chunk, budget)
+                chunk, length = [], 0
+        if sentences:
+            self.pool.append(sentences)
+            if len(self.pool) > RANDOM_POOL:
+                self.pool.pop(0)
+
+    def _instance(self, chunk, budget: int) -> None:
+        cut = int(self.rng.integers(1, len(chunk)))
+        a, b = chunk[:cut], chunk[cut:]
+        label = 0
+        if self.task == "nsp" and self.pool and self.rng.random() < 0.5:
+            other = self.pool[int(self.rng.integers(0, len(self.pool)))]  # an earlier document
+            start = int(self.rng.integers(0, len(other)))
+            b, label = other[start:], 1
+        elif self.task == "sop" and self.rng.random() < 0.5:
+            a, b, label = b, a, 1
+        a_ids, a_words = _flatten(a)
+        b_ids, b_words = _flatten(b)
+        while len(a_ids) + len(b_ids) > budget:  # trim the longer side, from the front or back at random
+            longer = (a_ids, a_words) if len(a_ids) > len(b_ids) else (b_ids, b_words)
+            if self.rng.random() < 0.5:
+                del longer[0][0], longer[1][0]
+            else:
+                longer[0].pop(), longer[1].pop()
+        ids = [self.cls, *a_ids, self.sep, *b_ids, self.sep]
+        offset = max(a_words, default=-1) + 1
+        words = [-1, *a_words, -1, *(w + offset for w in b_words), -1]
+        types = [0] * (len(a_ids) + 2) + [1] * (len(b_ids) + 1)
+        padding = self.block_size - len(ids)
+        np.asarray(ids + [self.pad] * padding, dtype=np.int32).tofile(self.files["ids"])
+        np.asarray(_renumber(words) + [-1] * padding, dtype=np.int32).tofile(self.files["words"])
+        np.asarray(types + [0] * padding, dtype=np.int8).tofile(self.files["types"])
+        np.asarray([label], dtype=np.int8).tofile(self.files["labels"])
+        self.blocks += 1
+
+    def close(self) -> None:
+        for handle in self.files.values():
+            handle.close()
+
+
+def _flatten(sentences) -> tuple[list[int], list[int]]:
+    ids = [token for sentence_ids, _ in sentences for token in sentence_ids]
+    words = [word for _, sentence_words in sentences for word in sentence_words]
+    return ids, words
+
+
+def _renumber(words: list[int]) -> list[int]:
+    """Word numbers from 0 in order of appearance (special positions stay -1)."""
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(w, len(numbers)) if w >= 0 else -1 for w in words]
+
+
+def write_pair_blocks(
+    documents: Iterable[str],
+    tokenizer: PreTrainedTokenizerBase,
+    directory: Path,
+    *,
+    block_size: int,
+    heldout_share: float,
+    task: str,
+    seed: int = 42,
+) -> CorpusStats:
+    """Sentence-pair instances of ``task`` (``nsp`` or ``sop``) for the training and held-out parts."""
+    if task not in PAIR_TASKS:
+        raise ValueError(f"unknown sentence-pair task {task!r}; expected one of {PAIR_TASKS}")
+    directory.mkdir(parents=True, exist_ok=True)
+    writers = {
+        part: PairWriter(directory / part, block_size, tokenizer, task, seed + n)
+        for n, part in enumerate(("train", "heldout"))
+    }
+    digest = hashlib.sha256()
+    counts = {"documents": 0, "heldout": 0, "characters": 0, "sentences": 0}
+    try:
+        for batch in _batches(documents, TOKENIZE_BATCH):
+            sentences = [text.split("\n") for text in batch]
+            flat = [sentence for document in sentences for sentence in document]
+            encoded = tokenizer(flat, add_special_tokens=False, return_attention_mask=False)
+            position = 0
+            for text, document in zip(batch, sentences, strict=True):
+                digest.update(text.encode("utf-8") + b"\n")
+                pieces, first_word = [], 0
+                for _ in document:
+                    word_ids = encoded.word_ids(position)
+                    words = [first_word + w if w is not None else -1 for w in word_ids]
+                    first_word = max(words, default=first_word - 1) + 1
+                    pieces.append((encoded["input_ids"][position], words))
+                    position += 1
+                part = "heldout" if is_heldout(text, heldout_share) else "train"
+                writers[part].add(pieces)
+                counts["documents"] += 1
+                counts["heldout"] += part == "heldout"
+                counts["characters"] += len(text)
+                counts["sentences"] += len(document)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    if counts["documents"] and counts["sentences"] == counts["documents"]:
+        raise ValueError(
+            f"{task.upper()} pairs sentences, and every document is one sentence here: add the 'sentences' "
+            "preprocessor to the recipe"
+        )
+    stats = CorpusStats(
+        fingerprint=digest.hexdigest()[:16],
+        documents=counts["documents"],
+        heldout_documents=counts["heldout"],
+        characters=counts["characters"],
+        train_blocks=writers["train"].blocks,
+        heldout_blocks=writers["heldout"].blocks,
+        block_size=block_size,
+        train_tokens=writers["train"].tokens,
+        heldout_tokens=writers["heldout"].tokens,
+    )
+    (directory / "corpus.json").write_text(json.dumps({**stats.to_dict(), "pairs": task}, indent=2), encoding="utf-8")
+    return stats
+
+
+def open_pairs(directory: Path, part: str, block_size: int) -> dict[str, np.ndarray]:
+    """A pair corpus's arrays: ids, words (blocks x block_size), types, and one label per block."""
+    ids, words = open_blocks(directory, part, block_size)
+    types_path, labels_path = directory / f"{part}.types", directory / f"{part}.labels"
+    types = (
+        np.memmap(types_path, dtype=np.int8, mode="r", shape=ids.shape) if len(ids) else np.zeros(ids.shape, np.int8)
+    )
+    labels = np.fromfile(labels_path, dtype=np.int8) if len(ids) else np.zeros(0, np.int8)
+    return {"ids": ids, "words": words, "types": types, "labels": labels}

@@ -69,22 +69,26 @@ class LoopSettings:
 
 @dataclass
 class Masker:
-    """Turns a micro-batch of blocks into MLM inputs for one step."""
+    """Turns the rows ``index`` of a corpus's arrays into MLM inputs (and sentence-pair labels) for one step."""
 
     mask_id: int
     vocab_size: int
     special_ids: tuple[int, ...]
     pad_id: int
 
-    def __call__(self, ids: np.ndarray, words: np.ndarray, rate: float, generator: torch.Generator, whole: bool):
-        input_ids = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
+    def __call__(self, data: dict, index, rate: float, generator: torch.Generator, whole: bool) -> dict:
+        input_ids = torch.from_numpy(np.ascontiguousarray(data["ids"][index], dtype=np.int64))
         special = torch.isin(input_ids, torch.tensor(self.special_ids))
-        word_ids = torch.from_numpy(np.ascontiguousarray(words, dtype=np.int64)) if whole else None
+        word_ids = torch.from_numpy(np.ascontiguousarray(data["words"][index], dtype=np.int64)) if whole else None
         inputs, labels = mask_tokens(
             input_ids, special, rate=rate, mask_id=self.mask_id, vocab_size=self.vocab_size,
             generator=generator, word_ids=word_ids,
         )  # fmt: skip
-        return {"input_ids": inputs, "attention_mask": torch.ones_like(inputs), "labels": labels}
+        batch = {"input_ids": inputs, "attention_mask": (input_ids != self.pad_id).long(), "labels": labels}
+        if "labels" in data:  # sentence pairs: segment ids and the NSP / SOP label
+            batch["token_type_ids"] = torch.from_numpy(np.ascontiguousarray(data["types"][index], dtype=np.int64))
+            batch["next_sentence_label"] = torch.from_numpy(np.ascontiguousarray(data["labels"][index], dtype=np.int64))
+        return batch
 
 
 def block_order(n_blocks: int, seed: int, epoch: int) -> np.ndarray:
@@ -119,8 +123,7 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
 @torch.inference_mode()
 def heldout_loss(model, blocks, masker: Masker, settings: LoopSettings, device, dtype) -> float | None:
     """Mean MLM loss over up to ``eval_blocks`` held-out blocks, with fixed masks (comparable across steps)."""
-    ids, words = blocks
-    count = min(len(ids), settings.eval_blocks)
+    count = min(len(blocks["ids"]), settings.eval_blocks)
     if count == 0:
         return None
     was_training = model.training
@@ -128,25 +131,20 @@ def heldout_loss(model, blocks, masker: Masker, settings: LoopSettings, device, 
     generator = masking_generator(settings.seed, -1)
     total = tokens = 0.0
     for start in range(0, count, settings.micro_batch):
-        batch = masker(ids[start : start + settings.micro_batch], words[start : start + settings.micro_batch],
-                       settings.mask_rate, generator, settings.whole_word)  # fmt: skip
+        rows = np.arange(start, min(start + settings.micro_batch, count))
+        batch = masker(blocks, rows, settings.mask_rate, generator, settings.whole_word)
         batch = {k: v.to(device) for k, v in batch.items()}
-        with autocast(device, dtype):
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        labels = batch["labels"]
-        loss = torch.nn.functional.cross_entropy(
-            logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=IGNORE, reduction="sum"
-        )
-        total += float(loss)
-        tokens += int((labels != IGNORE).sum())
+        masked = int((batch["labels"] != IGNORE).sum())
+        total += float(masked_lm_loss(model, batch, 1, device, dtype, pair_weight=0.0))  # the MLM part only
+        tokens += masked
     model.train(was_training)
     return total / tokens if tokens else None
 
 
 def pretrain_loop(
     model: torch.nn.Module,
-    train_blocks: tuple[np.ndarray, np.ndarray],
-    heldout_blocks: tuple[np.ndarray, np.ndarray],
+    train_blocks: dict[str, np.ndarray],
+    heldout_blocks: dict[str, np.ndarray],
     masker: Masker,
     settings: LoopSettings,
     out: Path,
@@ -157,10 +155,10 @@ def pretrain_loop(
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary."""
-    ids, words = train_blocks
-    if len(ids) < settings.micro_batch:
+    n_blocks = len(train_blocks["ids"])
+    if n_blocks < settings.micro_batch:
         raise ValueError(
-            f"the corpus gives {len(ids)} training blocks, fewer than one micro-batch of {settings.micro_batch}"
+            f"the corpus gives {n_blocks} training blocks, fewer than one micro-batch of {settings.micro_batch}"
         )
     model.to(device)
     model.train()
@@ -187,14 +185,14 @@ def pretrain_loop(
         # Every process draws the masks of the whole step (cheap), so the masks do not depend on
         # the number of processes; each then trains on its share of the rows.
         micro_batches = [
-            masker(ids[chosen], words[chosen], rate, generator, settings.whole_word)
-            for chosen in (micro_batch_indices(len(ids), settings, step, m) for m in range(settings.accumulation))
+            masker(train_blocks, chosen, rate, generator, settings.whole_word)
+            for chosen in (micro_batch_indices(n_blocks, settings, step, m) for m in range(settings.accumulation))
         ]
         masked = sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches)
         loss_sum = 0.0
         for batch in micro_batches:
             share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
-            loss = masked_lm_loss(model, share, max(masked, 1), device, dtype)
+            loss = masked_lm_loss(model, share, max(masked, 1), device, dtype, rows=settings.batch_size)
             loss.backward()
             loss_sum += float(loss.detach())
             real_tokens += int(share["input_ids"].numel())
@@ -230,21 +228,43 @@ def pretrain_loop(
     }
 
 
-def masked_lm_loss(model, batch: dict, total_masked: int, device, dtype) -> torch.Tensor:
-    """Cross-entropy summed over this share's masked positions, divided by the whole step's count.
+def output_head(model: torch.nn.Module) -> torch.nn.Module:
+    """The model's pretraining head: its child that is not the encoder (``cls``, ``lm_head``)."""
+    base = model.base_model
+    return next(module for _, module in model.named_children() if module is not base)
+
+
+def has_pair_head(model: torch.nn.Module) -> bool:
+    """Whether the model predicts a sentence-pair label (BERT's ``seq_relationship``) beside MLM."""
+    return hasattr(output_head(model), "seq_relationship")
+
+
+def masked_lm_loss(
+    model, batch: dict, total_masked: int, device, dtype, *, rows: int = 1, pair_weight: float = 1.0
+) -> torch.Tensor:
+    """MLM cross-entropy over this share's masked positions divided by the whole step's count, plus
+    the sentence-pair loss (NSP or SOP) summed over this share's rows divided by the step's rows.
 
     Summed across micro-batches and processes, the gradients are exactly those of one big batch.
-    The output head runs on the masked positions only (15% of them), which saves most of the
-    vocabulary projection's cost; the encoder runs on everything.
+    The vocabulary projection runs on the masked positions only (15% of them), which saves most
+    of its cost; the encoder runs on everything.
     """
     labels = batch["labels"]
     selected = labels != IGNORE
-    base = model.base_model
-    head = next(module for name, module in model.named_children() if module is not base)
+    head = output_head(model)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
     with autocast(device, dtype):
-        hidden = base(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
-        logits = head(hidden[selected])
-    return torch.nn.functional.cross_entropy(logits.float(), labels[selected], reduction="sum") / total_masked
+        outputs = model.base_model(**inputs)
+        hidden = outputs[0]
+        # BERT-family heads hold the MLM part as ``predictions`` (beside ``seq_relationship`` when pretraining)
+        logits = getattr(head, "predictions", head)(hidden[selected])
+    loss = torch.nn.functional.cross_entropy(logits.float(), labels[selected], reduction="sum") / total_masked
+    if "next_sentence_label" in batch and pair_weight:
+        with autocast(device, dtype):
+            pair_logits = head.seq_relationship(outputs[1])
+        pair = torch.nn.functional.cross_entropy(pair_logits.float(), batch["next_sentence_label"], reduction="sum")
+        loss = loss + pair_weight * pair / rows
+    return loss
 
 
 def distributed_rank_and_world() -> tuple[int, int]:
@@ -354,7 +374,7 @@ def load_checkpoint(
     return int(state["step"]), [entry for entry in log if entry["step"] <= state["step"]]
 
 
-def unigram_baseline(train_ids: np.ndarray, heldout: tuple[np.ndarray, np.ndarray], special_ids, rows: int) -> float:
+def unigram_baseline(train_ids: np.ndarray, heldout: dict[str, np.ndarray], special_ids, rows: int) -> float:
     """Cross-entropy (nats) of predicting held-out tokens from the training tokens' unigram frequencies.
 
     The loss a model that ignores context would reach on masked tokens: the bar a pretrained
@@ -364,7 +384,7 @@ def unigram_baseline(train_ids: np.ndarray, heldout: tuple[np.ndarray, np.ndarra
     for token in special_ids:
         if token < len(counts):
             counts[token] = 0
-    ids = np.asarray(heldout[0][:rows]).reshape(-1)
+    ids = np.asarray(heldout["ids"][:rows]).reshape(-1)
     ids = ids[~np.isin(ids, special_ids)]
     size = max(len(counts), int(ids.max()) + 1 if len(ids) else 0)
     counts = np.pad(counts, (0, size - len(counts))) + 1.0

@@ -10,7 +10,11 @@ what it returns. Objective names:
   a generator seeded by the step), so static masking as BERT's data preparation did it, with
   ``dupe_factor`` copies, is the one thing not reproduced; the name is accepted for the recipes
   that state it;
-* ``mlm-rate-schedule``: seed 004's rate schedule, 5% rising to 25%.
+* ``mlm-rate-schedule``: seed 004's rate schedule, 5% rising to 25%;
+* ``nsp``: next-sentence prediction beside MLM (BERT, PubMedBERT, Bioformer);
+* ``sop``: sentence-order prediction beside MLM (GatorTron, after ALBERT). Both train on
+  sentence pairs (the ``sentences`` preprocessor) and need a model with a sentence-pair head
+  (BERT, Megatron-BERT, BigBird); the engine refuses them on RoBERTa or Longformer.
 
 An objective this module does not know is refused by name, so a recipe asking for one never
 trains something else silently.
@@ -22,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MLM_OBJECTIVES = frozenset({"mlm", "mlm-whole-word", "mlm-dynamic", "mlm-rate-schedule"})
+PAIR_OBJECTIVES = frozenset({"nsp", "sop"})
 
 
 @dataclass(frozen=True)
@@ -29,19 +34,25 @@ class MaskedLanguageModel:
     mask_rate: float = 0.15
     whole_word: bool = False
     rate_schedule: bool = False
+    pairs: str | None = None  # "nsp" or "sop"
 
     def describe(self) -> dict:
         return {"objective": "masked-language-model", **self.__dict__}
 
 
 def masked_language_model(settings: Mapping[str, object], objectives: Sequence[str]) -> MaskedLanguageModel:
-    unknown = sorted(set(objectives) - MLM_OBJECTIVES)
+    unknown = sorted(set(objectives) - MLM_OBJECTIVES - PAIR_OBJECTIVES)
     if unknown:
         raise ValueError(
             f"objective(s) {', '.join(unknown)} are not masked-language-model objectives; "
-            f"this implementation trains {', '.join(sorted(MLM_OBJECTIVES))}"
+            f"this implementation trains {', '.join(sorted(MLM_OBJECTIVES | PAIR_OBJECTIVES))}"
         )
+    pairs = sorted(set(objectives) & PAIR_OBJECTIVES)
+    if len(pairs) > 1:
+        raise ValueError("a recipe trains NSP or SOP, not both: they are two labels for the same sentence pairs")
     rate = float(settings.get("mask_rate", 0.15))
     if not 0 < rate < 1:
         raise ValueError(f"mask_rate must be between 0 and 1, not {rate}")
-    return MaskedLanguageModel(rate, "mlm-whole-word" in objectives, "mlm-rate-schedule" in objectives)
+    return MaskedLanguageModel(
+        rate, "mlm-whole-word" in objectives, "mlm-rate-schedule" in objectives, pairs[0] if pairs else None
+    )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForMaskedLM
+from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 
 import biolm
 from biolm.corpus import preprocess_corpus
@@ -33,8 +33,15 @@ from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
-from workers.engine.pretrain.data import is_heldout, open_blocks, write_blocks
-from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
+from workers.engine.pretrain.data import is_heldout, open_blocks, open_pairs, write_blocks, write_pair_blocks
+from workers.engine.pretrain.loop import (
+    LoopSettings,
+    Masker,
+    ProgressCallback,
+    has_pair_head,
+    pretrain_loop,
+    unigram_baseline,
+)
 from workers.engine.pretrain.objectives import MaskedLanguageModel
 from workers.engine.tokenization import load_tokenizer
 from workers.engine.vocabulary import compare, coverage, train_vocabulary
@@ -111,6 +118,8 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     def documents():
         return preprocess_corpus(args.corpus, preprocessors)
 
+    if objective.pairs:
+        _check_pair_head(args, settings, recipe.slug, objective.pairs)
     if next(iter(documents()), None) is None:
         raise ValueError(f"--corpus {args.corpus}: no documents (after the recipe's preprocessors)")
     base_tokenizer = load_tokenizer(args.model) if args.model is not None else None
@@ -126,11 +135,16 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     data_dir = args.out / "data"
     stats_path = data_dir / "corpus.json"
     if rank == 0 and not (args.resume and stats_path.is_file()):
-        write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
+        if objective.pairs:
+            write_pair_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
+                              task=objective.pairs, seed=int(settings.get("seed", 42)))  # fmt: skip
+        else:
+            write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
     _barrier(world)  # the other processes read the blocks process 0 wrote
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    train_blocks = open_blocks(data_dir, "train", block_size)
-    heldout_blocks = open_blocks(data_dir, "heldout", block_size)
+    opener = open_pairs if objective.pairs else open_arrays
+    train_blocks = opener(data_dir, "train", block_size)
+    heldout_blocks = opener(data_dir, "heldout", block_size)
     loop = LoopSettings(
         steps=args.steps or int(settings.get("steps", 1000)),
         mask_rate=objective.mask_rate,
@@ -138,7 +152,9 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         rate_schedule=objective.rate_schedule,
         **{key: settings[key] for key in LOOP_KEYS if key in settings},
     )
-    model = _build_model(args, settings, tokenizer, block_size)
+    model = _build_model(args, settings, tokenizer, block_size, pairs=bool(objective.pairs))
+    if objective.pairs and not has_pair_head(model):  # the configuration check passed but the class disagrees
+        raise ImplementationError(f"{type(model).__name__} has no sentence-pair head for {objective.pairs.upper()}")
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
     started = time.perf_counter()
@@ -159,7 +175,9 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         "vocabulary": vocabulary,
         "contamination": contamination_report,
         "training": summary,
-        "unigram_baseline_loss": unigram_baseline(train_blocks[0], heldout_blocks, list(specials), loop.eval_blocks),
+        "unigram_baseline_loss": unigram_baseline(
+            train_blocks["ids"], heldout_blocks, list(specials), loop.eval_blocks
+        ),
         "seconds": time.perf_counter() - started,
         "provenance": {
             **efficiency.provenance(device, dtype, [loop.seed], efficiency.plugin_versions(manager)),
@@ -225,9 +243,34 @@ def _learn_vocabulary(documents, settings: dict, heldout_share: float):
     return tokenizer
 
 
-def _build_model(args: PretrainArguments, settings: dict, tokenizer, block_size: int) -> torch.nn.Module:
+def _check_pair_head(args: PretrainArguments, settings: dict, recipe: str, task: str) -> None:
+    """NSP and SOP need a sentence-pair head: refuse, before any work, an architecture without one."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_PRETRAINING_MAPPING_NAMES
+
+    from workers.engine.architectures import load_config
+
     if args.model is not None:
-        return AutoModelForMaskedLM.from_pretrained(str(args.model), local_files_only=True)
+        model_type = load_config(args.model).model_type
+    else:
+        model_type = build_config(str(settings.get("architecture", "bert:tiny"))).model_type
+    if not MODEL_FOR_PRETRAINING_MAPPING_NAMES.get(model_type, "").endswith("ForPreTraining"):
+        raise ValueError(
+            f"recipe {recipe} trains {task.upper()}, which needs a sentence-pair head; {model_type} has none "
+            "(use bert, megatron-bert or big-bird)"
+        )
+
+
+def open_arrays(directory: Path, part: str, block_size: int) -> dict:
+    ids, words = open_blocks(directory, part, block_size)
+    return {"ids": ids, "words": words}
+
+
+def _build_model(
+    args: PretrainArguments, settings: dict, tokenizer, block_size: int, *, pairs: bool = False
+) -> torch.nn.Module:
+    auto = AutoModelForPreTraining if pairs else AutoModelForMaskedLM
+    if args.model is not None:
+        return auto.from_pretrained(str(args.model), local_files_only=True)
     config = build_config(
         str(settings.get("architecture", "bert:tiny")),
         **dict(settings.get("config", {})),  # the recipe's changes to the preset (sizes)
@@ -236,4 +279,4 @@ def _build_model(args: PretrainArguments, settings: dict, tokenizer, block_size:
         max_position_embeddings=max(block_size, 128) + 2,
     )
     torch.manual_seed(int(settings.get("seed", 42)))
-    return AutoModelForMaskedLM.from_config(config)
+    return auto.from_config(config)
