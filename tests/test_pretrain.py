@@ -111,8 +111,8 @@ def test_the_masking_rate_schedule_of_seed_004_rises_from_5_to_25_percent_every_
 def test_recipes_name_their_objectives_and_unknown_ones_are_refused():
     objective = masked_language_model({"mask_rate": 0.2}, ("mlm-whole-word", "mlm-rate-schedule"))
     assert (objective.mask_rate, objective.whole_word, objective.rate_schedule) == (0.2, True, True)
-    with pytest.raises(ValueError, match=r"objective\(s\) nsp are not masked-language-model objectives"):
-        masked_language_model({}, ("mlm", "nsp"))
+    with pytest.raises(ValueError, match=r"objective\(s\) replaced-token-detection are not masked-language-model"):
+        masked_language_model({}, ("mlm", "replaced-token-detection"))
 
 
 # --- corpus blocks -------------------------------------------------------------------------------
@@ -192,8 +192,11 @@ def test_a_vocabulary_too_small_and_a_recipe_without_an_implementation_are_refus
     monkeypatch.setattr(papers, "RECIPES", (*papers.RECIPES, small))
     assert main(["pretrain", "--recipe", "tiny-small", "--corpus", str(corpus), "--out", str(tmp_path / "a")]) == 1
     assert "a vocabulary of 40 entries is too small for this corpus" in capsys.readouterr().err
-    assert main(["pretrain", "--recipe", "pubmedbert", "--corpus", str(corpus), "--out", str(tmp_path / "b")]) == 1
-    assert "recipe 'pubmedbert' describes a paper's settings but names no implementation" in capsys.readouterr().err
+    args = ["pretrain", "--recipe", "clinical-longformer", "--corpus", str(corpus), "--out", str(tmp_path / "b")]
+    assert main(args) == 1
+    assert "recipe 'clinical-longformer' describes a paper's settings but names no implementation" in (
+        capsys.readouterr().err
+    )
 
 
 # --- exact resume ---------------------------------------------------------------------------------

@@ -118,6 +118,8 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     def documents():
         return preprocess_corpus(args.corpus, preprocessors)
 
+    if settings.get("continual") and args.model is None:
+        raise ValueError(f"recipe {recipe.slug} continues a checkpoint's pretraining: give it with --model DIR")
     if objective.pairs:
         _check_pair_head(args, settings, recipe.slug, objective.pairs)
     if next(iter(documents()), None) is None:
@@ -127,11 +129,11 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     sample = [
         text for text, _ in zip((d for d in documents() if is_heldout(d, heldout_share)), range(500), strict=False)
     ]
-    vocabulary = (
-        compare(tokenizer, base_tokenizer, texts=sample)
-        if base_tokenizer is not None
-        else {"new": coverage(tokenizer, texts=sample).to_dict()}
-    )
+    if base_tokenizer is None:
+        vocabulary = {"new": coverage(tokenizer, texts=sample).to_dict()}
+    else:  # continual: the kept vocabulary beside one learned on this corpus, as seed 004 Table 1 compares them
+        domain = _domain_vocabulary(documents(), base_tokenizer, heldout_share)
+        vocabulary = {"kept": "the starting checkpoint's", **compare(domain, base_tokenizer, texts=sample)}
     data_dir = args.out / "data"
     stats_path = data_dir / "corpus.json"
     if rank == 0 and not (args.resume and stats_path.is_file()):
@@ -263,6 +265,14 @@ def _check_pair_head(args: PretrainArguments, settings: dict, recipe: str, task:
 def open_arrays(directory: Path, part: str, block_size: int) -> dict:
     ids, words = open_blocks(directory, part, block_size)
     return {"ids": ids, "words": words}
+
+
+def _domain_vocabulary(documents, base, heldout_share: float, limit: int = 20000):
+    """A vocabulary of the starting one's kind and size, learned on (the first ``limit``) training documents."""
+    kind = "wordpiece" if any(token.startswith("##") for token in list(base.get_vocab())[:5000]) else "byte-bpe"
+    training = (text for text in documents if not is_heldout(text, heldout_share))
+    first = (text for text, _ in zip(training, range(limit), strict=False))
+    return train_vocabulary(first, kind, len(base), lowercase=bool(getattr(base, "do_lower_case", False)) or None)
 
 
 def _build_model(
