@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import AutoConfig, AutoModelForSequenceClassification, PreTrainedTokenizerFast
+from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.__main__ import main
@@ -32,6 +32,7 @@ from workers.engine.formulations.sequence import SequenceClassification
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext, predict, train
+from workers.engine.vocabulary import roberta_style
 
 CLINICAL_FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
 WORDS = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(6) for j in range(6)]  # 36 words, one token each
@@ -131,16 +132,7 @@ def test_the_special_template_is_read_off_a_roberta_style_tokenizer(tokenizer):
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    roberta = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token="<s>",
-        eos_token="</s>",
-        sep_token="</s>",
-        cls_token="<s>",
-        unk_token="<unk>",
-        pad_token="<pad>",
-        mask_token="<mask>",
-    )
+    roberta = roberta_style(backend)
     for tok in (roberta, tokenizer):
         template = SpecialTemplate.of(tok)
         first, second = document(7), document(4, offset=1)

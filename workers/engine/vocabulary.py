@@ -99,8 +99,13 @@ def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bo
     tokenizer.post_processor = processors.RobertaProcessing(
         ("</s>", vocab.index("</s>")), ("<s>", vocab.index("<s>")), trim_offsets=True, add_prefix_space=False
     )
+    return roberta_style(tokenizer)
+
+
+def roberta_style(backend: Tokenizer) -> PreTrainedTokenizerFast:
+    """A fast tokenizer with RoBERTa's special tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<mask>``)."""
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
+        tokenizer_object=backend,
         bos_token="<s>",
         eos_token="</s>",
         sep_token="</s>",

@@ -120,6 +120,11 @@ def write_blocks(
     finally:
         for writer in writers.values():
             writer.close()
+    return _record(directory, digest, counts, writers, block_size)
+
+
+def _record(directory: Path, digest, counts: dict, writers: dict, block_size: int, **extra) -> CorpusStats:
+    """The corpus statistics, also written to ``corpus.json`` (read back by a resumed run)."""
     stats = CorpusStats(
         fingerprint=digest.hexdigest()[:16],
         documents=counts["documents"],
@@ -131,7 +136,7 @@ def write_blocks(
         train_tokens=writers["train"].tokens,
         heldout_tokens=writers["heldout"].tokens,
     )
-    (directory / "corpus.json").write_text(json.dumps(stats.to_dict(), indent=2), encoding="utf-8")
+    (directory / "corpus.json").write_text(json.dumps({**stats.to_dict(), **extra}, indent=2), encoding="utf-8")
     return stats
 
 
@@ -298,19 +303,7 @@ def write_pair_blocks(
             f"{task.upper()} pairs sentences, and every document is one sentence here: add the 'sentences' "
             "preprocessor to the recipe"
         )
-    stats = CorpusStats(
-        fingerprint=digest.hexdigest()[:16],
-        documents=counts["documents"],
-        heldout_documents=counts["heldout"],
-        characters=counts["characters"],
-        train_blocks=writers["train"].blocks,
-        heldout_blocks=writers["heldout"].blocks,
-        block_size=block_size,
-        train_tokens=writers["train"].tokens,
-        heldout_tokens=writers["heldout"].tokens,
-    )
-    (directory / "corpus.json").write_text(json.dumps({**stats.to_dict(), "pairs": task}, indent=2), encoding="utf-8")
-    return stats
+    return _record(directory, digest, counts, writers, block_size, pairs=task)
 
 
 def open_pairs(directory: Path, part: str, block_size: int) -> dict[str, np.ndarray]:

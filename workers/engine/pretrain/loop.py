@@ -27,12 +27,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
+
+if TYPE_CHECKING:
+    from workers.engine.pretrain.distillation import Distillation
 
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
 CHECKPOINT = "checkpoint"
@@ -153,8 +157,13 @@ def pretrain_loop(
     dtype: torch.dtype | None,
     resume: bool = False,
     progress: ProgressCallback | None = None,
+    distillation: Distillation | None = None,
 ) -> dict:
-    """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary."""
+    """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary.
+
+    With ``distillation`` the step's loss is seed 001's distillation loss from its teacher (and the
+    projection it learns is trained and checkpointed with the model); held-out loss stays MLM's.
+    """
     n_blocks = len(train_blocks["ids"])
     if n_blocks < settings.micro_batch:
         raise ValueError(
@@ -162,16 +171,18 @@ def pretrain_loop(
         )
     model.to(device)
     model.train()
-    optimizer = torch.optim.AdamW(
-        parameter_groups(model, settings.weight_decay), lr=settings.learning_rate, betas=settings.betas,
-        eps=settings.eps,
-    )  # fmt: skip
+    trained: list[torch.nn.Module] = [model]
+    if distillation is not None:
+        distillation.to(device)
+        trained.append(distillation.projection)
+    groups = [group for module in trained for group in parameter_groups(module, settings.weight_decay)]
+    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
     log: list[dict] = []
     step = 0
     rank, world = distributed_rank_and_world()
     if resume and (out / CHECKPOINT).is_dir():
-        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank)
+        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank, trained[1:])
     else:
         torch.manual_seed(settings.seed)
         random.seed(settings.seed)
@@ -189,16 +200,20 @@ def pretrain_loop(
             for chosen in (micro_batch_indices(n_blocks, settings, step, m) for m in range(settings.accumulation))
         ]
         masked = sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches)
+        tokens = sum(int(batch["attention_mask"].sum()) for batch in micro_batches)
         loss_sum = 0.0
         for batch in micro_batches:
             share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
-            loss = masked_lm_loss(model, share, max(masked, 1), device, dtype, rows=settings.batch_size)
+            if distillation is not None:
+                loss = distillation.loss(model, share, max(masked, 1), max(tokens, 1), device, dtype)
+            else:
+                loss = masked_lm_loss(model, share, max(masked, 1), device, dtype, rows=settings.batch_size)
             loss.backward()
             loss_sum += float(loss.detach())
             real_tokens += int(share["input_ids"].numel())
         if world > 1:
-            loss_sum = all_reduce_gradients(model, loss_sum, device)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            loss_sum = all_reduce_gradients(trained, loss_sum, device)
+        torch.nn.utils.clip_grad_norm_([p for module in trained for p in module.parameters()], 1.0)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -212,7 +227,7 @@ def pretrain_loop(
             rate_now = real_tokens * world / (time.perf_counter() - start)
             progress(step, settings.steps, loss_sum, rate_now)
         if step % settings.checkpoint_every == 0 or step == settings.steps:
-            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world)
+            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world, trained[1:])
             if rank == 0:
                 write_log(out, log)
     if rank == 0:
@@ -275,11 +290,11 @@ def distributed_rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
-def all_reduce_gradients(model: torch.nn.Module, loss: float, device) -> float:
+def all_reduce_gradients(modules: list[torch.nn.Module], loss: float, device) -> float:
     """Sum every gradient (and the logged loss) across processes, in one flat buffer."""
     import torch.distributed as dist
 
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grads = [p.grad for module in modules for p in module.parameters() if p.grad is not None]
     flat = torch.cat(
         [g.reshape(-1) for g in grads] + [torch.tensor([loss], device=grads[0].device, dtype=grads[0].dtype)]
     )
@@ -316,7 +331,15 @@ def rng_states() -> dict:
 
 
 def save_checkpoint(
-    directory: Path, model, optimizer, scheduler, step: int, log: list[dict], rank: int = 0, world: int = 1
+    directory: Path,
+    model,
+    optimizer,
+    scheduler,
+    step: int,
+    log: list[dict],
+    rank: int = 0,
+    world: int = 1,
+    extra: list[torch.nn.Module] = (),
 ) -> None:
     """Write the resumable state to a fresh directory, then swap it in: a kill never leaves half a checkpoint.
 
@@ -337,6 +360,7 @@ def save_checkpoint(
                 "scheduler": scheduler.state_dict(),
                 "step": step,
                 "processes": world,
+                "extra": [module.state_dict() for module in extra],  # a distillation projection
             },
             staging / "state.pt",
         )
@@ -353,10 +377,12 @@ def save_checkpoint(
 
 
 def load_checkpoint(
-    directory: Path, model, optimizer, scheduler, device: torch.device, rank: int = 0
+    directory: Path, model, optimizer, scheduler, device: torch.device, rank: int = 0, extra=()
 ) -> tuple[int, list[dict]]:
     state = torch.load(directory / "state.pt", map_location=device, weights_only=False)
     model.load_state_dict(state["model"])
+    for module, saved in zip(extra, state.get("extra", []), strict=True):
+        module.load_state_dict(saved)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     rng_path = directory / f"rng-{rank}.pt"

@@ -14,7 +14,9 @@ what it returns. Objective names:
 * ``nsp``: next-sentence prediction beside MLM (BERT, PubMedBERT, Bioformer);
 * ``sop``: sentence-order prediction beside MLM (GatorTron, after ALBERT). Both train on
   sentence pairs (the ``sentences`` preprocessor) and need a model with a sentence-pair head
-  (BERT, Megatron-BERT, BigBird); the engine refuses them on RoBERTa or Longformer.
+  (BERT, Megatron-BERT, BigBird); the engine refuses them on RoBERTa or Longformer;
+* ``distillation``: seed 001 section 7's task-agnostic distillation from a ``--teacher``
+  checkpoint (:mod:`workers.engine.pretrain.distillation`), MLM beside it.
 
 An objective this module does not know is refused by name, so a recipe asking for one never
 trains something else silently.
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 MLM_OBJECTIVES = frozenset({"mlm", "mlm-whole-word", "mlm-dynamic", "mlm-rate-schedule"})
 PAIR_OBJECTIVES = frozenset({"nsp", "sop"})
+OTHER_OBJECTIVES = frozenset({"distillation"})
 
 
 @dataclass(frozen=True)
@@ -35,18 +38,22 @@ class MaskedLanguageModel:
     whole_word: bool = False
     rate_schedule: bool = False
     pairs: str | None = None  # "nsp" or "sop"
+    distill: bool = False
 
     def describe(self) -> dict:
         return {"objective": "masked-language-model", **self.__dict__}
 
 
 def masked_language_model(settings: Mapping[str, object], objectives: Sequence[str]) -> MaskedLanguageModel:
-    unknown = sorted(set(objectives) - MLM_OBJECTIVES - PAIR_OBJECTIVES)
+    known = MLM_OBJECTIVES | PAIR_OBJECTIVES | OTHER_OBJECTIVES
+    unknown = sorted(set(objectives) - known)
     if unknown:
         raise ValueError(
             f"objective(s) {', '.join(unknown)} are not masked-language-model objectives; "
-            f"this implementation trains {', '.join(sorted(MLM_OBJECTIVES | PAIR_OBJECTIVES))}"
+            f"this implementation trains {', '.join(sorted(known))}"
         )
+    if "distillation" in objectives and set(objectives) & PAIR_OBJECTIVES:
+        raise ValueError("distillation trains on MLM only (seed 001 section 7), without NSP or SOP")
     pairs = sorted(set(objectives) & PAIR_OBJECTIVES)
     if len(pairs) > 1:
         raise ValueError("a recipe trains NSP or SOP, not both: they are two labels for the same sentence pairs")
@@ -54,5 +61,9 @@ def masked_language_model(settings: Mapping[str, object], objectives: Sequence[s
     if not 0 < rate < 1:
         raise ValueError(f"mask_rate must be between 0 and 1, not {rate}")
     return MaskedLanguageModel(
-        rate, "mlm-whole-word" in objectives, "mlm-rate-schedule" in objectives, pairs[0] if pairs else None
+        rate,
+        "mlm-whole-word" in objectives,
+        "mlm-rate-schedule" in objectives,
+        pairs[0] if pairs else None,
+        "distillation" in objectives,
     )

@@ -34,6 +34,7 @@ from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
 from workers.engine.pretrain.data import is_heldout, open_blocks, open_pairs, write_blocks, write_pair_blocks
+from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.loop import (
     LoopSettings,
     Masker,
@@ -66,6 +67,9 @@ class PretrainArguments:
     model: Path | None = field(
         default=None, metadata={"help": "Continual pretraining from this checkpoint, keeping its vocabulary."}
     )
+    teacher: Path | None = field(
+        default=None, metadata={"help": "The teacher checkpoint of a distillation recipe (its vocabulary is used)."}
+    )
     settings: str | None = field(
         default=None,
         metadata={"help": 'JSON object over the recipe\'s settings, e.g. \'{"batch_size": 64, "steps": 5000}\'.'},
@@ -78,6 +82,8 @@ class PretrainArguments:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
         if self.model is not None:
             self.model = Path(self.model)
+        if self.teacher is not None:
+            self.teacher = Path(self.teacher)
         if self.steps is not None and self.steps < 1:
             raise ValueError("--steps must be at least 1")
         if self.settings is not None:
@@ -122,9 +128,20 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         raise ValueError(f"recipe {recipe.slug} continues a checkpoint's pretraining: give it with --model DIR")
     if objective.pairs:
         _check_pair_head(args, settings, recipe.slug, objective.pairs)
+    if objective.distill:
+        if args.teacher is None:
+            raise ValueError(f"recipe {recipe.slug} distils a teacher: give its checkpoint with --teacher DIR")
+        preflight.check_checkpoint(args.teacher)
+    elif args.teacher is not None:
+        raise ValueError(f"recipe {recipe.slug} does not distil; --teacher is for a distillation recipe")
     if next(iter(documents()), None) is None:
         raise ValueError(f"--corpus {args.corpus}: no documents (after the recipe's preprocessors)")
     base_tokenizer = load_tokenizer(args.model) if args.model is not None else None
+    if objective.distill:  # the student predicts the teacher's tokens: it must use the teacher's vocabulary
+        teacher_tokenizer = load_tokenizer(args.teacher)
+        if base_tokenizer is not None and base_tokenizer.get_vocab() != teacher_tokenizer.get_vocab():
+            raise ValueError(f"--model {args.model} and --teacher {args.teacher} have different vocabularies")
+        base_tokenizer = base_tokenizer or teacher_tokenizer
     tokenizer = base_tokenizer or _learn_vocabulary(documents(), settings, heldout_share)
     sample = [
         text for text, _ in zip((d for d in documents() if is_heldout(d, heldout_share)), range(500), strict=False)
@@ -159,10 +176,14 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         raise ImplementationError(f"{type(model).__name__} has no sentence-pair head for {objective.pairs.upper()}")
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
+    distillation = None
+    if objective.distill:
+        teacher = AutoModelForMaskedLM.from_pretrained(str(args.teacher), local_files_only=True)
+        distillation = Distillation.of(teacher, model.config.hidden_size, settings)
     started = time.perf_counter()
     summary = pretrain_loop(
         model, train_blocks, heldout_blocks, masker, loop, args.out,
-        device=device, dtype=dtype, resume=args.resume, progress=progress,
+        device=device, dtype=dtype, resume=args.resume, progress=progress, distillation=distillation,
     )  # fmt: skip
     if rank != 0:
         return {"training": summary, "rank": rank}
@@ -173,6 +194,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         "recipe": {"slug": recipe.slug, "objectives": list(recipe.objectives), "settings": settings},
         "objective": objective.describe(),
         "starting_checkpoint": str(args.model) if args.model else None,
+        "teacher": str(args.teacher) if args.teacher else None,
         "corpus": {"path": str(args.corpus), **stats},
         "vocabulary": vocabulary,
         "contamination": contamination_report,
