@@ -192,11 +192,11 @@ def test_a_vocabulary_too_small_and_a_recipe_without_an_implementation_are_refus
     monkeypatch.setattr(papers, "RECIPES", (*papers.RECIPES, small))
     assert main(["pretrain", "--recipe", "tiny-small", "--corpus", str(corpus), "--out", str(tmp_path / "a")]) == 1
     assert "a vocabulary of 40 entries is too small for this corpus" in capsys.readouterr().err
-    args = ["pretrain", "--recipe", "clinical-longformer", "--corpus", str(corpus), "--out", str(tmp_path / "b")]
+    described = dataclasses.replace(tiny, slug="paper-only", implementation=None)
+    monkeypatch.setattr(papers, "RECIPES", (*papers.RECIPES, described))
+    args = ["pretrain", "--recipe", "paper-only", "--corpus", str(corpus), "--out", str(tmp_path / "b")]
     assert main(args) == 1
-    assert "recipe 'clinical-longformer' describes a paper's settings but names no implementation" in (
-        capsys.readouterr().err
-    )
+    assert "recipe 'paper-only' describes a paper's settings but names no implementation" in capsys.readouterr().err
 
 
 # --- exact resume ---------------------------------------------------------------------------------

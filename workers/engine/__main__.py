@@ -30,8 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "pretrain":
         return pretrain_main(argv[1:])
+    if argv and argv[0] == "convert-long":
+        return convert_long_main(argv[1:])
     if not argv or argv[0] != "finetune":
-        print("usage: python -m workers.engine finetune|pretrain --help", file=sys.stderr)
+        print("usage: python -m workers.engine finetune|pretrain|convert-long --help", file=sys.stderr)
         return 2
     parser = HfArgumentParser(ARGUMENT_GROUPS, prog="python -m workers.engine finetune")
     try:
@@ -103,10 +105,37 @@ def pretrain_main(argv: list[str]) -> int:
     if "rank" in report:  # a torchrun process other than the first: process 0 reports
         return 0
     training = report["training"]
-    print(
-        f"{args.recipe}: {training['steps']} steps, held-out MLM loss {training['heldout_loss']:.3f} "
-        f"(unigram baseline {report['unigram_baseline_loss']:.3f}); checkpoint in {args.out}"
+    heldout = training["heldout_loss"]
+    measured = (
+        f"held-out MLM loss {heldout:.3f} (unigram baseline {report['unigram_baseline_loss']:.3f})"
+        if heldout is not None
+        else "no held-out block to measure (a larger corpus, or a larger heldout_share, gives one)"
     )
+    print(f"{args.recipe}: {training['steps']} steps, {measured}; checkpoint in {args.out}")
+    return 0
+
+
+def convert_long_main(argv: list[str]) -> int:
+    """``convert-long``: a Longformer from a RoBERTa checkpoint, or a BigBird from a BERT one (seed 000)."""
+    import argparse
+
+    from workers.engine.pretrain.long_models import convert
+
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.engine convert-long", description=convert_long_main.__doc__
+    )
+    parser.add_argument("--model", type=Path, required=True, help="The short checkpoint (RoBERTa or BERT).")
+    parser.add_argument("--to", choices=("longformer", "big_bird"), required=True)
+    parser.add_argument("--max-length", type=int, default=4096)
+    parser.add_argument("--attention-window", type=int, default=512, help="Longformer's local window.")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        convert(args.model, args.out, args.to, args.max_length, args.attention_window)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.to} of {args.max_length} tokens in {args.out}; continue its MLM with --recipe clinical-longformer")
     return 0
 
 
