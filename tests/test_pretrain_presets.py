@@ -19,8 +19,9 @@ from workers.engine.pretrain.objectives import masked_language_model
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RECIPES = collect_contributions(get_plugin_manager(load_entrypoints=False)).recipes
-TOY = {"pubmedbert": "bert:tiny", "roberta-biomedical": "roberta:tiny", "bioformer-8l": "bioformer:tiny",
-       "bioformer-16l": "bioformer:tiny", "gatortron": "megatron-bert:tiny"}  # fmt: skip
+TOY = {"pubmedbert": "bert:tiny", "pubmedbert-adversarial": "bert:tiny", "roberta-biomedical": "roberta:tiny",
+       "bioformer-8l": "bioformer:tiny", "bioformer-16l": "bioformer:tiny",
+       "gatortron": "megatron-bert:tiny"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,7 @@ def test_each_paper_preset_trains_at_toy_size(corpus, tmp_path, slug):
     report = json.loads((out / "pretraining.json").read_text())
     recipe = RECIPES[slug]
     assert report["objective"]["whole_word"] == ("mlm-whole-word" in recipe.objectives)
+    assert report["objective"]["adversarial"] == ("adversarial" in recipe.objectives)
     assert report["corpus"].get("pairs") == next((o for o in recipe.objectives if o in ("nsp", "sop")), None)
     vocabulary = json.loads((out / "tokenizer.json").read_text())["model"]["type"]
     assert vocabulary == {"wordpiece": "WordPiece", "byte-bpe": "BPE"}[recipe.settings["vocabulary"]]

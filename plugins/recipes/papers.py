@@ -65,6 +65,39 @@ RECIPES = (
         implementation=MLM,
     ),
     RecipeSpec(
+        slug="pubmedbert-adversarial",
+        name="PubMedBERT + adversarial pretraining (ALUM)",
+        description=(
+            "PubMedBERT's recipe with ALUM's adversarial term (seed 004 section 2.4 and Table 9): the input "
+            "embeddings are perturbed within 1e-5 (noise 1e-5, one l-infinity step of 1e-3) to maximise the "
+            "symmetric KL of the MLM predictions, and 10 x that divergence is added to the loss."
+        ),
+        objectives=("mlm-whole-word", "nsp", "adversarial"),
+        settings={
+            "architecture": "bert:base",
+            "vocabulary": "wordpiece",
+            "vocab_size": 30522,
+            "lowercase": True,
+            "block_size": 512,
+            "mask_rate": 0.15,
+            "batch_size": 8192,
+            "learning_rate": 6e-4,
+            "warmup_ratio": 0.1,
+            "steps": 62500,
+            "adversarial_alpha": 10.0,
+            "adversarial_epsilon": 1e-5,
+            "adversarial_step_size": 1e-3,
+            "adversarial_noise": 1e-5,
+            "adversarial_steps": 1,
+            "preprocessors": ["drop-empty", "sentences"],
+        },
+        citation=(
+            "Gu et al. 2021 (seed 004) section 2.4; Liu et al. 2020, Adversarial Training for Large Neural Language "
+            "Models, arXiv:2004.08994."
+        ),
+        implementation=MLM,
+    ),
+    RecipeSpec(
         slug="biobert-continual",
         name="BioBERT-style continual pretraining from a general checkpoint",
         description=(

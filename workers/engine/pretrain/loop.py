@@ -36,6 +36,7 @@ from transformers import get_linear_schedule_with_warmup
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
 
 if TYPE_CHECKING:
+    from workers.engine.pretrain.adversarial import Adversarial
     from workers.engine.pretrain.distillation import Distillation
 
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
@@ -158,11 +159,13 @@ def pretrain_loop(
     resume: bool = False,
     progress: ProgressCallback | None = None,
     distillation: Distillation | None = None,
+    adversarial: Adversarial | None = None,
 ) -> dict:
     """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary.
 
     With ``distillation`` the step's loss is seed 001's distillation loss from its teacher (and the
-    projection it learns is trained and checkpointed with the model); held-out loss stays MLM's.
+    projection it learns is trained and checkpointed with the model); with ``adversarial`` it is
+    ALUM's (MLM plus the adversarial term). Held-out loss stays MLM's.
     """
     n_blocks = len(train_blocks["ids"])
     if n_blocks < settings.micro_batch:
@@ -195,10 +198,11 @@ def pretrain_loop(
         generator = masking_generator(settings.seed, step)
         # Every process draws the masks of the whole step (cheap), so the masks do not depend on
         # the number of processes; each then trains on its share of the rows.
-        micro_batches = [
-            masker(train_blocks, chosen, rate, generator, settings.whole_word)
-            for chosen in (micro_batch_indices(n_blocks, settings, step, m) for m in range(settings.accumulation))
-        ]
+        micro_batches = []
+        for micro in range(settings.accumulation):
+            chosen = micro_batch_indices(n_blocks, settings, step, micro)
+            micro_batches.append(masker(train_blocks, chosen, rate, generator, settings.whole_word))
+            micro_batches[-1]["block"] = torch.from_numpy(chosen)  # seeds per-row randomness (adversarial noise)
         masked = sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches)
         tokens = sum(int(batch["attention_mask"].sum()) for batch in micro_batches)
         loss_sum = 0.0
@@ -206,6 +210,8 @@ def pretrain_loop(
             share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
             if distillation is not None:
                 loss = distillation.loss(model, share, max(masked, 1), max(tokens, 1), device, dtype)
+            elif adversarial is not None:
+                loss = adversarial.loss(model, share, step, max(masked, 1), device, dtype, rows=settings.batch_size)
             else:
                 loss = masked_lm_loss(model, share, max(masked, 1), device, dtype, rows=settings.batch_size)
             loss.backward()
@@ -261,22 +267,35 @@ def masked_lm_loss(
     the sentence-pair loss (NSP or SOP) summed over this share's rows divided by the step's rows.
 
     Summed across micro-batches and processes, the gradients are exactly those of one big batch.
+    """
+    logits, pair_logits = mlm_forward(model, batch, device, dtype, pairs=bool(pair_weight))
+    return mlm_loss_from_logits(logits, pair_logits, batch, total_masked, rows=rows, pair_weight=pair_weight)
+
+
+def mlm_forward(model, batch: dict, device, dtype, *, pairs: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The vocabulary logits at the masked positions, and the sentence-pair logits when the batch has pairs.
+
     The vocabulary projection runs on the masked positions only (15% of them), which saves most
     of its cost; the encoder runs on everything.
     """
-    labels = batch["labels"]
-    selected = labels != IGNORE
+    selected = batch["labels"] != IGNORE
     head = output_head(model)
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
     with autocast(device, dtype):
         outputs = model.base_model(**inputs)
-        hidden = outputs[0]
         # BERT-family heads hold the MLM part as ``predictions`` (beside ``seq_relationship`` when pretraining)
-        logits = getattr(head, "predictions", head)(hidden[selected])
-    loss = torch.nn.functional.cross_entropy(logits.float(), labels[selected], reduction="sum") / total_masked
-    if "next_sentence_label" in batch and pair_weight:
-        with autocast(device, dtype):
-            pair_logits = head.seq_relationship(outputs[1])
+        logits = getattr(head, "predictions", head)(outputs[0][selected])
+        pair_logits = head.seq_relationship(outputs[1]) if pairs and "next_sentence_label" in batch else None
+    return logits, pair_logits
+
+
+def mlm_loss_from_logits(
+    logits: torch.Tensor, pair_logits: torch.Tensor | None, batch: dict, total_masked: int, *, rows: int,
+    pair_weight: float = 1.0,
+) -> torch.Tensor:  # fmt: skip
+    labels = batch["labels"]
+    loss = torch.nn.functional.cross_entropy(logits.float(), labels[labels != IGNORE], reduction="sum") / total_masked
+    if pair_logits is not None and pair_weight:
         pair = torch.nn.functional.cross_entropy(pair_logits.float(), batch["next_sentence_label"], reduction="sum")
         loss = loss + pair_weight * pair / rows
     return loss

@@ -16,7 +16,9 @@ what it returns. Objective names:
   sentence pairs (the ``sentences`` preprocessor) and need a model with a sentence-pair head
   (BERT, Megatron-BERT, BigBird); the engine refuses them on RoBERTa or Longformer;
 * ``distillation``: seed 001 section 7's task-agnostic distillation from a ``--teacher``
-  checkpoint (:mod:`workers.engine.pretrain.distillation`), MLM beside it.
+  checkpoint (:mod:`workers.engine.pretrain.distillation`), MLM beside it;
+* ``adversarial``: seed 004 section 2.4's adversarial pretraining, ALUM's perturbation of the
+  input embeddings (:mod:`workers.engine.pretrain.adversarial`), on top of MLM (and NSP/SOP).
 
 An objective this module does not know is refused by name, so a recipe asking for one never
 trains something else silently.
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 
 MLM_OBJECTIVES = frozenset({"mlm", "mlm-whole-word", "mlm-dynamic", "mlm-rate-schedule"})
 PAIR_OBJECTIVES = frozenset({"nsp", "sop"})
-OTHER_OBJECTIVES = frozenset({"distillation"})
+OTHER_OBJECTIVES = frozenset({"distillation", "adversarial"})
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class MaskedLanguageModel:
     rate_schedule: bool = False
     pairs: str | None = None  # "nsp" or "sop"
     distill: bool = False
+    adversarial: bool = False
 
     def describe(self) -> dict:
         return {"objective": "masked-language-model", **self.__dict__}
@@ -54,6 +57,8 @@ def masked_language_model(settings: Mapping[str, object], objectives: Sequence[s
         )
     if "distillation" in objectives and set(objectives) & PAIR_OBJECTIVES:
         raise ValueError("distillation trains on MLM only (seed 001 section 7), without NSP or SOP")
+    if {"distillation", "adversarial"} <= set(objectives):
+        raise ValueError("a recipe distils a teacher or trains adversarially (ALUM), not both: their losses differ")
     pairs = sorted(set(objectives) & PAIR_OBJECTIVES)
     if len(pairs) > 1:
         raise ValueError("a recipe trains NSP or SOP, not both: they are two labels for the same sentence pairs")
@@ -66,4 +71,5 @@ def masked_language_model(settings: Mapping[str, object], objectives: Sequence[s
         "mlm-rate-schedule" in objectives,
         pairs[0] if pairs else None,
         "distillation" in objectives,
+        "adversarial" in objectives,
     )

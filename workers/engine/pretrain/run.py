@@ -32,6 +32,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
+from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
 from workers.engine.pretrain.data import is_heldout, open_blocks, open_pairs, write_blocks, write_pair_blocks
 from workers.engine.pretrain.distillation import Distillation
@@ -128,6 +129,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
         raise ValueError(f"recipe {recipe.slug} continues a checkpoint's pretraining: give it with --model DIR")
     if objective.pairs:
         _check_pair_head(args, settings, recipe.slug, objective.pairs)
+    adversarial = Adversarial.of(settings, int(settings.get("seed", 42))) if objective.adversarial else None
     if objective.distill:
         if args.teacher is None:
             raise ValueError(f"recipe {recipe.slug} distils a teacher: give its checkpoint with --teacher DIR")
@@ -184,6 +186,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     summary = pretrain_loop(
         model, train_blocks, heldout_blocks, masker, loop, args.out,
         device=device, dtype=dtype, resume=args.resume, progress=progress, distillation=distillation,
+        adversarial=adversarial,
     )  # fmt: skip
     if rank != 0:
         return {"training": summary, "rank": rank}
