@@ -425,7 +425,13 @@ def unigram_baseline(train_ids: np.ndarray, heldout: dict[str, np.ndarray], spec
     The loss a model that ignores context would reach on masked tokens: the bar a pretrained
     model must be well below. Add-one smoothing keeps unseen tokens finite.
     """
-    counts = np.bincount(np.asarray(train_ids).reshape(-1), minlength=1).astype(np.float64)
+    # Count about a million tokens at a time: the memory-mapped ids may be far larger than memory.
+    counts = np.zeros(1, dtype=np.float64)
+    chunk_rows = max(1, 2**20 // max(1, np.asarray(train_ids[:1]).size))
+    for start in range(0, len(train_ids), chunk_rows):
+        chunk = np.bincount(np.asarray(train_ids[start : start + chunk_rows]).reshape(-1))
+        counts = np.pad(counts, (0, max(0, len(chunk) - len(counts))))
+        counts[: len(chunk)] += chunk
     for token in special_ids:
         if token < len(counts):
             counts[token] = 0
