@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import common, finetune_throughput, inference_throughput
+from bench import common, finetune_throughput, inference_throughput, pretrain_throughput
 from bench.__main__ import main
 
 DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -67,6 +67,26 @@ def test_inference_throughput_counts_the_same_tokens_for_engine_and_pipeline(tmp
     result = inference_throughput.run(config, tmp_path)
     written = check_written(result, tmp_path, "inference_throughput", set(inference_throughput.ARMS))
     assert written["data"]["engine_real_tokens"] == written["data"]["pipeline_real_tokens"]
+
+
+@pytest.mark.slow
+def test_pretrain_throughput_trains_every_arm_on_the_same_blocks_and_measures_them_alike(tmp_path):
+    pytest.importorskip("accelerate", reason="the Hugging Face Trainer arms need accelerate")
+    config = pretrain_throughput.Config(steps=3, batch_size=4, layers=1, eval_blocks=8, matmul_size=128)
+    result = pretrain_throughput.run(config, tmp_path)
+    written = check_written(result, tmp_path, "pretrain_throughput", set(pretrain_throughput.ARMS))
+    arms = written["arms"]
+    assert {a["steps"] for a in arms.values()} == {3}
+    assert {a["real_tokens"] for a in arms.values()} == {3 * 4 * 128}
+    assert arms["hf_default"]["precision"] == "float32" and arms["ours"]["head"] == "masked tokens only"
+    losses = written["heldout_loss"]
+    # Training moved every arm off the random initialisation, measured by the same code.
+    assert all(losses[arm] < losses["initial"] for arm in pretrain_throughput.ARMS)
+    assert losses["ours_minus_hf_best"] == pytest.approx(losses["ours"] - losses["hf_best"])
+    # The head on every position is executed work the loss does not need: the Trainer arms do more of it.
+    flops = written["flops"]
+    assert flops["executed_flops_with_head_on_every_token"] > flops["flops"]
+    assert written["data"]["train_blocks"] >= 4 and 0 < written["data"]["maskable_share"] < 1
 
 
 def test_runner_takes_names_and_settings(tmp_path, capsys):
