@@ -138,6 +138,15 @@ BIOLM_VAR_DIR = VAR_DIR
 BIOLM_DATA_DIR = Path(env_str("BIOLM_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
 BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 
+# Jobs (see jobs.lifecycle): a running job whose worker is silent this long is requeued; a job that
+# waits this long for a worker fails (refunded); a submitter may make this many submissions a day.
+BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 60)
+BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
+BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
+# Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage
+# alias of STORAGES ("default": var/media, or S3 through django-storages when configured).
+BIOLM_ARTEFACT_STORAGE = env_str("BIOLM_ARTEFACT_STORAGE", "default")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

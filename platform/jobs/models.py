@@ -1,10 +1,12 @@
-"""Units of work on the GPU/CPU queues and the runs they produce.
+"""Units of work on the GPU/CPU queues, the workers that run them, and the runs they produce.
 
 The database row is the source of truth for a job's state; workers receive the
 job id, a per-job token and the job's immutable ``spec``, and never need
-database credentials. A :class:`Run` is one fine-tuning/evaluation of a model on
-a dataset at one hyperparameter point and seed; it is unique per job, so a
-redelivered task cannot record the same run twice.
+database credentials. Every change of state goes through :mod:`jobs.lifecycle`,
+whose conditional UPDATEs are what make a redelivered or reaped task harmless. A
+:class:`Run` is one fine-tuning/evaluation of a model on a dataset at one
+hyperparameter point and seed; it is unique per job, so a redelivered task cannot
+record the same run twice.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import secrets
 
 from django.db import models
+from django.utils import timezone
 
 from registry.models import Benchmark, Dataset, LanguageModel
 from submissions.models import Submission
@@ -23,10 +26,9 @@ def new_token() -> str:
 
 class Job(models.Model):
     class Kind(models.TextChoices):
-        PRETRAIN = "pretrain"
-        SEARCH = "search", "hyperparameter search on dev"
-        FINETUNE = "finetune", "seeds on test"
-        AGGREGATE = "aggregate"
+        PRETRAIN = "pretrain", "pretrain a recipe on a corpus"
+        FINETUNE = "finetune", "the benchmark's protocol on one dataset"
+        AGGREGATE = "aggregate", "score the test predictions and record the results"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -34,6 +36,12 @@ class Job(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"
         CANCELLED = "cancelled"
+        RETRYING = "retrying", "retrying (waiting out its back-off)"
+
+    class Cause(models.TextChoices):
+        NONE = "", "-"
+        PLATFORM = "platform", "the platform's (refunded)"
+        SUBMISSION = "submission", "the submission's"
 
     class Queue(models.TextChoices):
         GPU = "gpu"
@@ -51,14 +59,22 @@ class Job(models.Model):
     spec = models.JSONField(default=dict, help_text="The immutable engine spec the worker receives.")
     token = models.CharField(max_length=64, default=new_token, editable=False)
     attempts = models.PositiveSmallIntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=3, help_text="Attempts before a platform failure is final.")
+    time_limit_s = models.PositiveIntegerField(default=24 * 3600, help_text="Seconds one attempt may run.")
+    claim = models.CharField(max_length=64, blank=True, help_text="The delivery that holds the job while it runs.")
     worker = models.CharField(max_length=200, blank=True)
     progress_step = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     progress_loss = models.FloatField(null=True, blank=True)
+    eta_s = models.FloatField(null=True, blank=True, help_text="Seconds left, as the worker estimates them.")
     last_heartbeat = models.DateTimeField(null=True, blank=True)
-    log = models.TextField(blank=True)
+    log = models.TextField(blank=True, help_text="The tail of the worker's log.")
     error = models.TextField(blank=True)
+    failure_cause = models.CharField(max_length=10, choices=Cause.choices, blank=True, default=Cause.NONE)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="When it last entered its queue.")
+    not_before = models.DateTimeField(null=True, blank=True, help_text="Back-off: not dispatched before this.")
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When its message was last sent.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -73,6 +89,30 @@ class Job(models.Model):
     @property
     def progress(self) -> float | None:
         return self.progress_step / self.progress_total if self.progress_total else None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+
+FINISHED = (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED)
+WAITING = (Job.Status.QUEUED, Job.Status.RETRYING)
+
+
+class Worker(models.Model):
+    """A live (or lately live) worker process, as its own heartbeats describe it."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="Celery's hostname, e.g. gpu0@host.")
+    queues = models.CharField(max_length=100, help_text="Comma-separated queues it consumes.")
+    slots = models.PositiveSmallIntegerField(default=1, help_text="Jobs it runs at once.")
+    started_at = models.DateTimeField(default=timezone.now)
+    last_heartbeat = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Run(models.Model):

@@ -21,6 +21,9 @@ class Submission(models.Model):
     benchmarks = models.ManyToManyField(Benchmark, related_name="submissions")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     notes = models.TextField(blank=True)
+    refunded = models.BooleanField(
+        default=False, help_text="It failed through the platform's fault and does not count against the quota."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

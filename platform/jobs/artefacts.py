@@ -1,0 +1,132 @@
+"""Checkpoints, corpora and predictions in the artefact store, behind Django's storage API.
+
+The store is the storage alias ``settings.BIOLM_ARTEFACT_STORAGE`` (``var/media`` by default,
+an S3-compatible bucket through django-storages in docker-compose). Workers never see its
+credentials: a job's spec names artefacts, and the platform hands the worker a *manifest* of
+``(relative path, url, size, sha256)`` per file, where the url is a local path for the
+filesystem store or a pre-signed URL for S3, so the worker downloads with the standard library
+and checks each file's digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import Storage, storages
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
+class ArtefactError(ValueError):
+    """An artefact could not be read or stored; the message names the file."""
+
+
+def storage() -> Storage:
+    return storages[settings.BIOLM_ARTEFACT_STORAGE]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def store_directory(directory: Path, prefix: str) -> list[dict]:
+    """Copy every file under ``directory`` to ``prefix/...``; the manifest of what was stored."""
+    files = sorted(p for p in Path(directory).rglob("*") if p.is_file())
+    if not files:
+        raise ArtefactError(f"{directory}: no files to store")
+    return [store_file(path, f"{prefix}/{path.relative_to(directory).as_posix()}") for path in files]
+
+
+def store_file(path: Path, name: str) -> dict:
+    """Store one file under exactly ``name`` (an existing artefact of that name is replaced)."""
+    target = storage()
+    if target.exists(name):
+        target.delete(name)
+    with Path(path).open("rb") as handle:
+        saved = target.save(name, File(handle, name=Path(name).name))
+    return {"name": saved, "size": Path(path).stat().st_size, "sha256": sha256(path)}
+
+
+def store_bytes(data: bytes, name: str) -> dict:
+    target = storage()
+    if target.exists(name):
+        target.delete(name)
+    saved = target.save(name, File(io.BytesIO(data), name=Path(name).name))
+    return {"name": saved, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def delete_prefix(prefix: str) -> int:
+    """Delete every artefact under ``prefix``; how many files went."""
+    target = storage()
+    deleted = 0
+    try:
+        folders, files = target.listdir(prefix)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    for name in files:
+        target.delete(f"{prefix}/{name}")
+        deleted += 1
+    for folder in folders:
+        deleted += delete_prefix(f"{prefix}/{folder}")
+    return deleted
+
+
+def locate(name: str) -> str:
+    """Where a worker reads the artefact: its local path, or a URL (pre-signed for S3)."""
+    target = storage()
+    try:
+        return target.path(name)
+    except NotImplementedError:
+        return target.url(name)
+
+
+def download_manifest(entries: list[dict], prefix: str) -> list[dict]:
+    """The manifest a worker receives for artefacts stored under ``prefix``: path within it, location, digest."""
+    cut = len(prefix.rstrip("/")) + 1
+    return [
+        {"path": entry["name"][cut:], "url": locate(entry["name"]), "size": entry["size"], "sha256": entry["sha256"]}
+        for entry in entries
+    ]
+
+
+@contextmanager
+def unpacked(path: Path) -> Iterator[Path]:
+    """A checkpoint given as a directory or an archive, as a directory (archives unpacked safely)."""
+    path = Path(path)
+    if path.is_dir():
+        yield path
+        return
+    if not path.is_file():
+        raise ArtefactError(f"{path}: no such checkpoint directory or archive")
+    if not path.name.endswith(ARCHIVE_SUFFIXES):
+        raise ArtefactError(f"{path}: a checkpoint is a directory or a {', '.join(ARCHIVE_SUFFIXES)} archive")
+    with tempfile.TemporaryDirectory(prefix="biolm-checkpoint-") as temporary:
+        root = Path(temporary)
+        try:
+            if path.name.endswith(".zip"):
+                with zipfile.ZipFile(path) as archive:
+                    for member in archive.namelist():
+                        if Path(member).is_absolute() or ".." in Path(member).parts:
+                            raise ArtefactError(f"{path}: member {member!r} would be written outside the archive")
+                    archive.extractall(root)
+            else:
+                with tarfile.open(path) as archive:
+                    archive.extractall(root, filter="data")  # no absolute paths, links out or devices
+        except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
+            raise ArtefactError(f"{path}: not a readable archive: {exc}") from None
+        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
+        # An archive of one top-level folder is that folder's checkpoint.
+        yield entries[0] if len(entries) == 1 and entries[0].is_dir() else root

@@ -1,0 +1,265 @@
+"""A submission becomes a graph of jobs: [pretrain] -> per dataset: the protocol -> record the results.
+
+:func:`submit` is the one entry point: ``manage.py submit`` calls it and the web form will. It
+checks everything a user can get wrong before anything is written (the benchmark, the datasets,
+the recipe, the corpus or checkpoint, the daily quota), copies the checkpoint or corpus into the
+artefact store (workers read them from there, never from the submitter's disk) and writes the
+submission and its jobs in one transaction, so a failed submit leaves nothing behind.
+
+Each job's ``spec`` is immutable and holds everything its worker needs besides artefact
+locations, which are resolved when it is dispatched:
+
+* ``pretrain`` (gpu): recipe, steps and settings, the corpus artefact, and the number of GPUs;
+* ``finetune`` (gpu, one per dataset): the benchmark's protocol on that dataset, with optional
+  overrides for quick runs (``grid``, ``seeds``, ``epochs``, ``max_train_examples``, ...), and
+  the model: the submitted checkpoint's artefacts or the pretraining job's output;
+* ``aggregate`` (cpu, one per dataset): scores the test predictions against the gold labels,
+  which only the platform holds, and records the ``Result`` (which rescoring follows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
+from jobs import artefacts
+from jobs.models import Job
+from registry.models import Benchmark, LanguageModel, PretrainingRecipe
+from registry.registration import RegistrationError, register_checkpoint
+from submissions.models import Submission
+
+PROTOCOL_OVERRIDES = (
+    "grid",
+    "seeds",
+    "first_seed",
+    "epochs",
+    "learning_rate",
+    "batch_size",
+    "max_length",
+    "max_train_examples",
+    "max_eval_examples",
+    "precision",
+)
+
+
+class SubmissionError(ValueError):
+    """The submission cannot be accepted; the message says what to change."""
+
+
+class QuotaExceeded(SubmissionError):
+    pass
+
+
+@dataclass(frozen=True)
+class SubmissionRequest:
+    owner: object  # a User
+    benchmark: str
+    model: Path | None = None  # a checkpoint directory or archive
+    recipe: str | None = None
+    corpus: Path | None = None
+    datasets: tuple[str, ...] = ()  # default: every dataset of the benchmark
+    name: str | None = None
+    protocol: dict = field(default_factory=dict)  # overrides of the benchmark's protocol (PROTOCOL_OVERRIDES)
+    pretrain_steps: int | None = None
+    pretrain_settings: dict = field(default_factory=dict)
+    gpus: int = 1  # for the pretraining job: torchrun on this many GPUs of one host
+    private: bool = False
+    priority: int = 0
+
+
+def submissions_today(user, now: dt.datetime | None = None) -> int:
+    """Submissions of the last 24 hours that count against the quota (refunded ones do not)."""
+    since = (now or timezone.now()) - dt.timedelta(days=1)
+    return Submission.objects.filter(submitter=user, created_at__gte=since, refunded=False).count()
+
+
+def submit(request: SubmissionRequest) -> Submission:
+    benchmark = _benchmark(request.benchmark)
+    entries = _entries(benchmark, request.datasets)
+    protocol = _protocol(request.protocol)
+    if (request.model is None) == (request.recipe is None):
+        raise SubmissionError("give either a checkpoint (--model DIR or archive) or a recipe with a corpus")
+    recipe = _recipe(request) if request.recipe else None
+    if request.gpus < 1:
+        raise SubmissionError(f"--gpus must be at least 1, not {request.gpus}")
+    limit = settings.BIOLM_SUBMISSIONS_PER_DAY
+    if submissions_today(request.owner) >= limit:
+        raise QuotaExceeded(
+            f"{request.owner} has made {limit} submissions in the last 24 hours, the daily quota; "
+            "submissions that failed through the platform's fault are refunded and do not count"
+        )
+    submission = None
+    try:
+        with ExitStack() as stack, transaction.atomic():
+            if recipe is not None:
+                checkpoint, model = None, _model_for_recipe(request, recipe)
+            else:
+                checkpoint = stack.enter_context(artefacts.unpacked(request.model))
+                model = _model_for_checkpoint(checkpoint, request)
+            submission = Submission.objects.create(submitter=request.owner, language_model=model)
+            submission.benchmarks.add(benchmark)
+            source = _source(request, submission, checkpoint, recipe)
+            _jobs(request, submission, benchmark, entries, protocol, source)
+    except BaseException as exc:
+        if submission is not None:  # the rows rolled back; the copied files must go too
+            artefacts.delete_prefix(f"submissions/{submission.pk}")
+        if isinstance(exc, RegistrationError | artefacts.ArtefactError):
+            raise SubmissionError(str(exc)) from None
+        raise
+    return submission
+
+
+def _jobs(request: SubmissionRequest, submission: Submission, benchmark: Benchmark, entries, protocol: dict,
+          source: dict) -> None:  # fmt: skip
+    """Per dataset, the protocol's job and the job that records its results."""
+    model = submission.language_model
+    for entry in entries:
+        finetune = Job.objects.create(
+            submission=submission,
+            language_model=model,
+            benchmark=benchmark,
+            dataset=entry.dataset,
+            kind=Job.Kind.FINETUNE,
+            queue=Job.Queue.GPU,
+            priority=request.priority,
+            spec={
+                "kind": Job.Kind.FINETUNE,
+                "dataset": entry.dataset.slug,
+                "benchmark": benchmark.slug,
+                "protocol": protocol,
+                "model": source["model"],
+            },
+        )
+        if source["pretrain"] is not None:
+            finetune.depends_on.add(source["pretrain"])
+        record = Job.objects.create(
+            submission=submission,
+            language_model=model,
+            benchmark=benchmark,
+            dataset=entry.dataset,
+            kind=Job.Kind.AGGREGATE,
+            queue=Job.Queue.CPU,
+            priority=request.priority,
+            spec={"kind": Job.Kind.AGGREGATE, "dataset": entry.dataset.slug, "benchmark": benchmark.slug,
+                  "metric": entry.metric.slug, "variant": entry.variant, "finetune_job": finetune.pk},
+        )  # fmt: skip
+        record.depends_on.add(finetune)
+
+
+def _benchmark(slug: str) -> Benchmark:
+    benchmark = Benchmark.objects.filter(slug=slug, active=True).first()
+    if benchmark is None:
+        known = ", ".join(Benchmark.objects.filter(active=True).order_by("slug").values_list("slug", flat=True))
+        raise SubmissionError(f"no benchmark {slug!r}; known: {known or 'none (run manage.py sync_plugins)'}")
+    return benchmark
+
+
+def _entries(benchmark: Benchmark, datasets: tuple[str, ...]):
+    """One entry per dataset (a dataset scored twice, as BioASQ is in bioformer, is fine-tuned once)."""
+    by_dataset = {}
+    for entry in benchmark.entries.select_related("dataset", "metric").order_by("position"):
+        by_dataset.setdefault(entry.dataset.slug, entry)
+    unknown = [slug for slug in datasets if slug not in by_dataset]
+    if unknown:
+        raise SubmissionError(
+            f"{benchmark.slug} has no dataset {', '.join(map(repr, unknown))}; its datasets: {', '.join(by_dataset)}"
+        )
+    chosen = [by_dataset[slug] for slug in dict.fromkeys(datasets)] if datasets else list(by_dataset.values())
+    if not chosen:
+        raise SubmissionError(f"{benchmark.slug} has no datasets")
+    return chosen
+
+
+def _protocol(overrides: dict) -> dict:
+    unknown = sorted(set(overrides) - set(PROTOCOL_OVERRIDES))
+    if unknown:
+        raise SubmissionError(
+            f"no protocol setting {', '.join(unknown)}; the settings a submission may change: "
+            + ", ".join(PROTOCOL_OVERRIDES)
+        )
+    return dict(overrides)
+
+
+def _recipe(request: SubmissionRequest) -> PretrainingRecipe:
+    recipe = PretrainingRecipe.objects.filter(slug=request.recipe, active=True).first()
+    if recipe is None:
+        known = ", ".join(PretrainingRecipe.objects.filter(active=True).order_by("slug").values_list("slug", flat=True))
+        raise SubmissionError(f"no recipe {request.recipe!r}; known: {known}")
+    if request.corpus is None:
+        raise SubmissionError("a recipe needs a corpus (--corpus PATH, a text file with one document per line)")
+    corpus = Path(request.corpus)
+    if not corpus.is_file():
+        raise SubmissionError(f"{corpus}: no such corpus file")
+    if corpus.stat().st_size == 0:
+        raise SubmissionError(f"{corpus}: the corpus is empty")
+    if request.pretrain_steps is not None and request.pretrain_steps < 1:
+        raise SubmissionError(f"--steps must be at least 1, not {request.pretrain_steps}")
+    return recipe
+
+
+def _model_for_checkpoint(directory: Path, request: SubmissionRequest) -> LanguageModel:
+    """The checkpoint's model row, named after the directory or archive the user gave."""
+    given = Path(request.model).resolve()
+    stem = given.name
+    for suffix in artefacts.ARCHIVE_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    model, _ = register_checkpoint(
+        directory, slug=slugify(stem)[:LANGUAGE_MODEL_SLUG_MAX] or None, name=request.name or stem,
+        owner=request.owner, private=request.private, recorded_as=given,
+    )  # fmt: skip
+    return model
+
+
+def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> LanguageModel:
+    """A model row for what the pretraining job will produce; its checkpoint is filled when it succeeds."""
+    base = slugify(f"{recipe.slug}-{request.owner}")[: LANGUAGE_MODEL_SLUG_MAX - 6] or recipe.slug
+    slug, number = base, 1
+    while LanguageModel.objects.filter(slug=slug).exists():
+        number += 1
+        slug = f"{base}-{number}"
+    return LanguageModel.objects.create(
+        slug=slug,
+        name=request.name or f"{recipe.name} ({request.owner})",
+        owner=request.owner,
+        recipe=recipe,
+        architecture=None,
+        pretraining_corpus=str(Path(request.corpus).resolve()),
+        visibility=LanguageModel.Visibility.PRIVATE if request.private else LanguageModel.Visibility.PUBLIC,
+        origin=LanguageModel.Origin.REPRODUCED,
+    )
+
+
+def _source(
+    request: SubmissionRequest, submission: Submission, checkpoint: Path | None, recipe: PretrainingRecipe | None
+) -> dict:
+    """Store the submitted checkpoint or corpus; the fine-tuning jobs' model and the pretraining job, if any."""
+    prefix = f"submissions/{submission.pk}"
+    if checkpoint is not None:
+        stored = artefacts.store_directory(checkpoint, f"{prefix}/model")
+        return {"model": {"artefacts": stored, "prefix": f"{prefix}/model"}, "pretrain": None}
+    corpus = artefacts.store_file(Path(request.corpus), f"{prefix}/corpus.txt")
+    pretrain = Job.objects.create(
+        submission=submission,
+        language_model=submission.language_model,
+        kind=Job.Kind.PRETRAIN,
+        queue=Job.Queue.GPU,
+        priority=request.priority,
+        spec={
+            "kind": Job.Kind.PRETRAIN,
+            "recipe": recipe.slug,
+            "steps": request.pretrain_steps,
+            "settings": dict(request.pretrain_settings),
+            "corpus": corpus,
+            "gpus": request.gpus,
+            "output": f"{prefix}/pretrained",
+        },
+    )
+    return {"model": {"from_job": pretrain.pk, "prefix": f"{prefix}/pretrained"}, "pretrain": pretrain}

@@ -1,0 +1,265 @@
+"""Every change of a job's state, each one a conditional UPDATE on the job's row.
+
+A message can be delivered twice (``acks_late`` redelivers a task whose worker died; the
+reaper re-sends a job whose worker stopped heartbeating), so no step trusts that it is the only
+one running. A worker *claims* a job by moving it from waiting to running under a delivery id;
+every later write (heartbeat, progress, success, failure) is filtered on that claim, so a
+delivery that lost its claim changes nothing and is told to stop. Cancelling is the same
+mechanism seen from the other side: the job leaves ``running`` and the next heartbeat answers
+"stop".
+
+Failures are told apart by cause. The platform's own (a lost worker, a broker restart, a time
+limit hit while the job waited) are retried with exponential back-off up to ``max_attempts``
+and, if final, refunded to the submitter's quota; the submission's (a malformed checkpoint) fail
+at once, keep their error and are charged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from jobs.models import FINISHED, WAITING, Job
+from submissions.models import Submission
+
+LOG_TAIL_CHARS = 20_000
+BACKOFF_BASE_S = 30.0
+BACKOFF_MAX_S = 15 * 60.0
+
+
+class Verdict:
+    """What a heartbeat tells the worker."""
+
+    CONTINUE = "continue"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Progress:
+    step: int
+    total: int
+    loss: float | None = None
+    eta_s: float | None = None
+
+
+def backoff_s(attempts: int) -> float:
+    """Seconds to wait before attempt ``attempts + 1``: 30 s, 60 s, 120 s, ... at most 15 min."""
+    return min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1))
+
+
+def blocked_by_dependencies() -> Exists:
+    """True for a job with a dependency that has not succeeded (an expression for filters)."""
+    through = Job.depends_on.through
+    return Exists(through.objects.filter(from_job=OuterRef("pk")).exclude(to_job__status=Job.Status.SUCCEEDED))
+
+
+def ready(now: dt.datetime | None = None) -> QuerySet[Job]:
+    """Waiting jobs whose dependencies all succeeded and whose back-off is over."""
+    now = now or timezone.now()
+    return (
+        Job.objects.filter(status__in=WAITING)
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .exclude(blocked_by_dependencies())
+    )
+
+
+def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
+    """Take the job for this delivery, or None if it is not ready, not ours to take or already taken."""
+    now = timezone.now()
+    taken = (
+        ready(now)
+        .filter(pk=job_id, token=token)
+        .update(
+            status=Job.Status.RUNNING,
+            claim=delivery,
+            worker=worker,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            last_heartbeat=now,
+            finished_at=None,
+            eta_s=None,
+        )
+    )
+    return Job.objects.get(pk=job_id) if taken else None
+
+
+def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
+    return Job.objects.filter(pk=job_id, token=token, claim=delivery, status=Job.Status.RUNNING)
+
+
+def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None = None, log: str = "") -> str:
+    """Record that the delivery is alive (and how far it is); STOP if it no longer holds the job."""
+    values: dict = {"last_heartbeat": timezone.now()}
+    if progress is not None:
+        values.update(
+            progress_step=progress.step,
+            progress_total=progress.total,
+            progress_loss=progress.loss,
+            eta_s=progress.eta_s,
+        )
+    if not log:
+        return Verdict.CONTINUE if _held(job_id, token, delivery).update(**values) else Verdict.STOP
+    with transaction.atomic():
+        job = _held(job_id, token, delivery).select_for_update().only("log").first()
+        if job is None:
+            return Verdict.STOP
+        values["log"] = (job.log + log)[-LOG_TAIL_CHARS:]
+        _held(job_id, token, delivery).update(**values)
+    return Verdict.CONTINUE
+
+
+def succeed(job_id: int, token: str, delivery: str) -> bool:
+    """Mark the job done; False if the delivery had lost it (its results must then be discarded)."""
+    now = timezone.now()
+    return bool(
+        _held(job_id, token, delivery).update(
+            status=Job.Status.SUCCEEDED, finished_at=now, last_heartbeat=now, error="", failure_cause=Job.Cause.NONE
+        )
+    )
+
+
+def fail(job_id: int, token: str, delivery: str, error: str, cause: str) -> str | None:
+    """End the delivery's attempt: retried later if the platform caused it and attempts remain.
+
+    Returns the job's new status, or None if the delivery no longer held the job.
+    """
+    with transaction.atomic():
+        job = _held(job_id, token, delivery).select_for_update().first()
+        if job is None:
+            return None
+        status = _after_failure(job, error, cause, timezone.now())
+    if status == Job.Status.FAILED:
+        fail_dependents([job.pk], f"job #{job.pk} failed", cause)
+    return status
+
+
+def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bool = True) -> str:
+    if retry and cause == Job.Cause.PLATFORM and job.attempts < job.max_attempts:
+        Job.objects.filter(pk=job.pk).update(
+            status=Job.Status.RETRYING,
+            claim="",
+            worker="",
+            error=error,
+            failure_cause=cause,
+            queued_at=now,
+            dispatched_at=None,
+            not_before=now + dt.timedelta(seconds=backoff_s(job.attempts)),
+        )
+        return Job.Status.RETRYING
+    Job.objects.filter(pk=job.pk).update(
+        status=Job.Status.FAILED, claim="", error=error, failure_cause=cause, finished_at=now
+    )
+    if cause == Job.Cause.PLATFORM and job.submission_id:
+        Submission.objects.filter(pk=job.submission_id).update(refunded=True)
+    return Job.Status.FAILED
+
+
+def fail_dependents(job_ids: Iterable[int], reason: str, cause: str) -> int:
+    """Jobs downstream of a final failure can never run: fail them too, with the same cause."""
+    failed, frontier = 0, list(job_ids)
+    while frontier:
+        downstream = Job.objects.filter(depends_on__in=frontier, status__in=WAITING).distinct()
+        ids = list(downstream.values_list("pk", flat=True))
+        failed += Job.objects.filter(pk__in=ids, status__in=WAITING).update(
+            status=Job.Status.FAILED,
+            error=f"not run: {reason}",
+            failure_cause=cause,
+            finished_at=timezone.now(),
+        )
+        frontier = ids
+    return failed
+
+
+def cancel(jobs: QuerySet[Job]) -> int:
+    """Cancel waiting and running jobs (a running loop stops at its next heartbeat) and what waits on them."""
+    ids = list(jobs.exclude(status__in=FINISHED).values_list("pk", flat=True))
+    cancelled = 0
+    frontier = ids
+    while frontier:
+        cancelled += (
+            Job.objects.filter(pk__in=frontier)
+            .exclude(status__in=FINISHED)
+            .update(status=Job.Status.CANCELLED, claim="", finished_at=timezone.now())
+        )
+        frontier = list(
+            Job.objects.filter(depends_on__in=frontier).exclude(status__in=FINISHED).values_list("pk", flat=True)
+        )
+    return cancelled
+
+
+def requeue(jobs: QuerySet[Job], reset_attempts: bool = True) -> int:
+    """Put finished or stuck jobs back in their queue (an operator's retry), with their dependents."""
+    now = timezone.now()
+    ids = list(jobs.values_list("pk", flat=True))
+    values: dict = {
+        "status": Job.Status.QUEUED,
+        "claim": "",
+        "worker": "",
+        "error": "",
+        "failure_cause": Job.Cause.NONE,
+        "queued_at": now,
+        "dispatched_at": None,
+        "not_before": None,
+        "finished_at": None,
+    }
+    if reset_attempts:
+        values["attempts"] = 0
+    count = Job.objects.filter(pk__in=ids).update(**values)
+    downstream = Job.objects.filter(depends_on__in=ids, status__in=(Job.Status.FAILED, Job.Status.CANCELLED))
+    if downstream.exists():
+        count += requeue(downstream.distinct(), reset_attempts)
+    return count
+
+
+def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datetime | None = None) -> list[int]:
+    """Jobs whose worker went silent, that ran past their time limit or waited too long leave their state.
+
+    * A silent worker is the platform's failure: the job is retried (with the usual back-off)
+      or, out of attempts, failed and refunded.
+    * A job past its time limit is failed at once and charged: its spec asked for more work
+      than one attempt may do, and running it again would end the same way.
+    * A job still waiting after ``queue_limit_s`` is failed and refunded: the platform never
+      found it a worker.
+
+    Returns the ids of the jobs it moved.
+    """
+    now = now or timezone.now()
+    silent = Q(last_heartbeat__lt=now - dt.timedelta(seconds=stale_after_s)) | Q(last_heartbeat__isnull=True)
+    moved = []
+    for job in Job.objects.filter(status=Job.Status.RUNNING).filter(silent):
+        reason = f"worker {job.worker or '?'} stopped heartbeating (silent for more than {stale_after_s:g} s)"
+        if _release(job, reason, Job.Cause.PLATFORM, now, retry=True):
+            moved.append(job.pk)
+    for job in Job.objects.filter(status=Job.Status.RUNNING, started_at__isnull=False):
+        if job.started_at + dt.timedelta(seconds=job.time_limit_s) < now:
+            reason = f"ran past its time limit of {job.time_limit_s} s"
+            if _release(job, reason, Job.Cause.SUBMISSION, now, retry=False):
+                moved.append(job.pk)
+    if queue_limit_s is not None:
+        expired = Job.objects.filter(status__in=WAITING, queued_at__lt=now - dt.timedelta(seconds=queue_limit_s))
+        for job in expired:
+            reason = f"waited more than {queue_limit_s:g} s for a worker"
+            with transaction.atomic():
+                held = Job.objects.select_for_update().filter(pk=job.pk, status__in=WAITING).first()
+                if held is None:
+                    continue
+                _after_failure(held, reason, Job.Cause.PLATFORM, now, retry=False)
+            fail_dependents([job.pk], f"job #{job.pk} failed", Job.Cause.PLATFORM)
+            moved.append(job.pk)
+    return moved
+
+
+def _release(job: Job, reason: str, cause: str, now: dt.datetime, retry: bool) -> bool:
+    with transaction.atomic():
+        held = Job.objects.select_for_update().filter(pk=job.pk, claim=job.claim, status=Job.Status.RUNNING).first()
+        if held is None:
+            return False
+        status = _after_failure(held, reason, cause, now, retry)
+    if status == Job.Status.FAILED:
+        fail_dependents([job.pk], f"job #{job.pk} failed", cause)
+    return True
