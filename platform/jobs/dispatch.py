@@ -1,0 +1,169 @@
+"""Which waiting job starts next, when each will start, and sending them to the broker.
+
+The database is the queue; the broker carries only as many messages as live workers have free
+slots. That is what makes fair share possible (a broker queue is first in, first out, so one
+user's 200 queued messages would run before another user's 2): each time a slot frees, the
+next job is chosen here, by
+
+1. the owner with the fewest jobs running or already chosen (so owners take turns),
+2. then, between owners equally loaded, the one whose oldest job has waited longest,
+3. then, within an owner, higher ``priority`` first, then the oldest.
+
+A message that never reaches a worker (a broker restarted without persistence) is sent again
+after ``redispatch_after_s``; duplicates are harmless because a job runs only under a claim
+(:mod:`jobs.lifecycle`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from jobs import lifecycle
+from jobs.models import WAITING, Job, Worker
+
+DEFAULT_DURATION_S = {Job.Kind.PRETRAIN: 3600.0, Job.Kind.FINETUNE: 600.0, Job.Kind.AGGREGATE: 10.0}
+
+
+@dataclass(frozen=True)
+class Place:
+    """A waiting job's place in its queue: 1 is next; the start is an estimate."""
+
+    position: int
+    estimated_start: dt.datetime | None
+
+
+def record_worker(name: str, queues: list[str], slots: int = 1, now: dt.datetime | None = None) -> Worker:
+    """A worker's heartbeat: it is alive, consumes ``queues`` and runs ``slots`` jobs at once."""
+    now = now or timezone.now()
+    worker, created = Worker.objects.update_or_create(
+        name=name, defaults={"queues": ",".join(sorted(queues)), "slots": slots, "last_heartbeat": now}
+    )
+    if created:
+        Worker.objects.filter(pk=worker.pk).update(started_at=now)
+    return worker
+
+
+def live_workers(stale_after_s: float, now: dt.datetime | None = None) -> QuerySet[Worker]:
+    now = now or timezone.now()
+    return Worker.objects.filter(last_heartbeat__gte=now - dt.timedelta(seconds=stale_after_s))
+
+
+def capacity(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> int:
+    """Slots of the live workers consuming ``queue``."""
+    workers = live_workers(stale_after_s, now)
+    return sum(w.slots for w in workers if queue in w.queues.split(","))
+
+
+def _owner(job: Job) -> int:
+    if job.submission_id is not None:
+        return job.submission.submitter_id
+    return job.language_model.owner_id or 0
+
+
+def fair_order(queue: str, now: dt.datetime | None = None) -> list[Job]:
+    """The ready jobs of ``queue`` not yet sent, in the order they will be sent (see the module docstring)."""
+    now = now or timezone.now()
+    waiting = (
+        lifecycle.ready(now)
+        .filter(queue=queue, dispatched_at__isnull=True)
+        .select_related("submission", "language_model")
+        .order_by("-priority", "queued_at", "pk")
+    )
+    by_owner: dict[int, list[Job]] = {}
+    for job in waiting:
+        by_owner.setdefault(_owner(job), []).append(job)
+    if not by_owner:
+        return []
+    load: dict[int, int] = {owner: 0 for owner in by_owner}
+    active = Job.objects.filter(queue=queue).filter(
+        Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False)
+    )
+    for job in active.select_related("submission", "language_model"):
+        owner = _owner(job)
+        if owner in load:
+            load[owner] += 1
+    heap = [(load[owner], jobs[0].queued_at, owner) for owner, jobs in by_owner.items()]
+    heapq.heapify(heap)
+    order: list[Job] = []
+    while heap:
+        taken, _, owner = heapq.heappop(heap)
+        jobs = by_owner[owner]
+        order.append(jobs.pop(0))
+        if jobs:
+            heapq.heappush(heap, (taken + 1, jobs[0].queued_at, owner))
+    return order
+
+
+def typical_duration_s(kind: str, queue: str, sample: int = 50) -> float:
+    """The median run time of the last ``sample`` successful jobs of this kind and queue, or a default."""
+    finished = (
+        Job.objects.filter(kind=kind, queue=queue, status=Job.Status.SUCCEEDED, started_at__isnull=False)
+        .exclude(finished_at__isnull=True)
+        .order_by("-finished_at")
+        .values_list("started_at", "finished_at")[:sample]
+    )
+    durations = [(end - start).total_seconds() for start, end in finished]
+    return statistics.median(durations) if durations else DEFAULT_DURATION_S.get(kind, 600.0)
+
+
+def places(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> dict[int, Place]:
+    """Every waiting job of ``queue``: its position (sent ones first) and an estimated start.
+
+    The first jobs take the free slots and start now; the rest start in waves of the queue's
+    capacity, the first when the running jobs are expected to end (the median of their
+    workers' ETAs) and each later one a typical duration after the one before. No live worker
+    on the queue means no estimate.
+    """
+    now = now or timezone.now()
+    sent = list(
+        Job.objects.filter(queue=queue, status__in=WAITING, dispatched_at__isnull=False).order_by("dispatched_at", "pk")
+    )
+    order = sent + fair_order(queue, now)
+    slots = capacity(queue, stale_after_s, now)
+    running = Job.objects.filter(queue=queue, status=Job.Status.RUNNING)
+    free_now = max(0, slots - running.count())
+    etas = [eta for eta in running.values_list("eta_s", flat=True) if eta is not None]
+    durations: dict[str, float] = {}
+    result: dict[int, Place] = {}
+    for index, job in enumerate(order):
+        if not slots:
+            result[job.pk] = Place(index + 1, None)
+            continue
+        duration = durations.setdefault(job.kind, typical_duration_s(job.kind, queue))
+        if index < free_now:
+            start = 0.0
+        else:
+            wave = (index - free_now) // slots
+            start = (statistics.median(etas) if etas else duration) + wave * duration
+        result[job.pk] = Place(index + 1, now + dt.timedelta(seconds=start))
+    return result
+
+
+def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after_s: float, now=None) -> list[int]:
+    """Send as many of each queue's next jobs as its live workers have free slots; the ids sent.
+
+    ``send`` puts one job's message on the broker. A job is marked sent by a conditional UPDATE
+    first, so two dispatchers running at once never send the same job twice.
+    """
+    now = now or timezone.now()
+    Job.objects.filter(status__in=WAITING, dispatched_at__lt=now - dt.timedelta(seconds=redispatch_after_s)).update(
+        dispatched_at=None
+    )
+    sent: list[int] = []
+    for queue in Job.Queue.values:
+        in_flight = Job.objects.filter(queue=queue).filter(
+            Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False)
+        )
+        free = capacity(queue, stale_after_s, now) - in_flight.count()
+        for job in fair_order(queue, now)[: max(0, free)]:
+            if Job.objects.filter(pk=job.pk, dispatched_at__isnull=True, status__in=WAITING).update(dispatched_at=now):
+                send(job)
+                sent.append(job.pk)
+    return sent
