@@ -1,16 +1,131 @@
-from django.contrib import admin
+"""The operators' job queue: filters, live progress, bulk actions, the log, queue depth and live workers.
 
-from jobs.models import Job, Run
+Every action goes through :mod:`jobs.lifecycle`, so cancelling from the admin stops a running
+loop at its next heartbeat exactly as any other cancellation does.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.db.models import Count, F
+from django.utils import timezone
+from django.utils.html import format_html
+
+from jobs import dispatch, lifecycle
+from jobs.models import FINISHED, WAITING, Job, Run, Worker
+
+
+class OwnerFilter(admin.SimpleListFilter):
+    title = "user"
+    parameter_name = "user"
+
+    def lookups(self, request, model_admin):
+        users = Job.objects.exclude(submission__isnull=True).values_list(
+            "submission__submitter_id", "submission__submitter__username"
+        )
+        return sorted(set(users), key=lambda pair: pair[1])
+
+    def queryset(self, request, queryset):
+        return queryset.filter(submission__submitter_id=self.value()) if self.value() else queryset
 
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ("id", "kind", "language_model", "dataset", "queue", "status", "priority", "attempts", "created_at")
-    list_filter = ("status", "queue", "kind")
+    list_display = (
+        "id", "kind", "language_model", "dataset", "queue", "status", "progress_bar", "eta", "priority", "attempts",
+        "worker", "heartbeat_age", "created_at",
+    )  # fmt: skip
+    list_filter = ("status", "queue", "kind", OwnerFilter, "failure_cause", "submission")
     search_fields = ("language_model__name", "dataset__slug", "worker", "error")
     list_select_related = ("language_model", "dataset")
     raw_id_fields = ("language_model", "submission", "depends_on")
-    readonly_fields = ("token", "last_heartbeat", "started_at", "finished_at")
+    readonly_fields = (
+        "token", "claim", "attempts", "worker", "last_heartbeat", "progress_step", "progress_total", "progress_loss",
+        "eta_s", "queued_at", "dispatched_at", "started_at", "finished_at", "failure_cause", "error", "log_tail",
+    )  # fmt: skip
+    exclude = ("log",)
+    actions = ("cancel_jobs", "retry_jobs", "requeue_jobs", "raise_priority")
+    change_list_template = "admin/jobs/job/change_list.html"
+
+    @admin.display(description="progress")
+    def progress_bar(self, job: Job) -> str:
+        if job.progress is None:
+            return "-"
+        loss = f", loss {job.progress_loss:.3f}" if job.progress_loss is not None else ""
+        return format_html(
+            '<progress value="{}" max="{}"></progress> {}/{}{}',
+            job.progress_step, job.progress_total, job.progress_step, job.progress_total, loss,
+        )  # fmt: skip
+
+    @admin.display(description="ETA")
+    def eta(self, job: Job) -> str:
+        if job.status != Job.Status.RUNNING or job.eta_s is None:
+            return "-"
+        minutes, seconds = divmod(int(job.eta_s), 60)
+        return f"{minutes}:{seconds:02d}"
+
+    @admin.display(description="last heartbeat")
+    def heartbeat_age(self, job: Job) -> str:
+        if job.status != Job.Status.RUNNING or job.last_heartbeat is None:
+            return "-"
+        return f"{(timezone.now() - job.last_heartbeat).total_seconds():.0f} s ago"
+
+    @admin.display(description="log (tail)")
+    def log_tail(self, job: Job) -> str:
+        return format_html('<pre style="max-height:40em;overflow:auto">{}</pre>', job.log or "(empty)")
+
+    @admin.action(description="Cancel the selected jobs (and what waits on them)")
+    def cancel_jobs(self, request, queryset) -> None:
+        count = lifecycle.cancel(queryset)
+        self.message_user(request, f"{count} jobs cancelled", messages.SUCCESS)
+
+    @admin.action(description="Retry the selected failed or cancelled jobs (attempts reset)")
+    def retry_jobs(self, request, queryset) -> None:
+        count = lifecycle.requeue(queryset.filter(status__in=(Job.Status.FAILED, Job.Status.CANCELLED)))
+        self.message_user(request, f"{count} jobs queued again", messages.SUCCESS)
+
+    @admin.action(description="Requeue the selected jobs whatever their state (a stuck one included)")
+    def requeue_jobs(self, request, queryset) -> None:
+        count = lifecycle.requeue(queryset.exclude(status=Job.Status.SUCCEEDED), reset_attempts=False)
+        self.message_user(request, f"{count} jobs requeued", messages.SUCCESS)
+
+    @admin.action(description="Raise the priority of the selected waiting jobs by 10")
+    def raise_priority(self, request, queryset) -> None:
+        count = queryset.exclude(status__in=FINISHED).update(priority=F("priority") + 10)
+        self.message_user(request, f"{count} jobs raised", messages.SUCCESS)
+
+    def changelist_view(self, request, extra_context=None):
+        stale = settings.BIOLM_HEARTBEAT_STALE_S
+        depth = dict(
+            Job.objects.filter(status__in=WAITING)
+            .values_list("queue")
+            .annotate(n=Count("pk"))
+            .values_list("queue", "n")
+        )
+        running = dict(
+            Job.objects.filter(status=Job.Status.RUNNING)
+            .values_list("queue")
+            .annotate(n=Count("pk"))
+            .values_list("queue", "n")
+        )
+        queues = [
+            {"name": queue, "waiting": depth.get(queue, 0), "running": running.get(queue, 0),
+             "slots": dispatch.capacity(queue, stale)}
+            for queue in Job.Queue.values
+        ]  # fmt: skip
+        extra = {"queues": queues, "workers": dispatch.live_workers(stale), "stale_after_s": stale}
+        return super().changelist_view(request, {**(extra_context or {}), **extra})
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ("name", "queues", "slots", "last_heartbeat", "alive", "started_at")
+    readonly_fields = ("name", "queues", "slots", "started_at", "last_heartbeat")
+
+    @admin.display(boolean=True)
+    def alive(self, worker: Worker) -> bool:
+        return (timezone.now() - worker.last_heartbeat).total_seconds() <= settings.BIOLM_HEARTBEAT_STALE_S
 
 
 @admin.register(Run)
