@@ -1,0 +1,60 @@
+"""Scores follow their results: a saved or deleted ``Result`` rescores its model when the transaction commits.
+
+Whatever changed the result (a job recording its seeds, the admin, a sync) the leaderboard
+stays true without the caller remembering to rescore. Changes are gathered per transaction, so
+a job that writes twenty results rescores its model once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import transaction
+from django.db.models import Q
+
+_pending = threading.local()
+
+
+def result_changed(sender, instance, **kwargs) -> None:
+    """Gather the model for rescoring at commit: one callback per transaction, however many results change."""
+    batch = getattr(_pending, "batch", None)
+    connection = transaction.get_connection()
+    # A rolled-back transaction drops its callbacks: start a new batch unless ours is still registered.
+    if batch is None or not any(entry[1] == batch.flush for entry in connection.run_on_commit):
+        batch = _pending.batch = _Batch()
+        batch.models.add(instance.language_model_id)
+        transaction.on_commit(batch.flush)  # runs at once outside a transaction
+    else:
+        batch.models.add(instance.language_model_id)
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.models: set[int] = set()
+
+    def flush(self) -> None:
+        if getattr(_pending, "batch", None) is self:
+            _pending.batch = None
+        rescore(self.models)
+
+
+def rescore(model_ids: set[int]) -> None:
+    """Recompute the scores of these models on every benchmark their results (or old scores) touch."""
+    from leaderboard.models import Score
+    from leaderboard.scoring import recompute_scores
+    from registry.models import Benchmark, LanguageModel
+
+    for model in LanguageModel.objects.filter(pk__in=model_ids):
+        # Benchmarks with a dataset it has results on, and those it has a score on (its results may be gone).
+        benchmarks = Benchmark.objects.filter(
+            Q(entries__dataset__results__language_model=model) | Q(scores__language_model=model)
+        ).distinct()
+        scored = set(Score.objects.filter(language_model=model).values_list("benchmark_id", flat=True))
+        for benchmark in benchmarks:
+            if (
+                model.origin == LanguageModel.Origin.REPORTED
+                and benchmark.pk not in scored
+                and not (model.results.filter(scope=benchmark.slug).exists())
+            ):
+                continue  # a paper's row belongs only to the benchmarks that print it
+            recompute_scores(benchmark, [model])
