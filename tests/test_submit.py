@@ -71,6 +71,8 @@ def test_a_checkpoint_on_a_benchmark_becomes_a_protocol_job_and_a_recording_job_
     originals = {p.relative_to(checkpoint).as_posix(): p for p in checkpoint.iterdir()}
     prefix = jobs[0].spec["model"]["prefix"]
     assert {entry["name"].removeprefix(prefix + "/") for entry in manifest} == set(originals)
+    for entry in artefacts.download_manifest(manifest, prefix):  # what a worker is handed
+        assert artefacts.sha256(Path(entry["url"])) == entry["sha256"] == artefacts.sha256(originals[entry["path"]])
     for entry in manifest:
         copy = artefact_store / entry["name"]
         assert (

@@ -144,7 +144,7 @@ BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 60)
 BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
 # Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage
-# alias of STORAGES ("default": var/media, or S3 through django-storages when configured).
+# alias of STORAGES ("default": var/media).
 BIOLM_ARTEFACT_STORAGE = env_str("BIOLM_ARTEFACT_STORAGE", "default")
 
 LOGGING = {

@@ -1,11 +1,10 @@
 """Checkpoints, corpora and predictions in the artefact store, behind Django's storage API.
 
-The store is the storage alias ``settings.BIOLM_ARTEFACT_STORAGE`` (``var/media`` by default,
-an S3-compatible bucket through django-storages in docker-compose). Workers never see its
-credentials: a job's spec names artefacts, and the platform hands the worker a *manifest* of
-``(relative path, url, size, sha256)`` per file, where the url is a local path for the
-filesystem store or a pre-signed URL for S3, so the worker downloads with the standard library
-and checks each file's digest.
+The store is the storage alias ``settings.BIOLM_ARTEFACT_STORAGE`` (``var/media`` by default).
+Workers never see its credentials: a job's spec names artefacts with their sizes and SHA-256
+digests, and :func:`download_manifest` gives a worker each file's location, a local path for a
+filesystem store or the storage's URL for one without local paths (pre-signed, for S3 through
+django-storages), so the worker downloads with the standard library and checks every digest.
 """
 
 from __future__ import annotations
