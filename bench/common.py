@@ -348,6 +348,17 @@ def apply_overrides(config, overrides: dict[str, str]):
     return dataclasses.replace(config, **changes)
 
 
+def publish(name: str, result: dict, config, notes: str, summary, out_dir: Path | None = None) -> dict:
+    """Add what every benchmark records (settings, machine, versions, its notes), write it, print its summary."""
+    import dataclasses
+
+    result.update(settings=dataclasses.asdict(config), machine=machine(), versions=versions(), notes=notes)
+    path = write_json(name, result, out_dir)
+    print(summary(result))
+    print(f"  written to {path}")
+    return result
+
+
 def write_json(name: str, payload: dict, out_dir: Path | None = None) -> Path:
     directory = Path(out_dir) if out_dir is not None else OUT_DIR
     directory.mkdir(parents=True, exist_ok=True)

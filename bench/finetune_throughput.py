@@ -44,7 +44,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -365,15 +365,8 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "dev_features": len(dev_features),
         },
         "model": {"path": str(common.model_dir()), "parameters": train_flops["parameters"]},
-        "settings": asdict(config),
-        "machine": common.machine(),
-        "versions": common.versions(),
-        "notes": __doc__,
     }
-    path = common.write_json(NAME, result, out_dir)
-    print(summary(result))
-    print(f"  written to {path}")
-    return result
+    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
 
 def summary(result: dict) -> str:

@@ -26,7 +26,7 @@ warmed up on the first ``warmup_examples`` sentences, then timed ``repeats`` tim
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -173,15 +173,8 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "pipeline_real_tokens": pipeline_tokens,
         },
         "model": {"path": str(common.model_dir()), "parameters": flops["parameters"]},
-        "settings": asdict(config),
-        "machine": common.machine(),
-        "versions": common.versions(),
-        "notes": __doc__,
     }
-    path = common.write_json(NAME, result, out_dir)
-    print(summary(result))
-    print(f"  written to {path}")
-    return result
+    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
 
 def summary(result: dict) -> str:

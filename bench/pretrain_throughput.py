@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -398,15 +398,8 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "config": model_config(config, len(tok), tok.pad_token_id).to_diff_dict(),
             "tokenizer": str(common.model_dir()),
         },
-        "settings": asdict(config),
-        "machine": common.machine(),
-        "versions": common.versions(),
-        "notes": __doc__,
     }
-    path = common.write_json(NAME, result, out_dir)
-    print(summary(result))
-    print(f"  written to {path}")
-    return result
+    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
 
 def _unigram(corpus: Corpus, tok, config: Config) -> float:

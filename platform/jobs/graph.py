@@ -120,38 +120,30 @@ def submit(request: SubmissionRequest) -> Submission:
 def _jobs(request: SubmissionRequest, submission: Submission, benchmark: Benchmark, entries, protocol: dict,
           source: dict) -> None:  # fmt: skip
     """Per dataset, the protocol's job and the job that records its results."""
-    model = submission.language_model
     for entry in entries:
-        finetune = Job.objects.create(
-            submission=submission,
-            language_model=model,
-            benchmark=benchmark,
-            dataset=entry.dataset,
-            kind=Job.Kind.FINETUNE,
-            queue=Job.Queue.GPU,
-            priority=request.priority,
-            spec={
-                "kind": Job.Kind.FINETUNE,
-                "dataset": entry.dataset.slug,
-                "benchmark": benchmark.slug,
-                "protocol": protocol,
-                "model": source["model"],
-            },
-        )
-        if source["pretrain"] is not None:
-            finetune.depends_on.add(source["pretrain"])
-        record = Job.objects.create(
-            submission=submission,
-            language_model=model,
-            benchmark=benchmark,
-            dataset=entry.dataset,
-            kind=Job.Kind.AGGREGATE,
-            queue=Job.Queue.CPU,
-            priority=request.priority,
-            spec={"kind": Job.Kind.AGGREGATE, "dataset": entry.dataset.slug, "benchmark": benchmark.slug,
-                  "metric": entry.metric.slug, "variant": entry.variant, "finetune_job": finetune.pk},
+        dataset = entry.dataset
+        finetune = _job(
+            submission, request, Job.Kind.FINETUNE, Job.Queue.GPU, after=source["pretrain"], benchmark=benchmark,
+            dataset=dataset, protocol=protocol, model=source["model"],
         )  # fmt: skip
-        record.depends_on.add(finetune)
+        _job(
+            submission, request, Job.Kind.AGGREGATE, Job.Queue.CPU, after=finetune, benchmark=benchmark,
+            dataset=dataset, metric=entry.metric.slug, variant=entry.variant, finetune_job=finetune.pk,
+        )  # fmt: skip
+
+
+def _job(submission: Submission, request: SubmissionRequest, kind: str, queue: str, after: Job | None = None,
+         benchmark: Benchmark | None = None, dataset=None, **spec) -> Job:  # fmt: skip
+    """One job of the graph; its spec records its kind and, where it has them, its benchmark and dataset."""
+    named = {"benchmark": benchmark.slug} if benchmark else {}
+    named.update({"dataset": dataset.slug} if dataset else {})
+    job = Job.objects.create(
+        submission=submission, language_model=submission.language_model, benchmark=benchmark, dataset=dataset,
+        kind=kind, queue=queue, priority=request.priority, spec={"kind": kind, **named, **spec},
+    )  # fmt: skip
+    if after is not None:
+        job.depends_on.add(after)
+    return job
 
 
 def _benchmark(slug: str) -> Benchmark:
@@ -246,20 +238,8 @@ def _source(
         stored = artefacts.store_directory(checkpoint, f"{prefix}/model")
         return {"model": {"artefacts": stored, "prefix": f"{prefix}/model"}, "pretrain": None}
     corpus = artefacts.store_file(Path(request.corpus), f"{prefix}/corpus.txt")
-    pretrain = Job.objects.create(
-        submission=submission,
-        language_model=submission.language_model,
-        kind=Job.Kind.PRETRAIN,
-        queue=Job.Queue.GPU,
-        priority=request.priority,
-        spec={
-            "kind": Job.Kind.PRETRAIN,
-            "recipe": recipe.slug,
-            "steps": request.pretrain_steps,
-            "settings": dict(request.pretrain_settings),
-            "corpus": corpus,
-            "gpus": request.gpus,
-            "output": f"{prefix}/pretrained",
-        },
-    )
+    pretrain = _job(
+        submission, request, Job.Kind.PRETRAIN, Job.Queue.GPU, recipe=recipe.slug, steps=request.pretrain_steps,
+        settings=dict(request.pretrain_settings), corpus=corpus, gpus=request.gpus, output=f"{prefix}/pretrained",
+    )  # fmt: skip
     return {"model": {"from_job": pretrain.pk, "prefix": f"{prefix}/pretrained"}, "pretrain": pretrain}
