@@ -348,6 +348,22 @@ def apply_overrides(config, overrides: dict[str, str]):
     return dataclasses.replace(config, **changes)
 
 
+def ratio_goals(goals: dict, ratio_vs_default: float | None, ratio_vs_best: float | None, **others: bool) -> dict:
+    """The goals and whether each was met: the two speed ratios every benchmark has, and its own ``others``."""
+
+    def met(ratio: float | None, goal: str) -> bool:
+        return ratio is not None and ratio >= goals[goal]
+
+    return {
+        **goals,
+        "met": {
+            "ratio_vs_default": met(ratio_vs_default, "ratio_vs_default"),
+            "ratio_vs_best": met(ratio_vs_best, "ratio_vs_best"),
+            **others,
+        },
+    }
+
+
 def publish(name: str, result: dict, config, notes: str, summary, out_dir: Path | None = None) -> dict:
     """Add what every benchmark records (settings, machine, versions, its notes), write it, print its summary."""
     import dataclasses

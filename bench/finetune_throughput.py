@@ -344,14 +344,12 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "dev_f1_spread_points": f1_spread,
         "dev_f1_engine_minus_hf_default": f1_gap("hf_default"),
         "dev_f1_engine_minus_hf_best": f1_gap("hf_best"),
-        "goals": {
-            **GOALS,
-            "met": {
-                "ratio_vs_default": ratio_vs_default is not None and ratio_vs_default >= GOALS["ratio_vs_default"],
-                "ratio_vs_best": ratio_vs_best is not None and ratio_vs_best >= GOALS["ratio_vs_best"],
-                "dev_f1_within_points": bool(gaps) and all(abs(g) <= GOALS["dev_f1_within_points"] for g in gaps),
-            },
-        },
+        "goals": common.ratio_goals(
+            GOALS,
+            ratio_vs_default,
+            ratio_vs_best,
+            dev_f1_within_points=bool(gaps) and all(abs(g) <= GOALS["dev_f1_within_points"] for g in gaps),
+        ),
         "arms": arms,
         "flops": train_flops,
         "matmul_peaks": peaks,

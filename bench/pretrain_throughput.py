@@ -381,15 +381,12 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             "ours_minus_hf_default": loss_gap("hf_default"),
             "ours_minus_hf_best": loss_gap("hf_best"),
         },
-        "goals": {
-            **GOALS,
-            "met": {
-                "ratio_vs_default": ratio_vs_default is not None and ratio_vs_default >= GOALS["ratio_vs_default"],
-                "ratio_vs_best": ratio_vs_best is not None and ratio_vs_best >= GOALS["ratio_vs_best"],
-                "heldout_loss_within_nats": bool(gaps)
-                and all(abs(g) <= GOALS["heldout_loss_within_nats"] for g in gaps),
-            },
-        },
+        "goals": common.ratio_goals(
+            GOALS,
+            ratio_vs_default,
+            ratio_vs_best,
+            heldout_loss_within_nats=bool(gaps) and all(abs(g) <= GOALS["heldout_loss_within_nats"] for g in gaps),
+        ),
         "arms": arms,
         "flops": flops,
         "matmul_peaks": peaks,

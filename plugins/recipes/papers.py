@@ -13,6 +13,21 @@ from biolm.specs import RecipeSpec
 hookimpl = pluggy.HookimplMarker("biolm")
 MLM = "workers.engine.pretrain.objectives:masked_language_model"
 
+# PubMedBERT's settings (seed 004 sections 3 and 6.1), which its adversarial variant extends.
+PUBMEDBERT = {
+    "architecture": "bert:base",
+    "vocabulary": "wordpiece",
+    "vocab_size": 30522,
+    "lowercase": True,
+    "block_size": 512,
+    "mask_rate": 0.15,
+    "batch_size": 8192,
+    "learning_rate": 6e-4,
+    "warmup_ratio": 0.1,
+    "steps": 62500,
+    "preprocessors": ["drop-empty", "sentences"],
+}
+
 RECIPES = (
     RecipeSpec(
         slug="tiny",
@@ -48,19 +63,7 @@ RECIPES = (
             "sections 3 and 6.1)."
         ),
         objectives=("mlm-whole-word", "nsp"),
-        settings={
-            "architecture": "bert:base",
-            "vocabulary": "wordpiece",
-            "vocab_size": 30522,
-            "lowercase": True,
-            "block_size": 512,
-            "mask_rate": 0.15,
-            "batch_size": 8192,
-            "learning_rate": 6e-4,
-            "warmup_ratio": 0.1,
-            "steps": 62500,
-            "preprocessors": ["drop-empty", "sentences"],
-        },
+        settings=PUBMEDBERT,
         citation="Gu et al. 2021, Domain-Specific Language Model Pretraining for Biomedical NLP, ACM HEALTH.",
         implementation=MLM,
     ),
@@ -74,22 +77,12 @@ RECIPES = (
         ),
         objectives=("mlm-whole-word", "nsp", "adversarial"),
         settings={
-            "architecture": "bert:base",
-            "vocabulary": "wordpiece",
-            "vocab_size": 30522,
-            "lowercase": True,
-            "block_size": 512,
-            "mask_rate": 0.15,
-            "batch_size": 8192,
-            "learning_rate": 6e-4,
-            "warmup_ratio": 0.1,
-            "steps": 62500,
+            **PUBMEDBERT,
             "adversarial_alpha": 10.0,
             "adversarial_epsilon": 1e-5,
             "adversarial_step_size": 1e-3,
             "adversarial_noise": 1e-5,
             "adversarial_steps": 1,
-            "preprocessors": ["drop-empty", "sentences"],
         },
         citation=(
             "Gu et al. 2021 (seed 004) section 2.4; Liu et al. 2020, Adversarial Training for Large Neural Language "
