@@ -137,3 +137,26 @@ def test_a_deactivated_dataset_is_a_404_and_dataset_pages_show_no_server_paths(c
 def test_a_benchmark_page_names_the_protocol_its_reproduced_rows_follow(client):
     assert "<code>lewis2020</code> protocol" in client.get("/leaderboard/lewis2020/").content.decode()
     assert "<code>blurb</code> protocol" in client.get("/leaderboard/blurb/").content.decode()
+
+
+def test_a_pretrained_model_shows_how_much_of_each_test_set_its_corpus_contains(client, alice):
+    from leaderboard.models import Result
+    from leaderboard.scoring import recompute_scores
+    from leaderboard.tables import leaderboard_for
+    from registry.models import Benchmark, Dataset, Metric
+
+    shares = {"biosses": 0.45, "hoc": 0.0081, "ddi": 0.0, "mednli": 0.5}
+    report = {"contamination": {"datasets": {slug: {"share": share} for slug, share in shares.items()}}}
+    model = LanguageModel.objects.create(slug="tiny-pre", name="Tiny pretrained", pretraining=report)
+    Result.objects.create(language_model=model, dataset=Dataset.objects.get(slug="biosses"),
+                          metric=Metric.objects.get(slug="pearson"), value=50.0)  # fmt: skip
+    blurb = Benchmark.objects.get(slug="blurb")
+    recompute_scores(blurb, [model])
+    page = client.get("/leaderboard/blurb/").content.decode()
+    assert "(test-set overlap up to 45.0% (biosses))" in page
+    assert "biosses: 45.00%; ddi: 0.00%; hoc: 0.81%" in page  # mednli is not a BLURB dataset
+    (row,) = [r for r in leaderboard_for(blurb).rows if r.model == model]
+    assert row.test_overlap == {"biosses": 0.45, "hoc": 0.0081, "ddi": 0.0}
+    assert leaderboard_for(blurb).as_json()["rows"][-1]["test_overlap"] == row.test_overlap
+    # Published rows carry no report: nothing is claimed about them.
+    assert all(not r.overlap_summary for r in leaderboard_for(blurb).rows if r.model != model)

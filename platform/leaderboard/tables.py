@@ -2,6 +2,8 @@
 
 Ranks are given only to complete scores: a model missing datasets is listed
 below the ranked ones with its partial numbers, never ranked on a partial mean.
+A model pretrained on biolm carries its contamination report: the share of each
+of the benchmark's test sets found in its pretraining corpus is shown beside it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,19 @@ class Row:
     score: float | None
     values: dict[str, float | None] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    test_overlap: dict[str, float] = field(default_factory=dict)  # dataset slug -> share of test examples
+
+    @property
+    def overlap_summary(self) -> str:
+        """The largest overlap in words (empty when the model has no report or no overlap)."""
+        if not self.test_overlap or max(self.test_overlap.values()) <= 0:
+            return ""
+        slug, share = max(self.test_overlap.items(), key=lambda item: item[1])
+        return f"test-set overlap up to {100 * share:.1f}% ({slug})"
+
+    @property
+    def overlap_detail(self) -> str:
+        return "; ".join(f"{slug}: {100 * share:.2f}%" for slug, share in sorted(self.test_overlap.items()))
 
 
 @dataclass
@@ -61,6 +76,7 @@ class Leaderboard:
                     "score": _round(row.score, precision),
                     "values": {k: _round(v, precision) for k, v in row.values.items()},
                     "missing": row.missing,
+                    "test_overlap": row.test_overlap,
                 }
                 for row in self.rows
             ],
@@ -82,6 +98,12 @@ def columns_for(benchmark: Benchmark) -> list[Column]:
     return columns
 
 
+def test_overlap(model: LanguageModel, datasets: list[str]) -> dict[str, float]:
+    """Shares of ``datasets``' test examples found in the model's pretraining corpus, from its report."""
+    report = ((model.pretraining or {}).get("contamination") or {}).get("datasets") or {}
+    return {slug: float(report[slug]["share"]) for slug in datasets if "share" in report.get(slug, {})}
+
+
 def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
     """Scores of ``models`` (a LanguageModel queryset; default: public ones), best first."""
     models = LanguageModel.objects.public() if models is None else models
@@ -91,6 +113,7 @@ def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
         .ranked()
     )
     columns = columns_for(benchmark)
+    datasets = list(dict.fromkeys(benchmark.entries.values_list("dataset__slug", flat=True)))
     ranked: list[Row] = []
     unranked: list[Row] = []
     for score in scores:
@@ -98,7 +121,8 @@ def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
         for column in columns:
             source = {"summary": score.summaries, "group": score.groups, "entry": score.entries}[column.kind]
             values[column.key] = source.get(column.key)
-        row = Row(None, score.language_model, score.score, values, list(score.missing))
+        model = score.language_model
+        row = Row(None, model, score.score, values, list(score.missing), test_overlap(model, datasets))
         if score.complete and score.score is not None:
             row.rank = len(ranked) + 1
             ranked.append(row)
