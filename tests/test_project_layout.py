@@ -69,8 +69,15 @@ def test_compose_has_the_services_of_a_real_deployment():
     assert {"postgres", "redis", "web", "worker-gpu", "worker-cpu", "beat"} <= set(services)
     gpu = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
-    assert "--queues" in services["worker-gpu"]["command"] and "gpu" in services["worker-gpu"]["command"]
+    assert "workers.runner" in services["worker-gpu"]["command"]
     assert "cpu" in services["worker-cpu"]["command"]
+
+
+def test_the_compose_gpu_worker_has_no_database_credentials():
+    gpu = compose_services()["worker-gpu"]
+    assert "env_file" not in gpu and "<<" not in gpu
+    assert not any("DATABASE" in key or "POSTGRES" in key for key in gpu.get("environment", {}))
+    assert "BIOLM_API_URL" in gpu["environment"]
 
 
 def test_every_compose_command_refers_to_something_that_exists():
@@ -88,6 +95,8 @@ def test_every_compose_command_refers_to_something_that_exists():
         for app in re.findall(r"celery -A (\w+)|\"-A\", \"(\w+)\"|'-A' (\w+)", text):
             app_name = next(a for a in app if a)
             assert (ROOT / "platform" / app_name / "celery.py").exists(), (name, app_name)
+        for module in re.findall(r"-m\W+([\w.]+)", text):
+            assert (ROOT / (module.replace(".", "/") + "/__main__.py")).exists(), (name, module)
         if services[name].get("build") or "build" in str(services[name]):
             assert (ROOT / "Dockerfile").exists()
     from django.conf import settings

@@ -121,6 +121,7 @@ def test_check_deploy_with_the_production_variables_reports_no_warnings(tmp_path
         | production
         | {
             "SECRET_KEY": secrets.token_urlsafe(64),
+            "BIOLM_WORKER_SECRET": secrets.token_urlsafe(32),
             "ALLOWED_HOSTS": "biolm.example.org",
             "BIOLM_VAR_DIR": str(tmp_path),
         }

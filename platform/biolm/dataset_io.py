@@ -13,6 +13,7 @@ context, a missing split). No Django, so workers and notebooks can load data too
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -225,6 +226,16 @@ def load_dataset_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
         raise DataFormatError(directory, f"reader returned unknown splits {unknown}")
     label_set = validate_examples(spec, splits)
     return LoadedDataset(spec, splits, label_set, fingerprint_of(splits), notes)
+
+
+def load_canonical_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
+    """Read ``directory/{train,dev,test}.jsonl``, the dataset already canonical, validated like its official files.
+
+    This is how a worker receives a dataset from the platform: the platform exports the
+    examples it imported, so the worker needs neither the official files nor their reader.
+    """
+    adapter = dataclasses.replace(spec.adapter, reader="biolm.canonical_jsonl:read_canonical_jsonl", options={})
+    return load_dataset_files(dataclasses.replace(spec, adapter=adapter), directory)
 
 
 def validate_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]]) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from biolm import broker
 from biolm_site.env import env_bool, env_int, env_list, env_str
 from biolm_site.secret_key import secret_key
 
@@ -41,6 +42,8 @@ INSTALLED_APPS = [
     "leaderboard",
     "submissions",
     "jobs",
+    "rest_framework",
+    "drf_spectacular",
 ]
 
 MIDDLEWARE = [
@@ -110,28 +113,20 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 # Celery: an embedded filesystem broker by default, so `make demo` needs no server.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-_BROKER_DIR = VAR_DIR / "celery-broker"
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("out", "processed", "control"):
-        (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_BROKER_DIR / "out"),
-        "data_folder_out": str(_BROKER_DIR / "out"),
-        "processed_folder": str(_BROKER_DIR / "processed"),
-        "control_folder": str(_BROKER_DIR / "control"),
-        "store_processed": False,
-    }
-else:
-    # Longer than the longest fine-tuning job, so a running task is not redelivered (Read the Docs).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 60 * 60 * 24)}
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", broker.DEFAULT_URL)
+# Longer than the longest job, so a running task is not redelivered (Read the Docs).
+CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(
+    CELERY_BROKER_URL, VAR_DIR, env_int("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)
+)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ROUTES = {"biolm.worker.*": {"queue": "gpu"}, "biolm.jobs.*": {"queue": "cpu"}}
 CELERY_BEAT_SCHEDULE = {
     "recompute-stale-scores": {"task": "biolm.leaderboard.recompute_stale_scores", "schedule": 600.0},
+    "jobs-tick": {"task": "biolm.jobs.tick", "schedule": float(env_int("BIOLM_TICK_S", 5)), "options": {"expires": 30}},
 }
 
 BIOLM_VAR_DIR = VAR_DIR
@@ -143,9 +138,31 @@ BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 60)
 BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
+# A dispatched job no worker claimed within this many seconds is sent again (a lost message).
+BIOLM_REDISPATCH_AFTER_S = env_int("BIOLM_REDISPATCH_AFTER_S", 120)
 # Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage
 # alias of STORAGES ("default": var/media).
 BIOLM_ARTEFACT_STORAGE = env_str("BIOLM_ARTEFACT_STORAGE", "default")
+# Workers present this secret to register their heartbeats (jobs.api); generated under var/ like
+# SECRET_KEY when unset, which is what `manage.py worker` passes to the workers it starts.
+BIOLM_WORKER_SECRET = secret_key(
+    os.environ.get("BIOLM_WORKER_SECRET"), VAR_DIR / "worker_secret",
+    generate=env_bool("BIOLM_GENERATE_SECRET_KEY", True), name="BIOLM_WORKER_SECRET",
+)  # fmt: skip
+# The internal API that GPU workers call (jobs.api): authenticated by each job's token, never by a
+# session, and described at /internal/schema/.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "biolm worker API",
+    "DESCRIPTION": "What a GPU worker calls: claim a job, heartbeat, upload its outputs, finish or fail it.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
 
 LOGGING = {
     "version": 1,

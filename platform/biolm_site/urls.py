@@ -1,4 +1,4 @@
-"""URL routes: the leaderboard at the root, the admin under /admin/."""
+"""URL routes: the leaderboard at the root, the admin under /admin/, the workers' API under /internal/."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -6,5 +6,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("datasets/", include("registry.urls")),
+    path("internal/", include("jobs.urls")),
     path("", include("leaderboard.urls")),
 ]

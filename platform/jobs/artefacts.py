@@ -59,6 +59,22 @@ def store_file(path: Path, name: str) -> dict:
     return {"name": saved, "size": Path(path).stat().st_size, "sha256": sha256(path)}
 
 
+def store_file_object(handle, name: str) -> dict:
+    """Store an uploaded file (read once, in chunks: a checkpoint may be gigabytes) under exactly ``name``."""
+    target = storage()
+    if target.exists(name):
+        target.delete(name)
+    digest, size = hashlib.sha256(), 0
+    with tempfile.TemporaryFile() as spool:
+        for chunk in handle.chunks() if hasattr(handle, "chunks") else iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+            spool.write(chunk)
+        spool.seek(0)
+        saved = target.save(name, File(spool, name=Path(name).name))
+    return {"name": saved, "size": size, "sha256": digest.hexdigest()}
+
+
 def store_bytes(data: bytes, name: str) -> dict:
     target = storage()
     if target.exists(name):

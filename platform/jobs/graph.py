@@ -30,7 +30,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
-from jobs import artefacts
+from jobs import artefacts, tasks
 from jobs.models import Job
 from registry.models import Benchmark, LanguageModel, PretrainingRecipe
 from registry.registration import RegistrationError, register_checkpoint
@@ -108,6 +108,7 @@ def submit(request: SubmissionRequest) -> Submission:
             submission.benchmarks.add(benchmark)
             source = _source(request, submission, checkpoint, recipe)
             _jobs(request, submission, benchmark, entries, protocol, source)
+            transaction.on_commit(tasks.kick)  # workers with a free slot start at once, not at the next tick
     except BaseException as exc:
         if submission is not None:  # the rows rolled back; the copied files must go too
             artefacts.delete_prefix(f"submissions/{submission.pk}")

@@ -92,6 +92,11 @@ def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
     return Job.objects.filter(pk=job_id, token=token, claim=delivery, status=Job.Status.RUNNING)
 
 
+def holds(job_id: int, token: str, delivery: str) -> bool:
+    """Whether the delivery still holds the running job (uploads from any other are refused)."""
+    return bool(delivery) and _held(job_id, token, delivery).exists()
+
+
 def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None = None, log: str = "") -> str:
     """Record that the delivery is alive (and how far it is); STOP if it no longer holds the job."""
     values: dict = {"last_heartbeat": timezone.now()}

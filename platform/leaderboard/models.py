@@ -29,6 +29,13 @@ class Result(models.Model):
     median = models.FloatField(null=True, blank=True)
     n_seeds = models.PositiveSmallIntegerField(null=True, blank=True)
     source = models.CharField(max_length=300, blank=True)
+    job = models.ForeignKey(
+        "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="results",
+        help_text="The job that recorded it; empty for a number transcribed from a paper.",
+    )  # fmt: skip
+    provenance = models.JSONField(
+        default=dict, blank=True, help_text="Library and plugin versions, commit, device and seeds of its runs."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

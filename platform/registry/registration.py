@@ -29,11 +29,13 @@ def register_checkpoint(
     owner=None,
     private: bool = False,
     recorded_as: Path | None = None,
+    location: str | None = None,
 ) -> tuple[LanguageModel, bool]:
     """The model row for ``directory`` (created, or updated if that slug already points there) and whether it is new.
 
     ``recorded_as`` is the checkpoint's location to keep when ``directory`` is a temporary copy
-    (an unpacked archive).
+    (an unpacked archive); ``location`` replaces it where the checkpoint lives in no directory
+    (``artefacts:<prefix>``, a pretraining job's model in the artefact store).
     """
     from workers.engine.architectures import count_parameters, load_config  # torch: only when registering
     from workers.engine.preflight import check_checkpoint
@@ -44,7 +46,8 @@ def register_checkpoint(
         config = load_config(directory)
     except ValueError as exc:
         raise RegistrationError(str(exc).replace("--model ", "")) from None
-    location = str(Path(recorded_as).resolve()) if recorded_as is not None else str(directory)
+    if location is None:
+        location = str(Path(recorded_as).resolve()) if recorded_as is not None else str(directory)
     slug = slug or slugify(Path(location).name)[:LANGUAGE_MODEL_SLUG_MAX]
     if not slug:
         raise RegistrationError(f"{directory}: cannot make a slug from the directory name; pass --slug")

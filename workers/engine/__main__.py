@@ -23,6 +23,7 @@ from biolm.errors import DataFormatError  # noqa: E402
 from biolm.specs import ImplementationError  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
 from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
+from workers.engine.progress_file import ProgressFile  # noqa: E402
 from workers.engine.spec import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
 
 
@@ -43,9 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     spec = FinetuneSpec(model=model, data=data, protocol=protocol, task=task)
     bars: dict[str, tqdm] = {}
+    progress_file = ProgressFile.from_environment()
 
     def progress_factory(label: str):
         def report(step: int, total: int, loss: float | None) -> None:
+            if progress_file is not None:
+                progress_file.write(label, step, total, loss)
             bar = bars.get(label)
             if bar is None:
                 bar = bars[label] = tqdm(total=total, desc=label, unit="step", leave=False)
@@ -81,9 +85,12 @@ def pretrain_main(argv: list[str]) -> int:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     bar = None
+    progress_file = ProgressFile.from_environment()
 
     def progress(step: int, total: int, loss: float | None, tokens_per_second: float | None) -> None:
         nonlocal bar
+        if progress_file is not None:
+            progress_file.write("pretrain", step, total, loss, tokens_per_second=tokens_per_second)
         if bar is None:
             bar = tqdm(total=total, initial=step, desc="pretrain", unit="step")
         bar.update(step - bar.n)

@@ -24,7 +24,7 @@ import torch
 
 import biolm
 from biolm.cross_validation import fold_directories, load_fold
-from biolm.dataset_io import LoadedDataset, load_dataset_files
+from biolm.dataset_io import LoadedDataset, load_canonical_files, load_dataset_files
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
@@ -100,7 +100,8 @@ def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
         data = _first_examples(load_fold(dataset, fold), spec)
     else:
         directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
-        data = _first_examples(load_dataset_files(dataset, directory), spec)
+        load = load_canonical_files if spec.data.data_format == "canonical" else load_dataset_files
+        data = _first_examples(load(dataset, directory), spec)
     if "train" not in data.splits:
         raise ValueError(f"{directory}: dataset {dataset.slug!r} has no train split here, so it cannot be fine-tuned")
     labels = _label_space(task, data)

@@ -20,6 +20,7 @@ from workers.engine.formulations.base import TaskOptions
 
 SPEC_VERSION = 2  # 2: --protocol and --benchmark; --grid is full or single
 GRIDS = ("full", "single")
+DATA_FORMATS = ("official", "canonical")
 PRECISIONS = ("auto", "bf16", "fp32")
 
 
@@ -58,12 +59,21 @@ class DataArguments:
     max_eval_examples: int | None = field(
         default=None, metadata={"help": "Use only the first N dev and test examples (quick runs; recorded in results)."}
     )
+    data_format: str = field(
+        default="official",
+        metadata={
+            "help": "official (the dataset's own files, read by its adapter) or canonical ({train,dev,test}.jsonl "
+            "in the dataset's schema, as the platform sends a worker)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.data_dir is not None:
             self.data_dir = Path(self.data_dir)
         if self.max_length < 8:
             raise ValueError("--max-length must be at least 8")
+        if self.data_format not in DATA_FORMATS:
+            raise ValueError(f"--data-format must be one of {', '.join(DATA_FORMATS)}, not {self.data_format!r}")
         for name in ("max_train_examples", "max_eval_examples"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

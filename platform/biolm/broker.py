@@ -1,0 +1,29 @@
+"""The Celery broker settings the platform and the database-free workers share.
+
+Both sides must agree on the transport: with the embedded filesystem broker of the demo, on the
+folders; with Redis, on a visibility timeout longer than any job, so a running task's message
+is not handed to a second worker while the first still works on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_URL = "filesystem://"
+DEFAULT_VISIBILITY_TIMEOUT_S = 24 * 3600
+
+
+def transport_options(url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S) -> dict:
+    """Kombu's transport options for ``url``; a filesystem broker's folders are created under ``var_dir``."""
+    if not url.startswith("filesystem://"):
+        return {"visibility_timeout": visibility_timeout_s}
+    root = Path(var_dir) / "celery-broker"
+    for sub in ("out", "processed", "control"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(root / "out"),
+        "data_folder_out": str(root / "out"),
+        "processed_folder": str(root / "processed"),
+        "control_folder": str(root / "control"),
+        "store_processed": False,
+    }

@@ -1,0 +1,210 @@
+"""The internal API GPU workers call: the only way a worker touches the platform's state.
+
+A worker holds no database credentials. It receives a job id, the job's token and its spec in
+a Celery message, and then calls, with ``Authorization: Bearer <job token>``:
+
+* ``POST /internal/jobs/<id>/claim`` with a delivery id of its own making: the job is its to
+  run (200, with the locations of its inputs) or not (409: already taken, cancelled, finished,
+  or its dependencies have not succeeded), in which case the worker stops at once;
+* ``POST .../heartbeat`` with progress and new log lines: "continue", or "stop" when the
+  delivery lost the job (cancelled, reaped, redelivered elsewhere);
+* ``PUT .../outputs/<name>``: results, the pretrained model, a pretraining checkpoint;
+* ``POST .../complete`` or ``POST .../fail``;
+* ``GET .../artefacts/<name>``: the inputs the claim listed, from the artefact store.
+
+Every write is filtered on the delivery's claim (:mod:`jobs.lifecycle`), so a delivery that lost
+its job changes nothing. Workers register their own liveness with ``POST
+/internal/workers/heartbeat`` and the worker secret. The schema is at ``/internal/schema/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from django.conf import settings
+from django.db import transaction
+from django.http import FileResponse, Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import AuthenticationFailed, NotFound, PermissionDenied
+from rest_framework.parsers import FileUploadParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from jobs import artefacts, completion, dispatch, lifecycle, tasks
+from jobs.models import Job
+
+logger = logging.getLogger("biolm.jobs")
+
+OUTPUT_NAMES = ("results.json", "model.tar", "checkpoint.tar")
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise AuthenticationFailed("send the job's token as 'Authorization: Bearer <token>'")
+    return value.strip()
+
+
+def job_for(request: Request, job_id: int) -> Job:
+    """The job, if the request carries its token (compared in constant time)."""
+    token = _bearer(request)
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"no job #{job_id}")
+    if not secrets.compare_digest(job.token.encode(), token.encode()):
+        raise PermissionDenied(f"that is not job #{job_id}'s token")
+    return job
+
+
+class ClaimIn(serializers.Serializer):
+    delivery = serializers.CharField(max_length=64, help_text="An id the worker makes for this attempt.")
+    worker = serializers.CharField(max_length=200, help_text="The worker's name, e.g. gpu0@host.")
+
+
+class ClaimOut(serializers.Serializer):
+    job = serializers.IntegerField()
+    kind = serializers.CharField()
+    spec = serializers.JSONField()
+    inputs = serializers.JSONField(help_text="{role: [{path, url, size, sha256}]}: what to download, and where to.")
+
+
+class HeartbeatIn(serializers.Serializer):
+    delivery = serializers.CharField(max_length=64)
+    step = serializers.IntegerField(min_value=0, required=False)
+    total = serializers.IntegerField(min_value=0, required=False)
+    loss = serializers.FloatField(required=False, allow_null=True)
+    eta_s = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    log = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+
+
+class VerdictOut(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=[lifecycle.Verdict.CONTINUE, lifecycle.Verdict.STOP])
+
+
+class DeliveryIn(serializers.Serializer):
+    delivery = serializers.CharField(max_length=64)
+
+
+class FailIn(DeliveryIn):
+    error = serializers.CharField(allow_blank=False)
+    cause = serializers.ChoiceField(choices=[Job.Cause.PLATFORM, Job.Cause.SUBMISSION])
+
+
+class WorkerIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    queues = serializers.ListField(child=serializers.ChoiceField(choices=Job.Queue.values), min_length=1)
+    slots = serializers.IntegerField(min_value=1, max_value=64, default=1)
+
+
+def _valid(serializer_class, request: Request) -> dict:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class ClaimView(APIView):
+    @extend_schema(request=ClaimIn, responses={200: ClaimOut, 409: None})
+    def post(self, request: Request, job_id: int) -> Response:
+        job_for(request, job_id)
+        data = _valid(ClaimIn, request)
+        job = lifecycle.claim(job_id, _bearer(request), data["delivery"], data["worker"])
+        if job is None:
+            current = Job.objects.get(pk=job_id)
+            return Response(
+                {"detail": f"job #{job_id} cannot be claimed: it is {current.status}"}, status=status.HTTP_409_CONFLICT
+            )
+        try:
+            inputs = completion.inputs_of(job, request.build_absolute_uri("/internal/jobs/"))
+        except completion.InputError as exc:  # the platform's data is not ready: retried later, refunded if final
+            lifecycle.fail(job.pk, job.token, data["delivery"], str(exc), Job.Cause.PLATFORM)
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs})
+
+
+class HeartbeatView(APIView):
+    @extend_schema(request=HeartbeatIn, responses=VerdictOut)
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_for(request, job_id)
+        data = _valid(HeartbeatIn, request)
+        progress = None
+        if "step" in data and "total" in data:
+            progress = lifecycle.Progress(data["step"], data["total"], data.get("loss"), data.get("eta_s"))
+        verdict = lifecycle.heartbeat(job.pk, job.token, data["delivery"], progress, data.get("log", ""))
+        return Response({"verdict": verdict})
+
+
+class OutputView(APIView):
+    parser_classes = [FileUploadParser]
+
+    @extend_schema(request={"application/octet-stream": bytes}, responses={204: None})
+    def put(self, request: Request, job_id: int, name: str) -> Response:
+        job = job_for(request, job_id)
+        if name not in OUTPUT_NAMES:
+            raise NotFound(f"outputs are named {', '.join(OUTPUT_NAMES)}, not {name!r}")
+        delivery = request.headers.get("X-Biolm-Delivery", "")
+        if not lifecycle.holds(job.pk, job.token, delivery):
+            return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+        upload = request.data.get("file")
+        if upload is None:
+            raise serializers.ValidationError({"file": "send the output as the request body"})
+        completion.record_output(job.pk, name, upload)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CompleteView(APIView):
+    @extend_schema(request=DeliveryIn, responses={200: None, 409: None, 422: None})
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_for(request, job_id)
+        delivery = _valid(DeliveryIn, request)["delivery"]
+        if not lifecycle.holds(job.pk, job.token, delivery):
+            return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+        try:
+            with transaction.atomic():
+                completion.accept_outputs(job)
+                if not lifecycle.succeed(job.pk, job.token, delivery):
+                    transaction.set_rollback(True)
+                    return Response({"detail": "the job was taken from this delivery"}, status=status.HTTP_409_CONFLICT)
+        except completion.OutputError as exc:  # the worker finished, but what it produced is unusable
+            lifecycle.fail(job.pk, job.token, delivery, str(exc), Job.Cause.SUBMISSION)
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        transaction.on_commit(tasks.kick)
+        return Response({"status": Job.Status.SUCCEEDED})
+
+
+class FailView(APIView):
+    @extend_schema(request=FailIn, responses={200: None, 409: None})
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_for(request, job_id)
+        data = _valid(FailIn, request)
+        new_status = lifecycle.fail(job.pk, job.token, data["delivery"], data["error"], data["cause"])
+        if new_status is None:
+            return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+        transaction.on_commit(tasks.kick)
+        return Response({"status": new_status})
+
+
+class ArtefactView(APIView):
+    @extend_schema(responses={200: bytes})
+    def get(self, request: Request, job_id: int, name: str) -> FileResponse:
+        job = job_for(request, job_id)
+        if job.status != Job.Status.RUNNING or not completion.may_read(job, name):
+            raise Http404(f"job #{job_id} has no input {name!r}")
+        store = artefacts.storage()
+        if not store.exists(name):
+            raise Http404(f"{name} is missing from the artefact store")
+        return FileResponse(store.open(name, "rb"), as_attachment=True, filename=name.rsplit("/", 1)[-1])
+
+
+class WorkerHeartbeatView(APIView):
+    @extend_schema(request=WorkerIn, responses={204: None})
+    def post(self, request: Request) -> Response:
+        if not secrets.compare_digest(_bearer(request).encode(), settings.BIOLM_WORKER_SECRET.encode()):
+            raise PermissionDenied("that is not the worker secret (BIOLM_WORKER_SECRET)")
+        data = _valid(WorkerIn, request)
+        dispatch.record_worker(data["name"], data["queues"], data["slots"])
+        transaction.on_commit(tasks.kick)  # a free slot may have appeared
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,156 @@
+"""What a worker downloads for a job, and what the platform accepts back from it.
+
+Inputs are named by the job's spec and resolved at claim time: a fine-tuning job gets its
+model's files (the submitted checkpoint, or the pretraining job's output) and its dataset as
+the platform exported it; a pretraining job gets its corpus and, when an earlier attempt left
+one, its last checkpoint, so a killed run resumes instead of starting again. Each file comes as
+``{path, url, size, sha256}``: where to put it, where to fetch it (the internal API for a
+filesystem store, a pre-signed URL for S3) and how to check it.
+
+Outputs are checked before a job may succeed: a fine-tuning job's results must be readable
+results of its dataset, and a pretraining job's model must be a checkpoint the engine can load,
+which then becomes its language model's files.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from django.core.files.storage import FileSystemStorage
+
+from jobs import artefacts, exports, recording
+from jobs.models import Job
+from registry.models import LanguageModel
+from registry.registration import RegistrationError, register_checkpoint
+
+
+class InputError(ValueError):
+    """A job's inputs are not available on the platform (for example, its dataset is not imported)."""
+
+
+class OutputError(ValueError):
+    """What the worker produced cannot be accepted; the message says what is wrong with it."""
+
+
+def output_name(job_id: int, name: str) -> str:
+    return f"jobs/{job_id}/{name}"
+
+
+def record_output(job_id: int, name: str, handle) -> dict:
+    """Store an uploaded output, with its size and digest beside it (the next attempt checks them)."""
+    entry = artefacts.store_file_object(handle, output_name(job_id, name))
+    artefacts.store_bytes(json.dumps(entry).encode(), output_name(job_id, name) + ".json")
+    return entry
+
+
+def stored_output(job_id: int, name: str) -> dict | None:
+    store, sidecar = artefacts.storage(), output_name(job_id, name) + ".json"
+    if not store.exists(sidecar):
+        return None
+    with store.open(sidecar, "rb") as handle:
+        return json.loads(handle.read())
+
+
+def _url_maker(job: Job, api_base: str) -> Callable[[str], str]:
+    store = artefacts.storage()
+    if isinstance(store, FileSystemStorage):
+        return lambda name: f"{api_base}{job.pk}/artefacts/{name}"
+    return store.url  # S3 through django-storages: a pre-signed URL the worker fetches directly
+
+
+def _manifest(entries: list[dict], prefix: str, url_for: Callable[[str], str]) -> list[dict]:
+    cut = len(prefix.rstrip("/")) + 1
+    return [
+        {"path": e["name"][cut:], "url": url_for(e["name"]), "size": e["size"], "sha256": e["sha256"]} for e in entries
+    ]
+
+
+def model_entries(spec_model: dict) -> list[dict]:
+    """The stored files of a fine-tuning job's model: submitted, or written by its pretraining job."""
+    if "artefacts" in spec_model:
+        return spec_model["artefacts"]
+    manifest = f"{spec_model['prefix']}/manifest.json"
+    store = artefacts.storage()
+    if not store.exists(manifest):
+        raise InputError(f"the model of pretraining job #{spec_model['from_job']} is not in the artefact store")
+    with store.open(manifest, "rb") as handle:
+        return json.loads(handle.read())
+
+
+def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
+    url_for = _url_maker(job, api_base)
+    if job.kind == Job.Kind.FINETUNE:
+        model = job.spec["model"]
+        try:
+            prefix, entries = exports.dataset_artefacts(job.dataset)
+        except exports.ExportError as exc:
+            raise InputError(str(exc)) from None
+        return {
+            "model": _manifest(model_entries(model), model["prefix"], url_for),
+            "dataset": _manifest(entries, prefix, url_for),
+        }
+    if job.kind == Job.Kind.PRETRAIN:
+        corpus = job.spec["corpus"]
+        inputs = {"corpus": [{**_manifest([corpus], corpus["name"].rsplit("/", 1)[0], url_for)[0]}]}
+        stored = stored_output(job.pk, "checkpoint.tar")
+        if stored is not None:
+            inputs["checkpoint"] = _manifest([stored], f"jobs/{job.pk}", url_for)
+        return inputs
+    return {}
+
+
+def may_read(job: Job, name: str) -> bool:
+    """Whether ``name`` is one of the job's inputs (a worker reads nothing else through the API)."""
+    if job.kind == Job.Kind.FINETUNE:
+        prefixes = [job.spec["model"]["prefix"] + "/"]
+        if job.dataset_id:
+            prefixes.append(f"datasets/{job.dataset.slug}/")
+        return any(name.startswith(p) for p in prefixes) and not name.endswith("/manifest.json")
+    if job.kind == Job.Kind.PRETRAIN:
+        return name in (job.spec["corpus"]["name"], output_name(job.pk, "checkpoint.tar"))
+    return False
+
+
+def accept_outputs(job: Job) -> None:
+    """Check what the worker uploaded and put it where the rest of the graph reads it."""
+    if job.kind == Job.Kind.FINETUNE:
+        try:
+            results = recording.load_results(job.pk)
+        except recording.RecordingError as exc:
+            raise OutputError(str(exc)) from None
+        if job.dataset_id and results.get("dataset") != job.dataset.slug:
+            raise OutputError(f"the results are of dataset {results.get('dataset')!r}, not {job.dataset.slug!r}")
+    elif job.kind == Job.Kind.PRETRAIN:
+        _accept_model(job)
+
+
+def _accept_model(job: Job) -> None:
+    name = output_name(job.pk, "model.tar")
+    store = artefacts.storage()
+    if not store.exists(name):
+        raise OutputError(f"pretraining job #{job.pk} uploaded no model ({name})")
+    prefix = job.spec["output"]
+    with tempfile.TemporaryDirectory(prefix="biolm-pretrained-") as temporary:
+        root = Path(temporary)
+        try:
+            with store.open(name, "rb") as handle, tarfile.open(fileobj=handle) as archive:
+                archive.extractall(root, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise OutputError(f"{name}: not a readable tar archive: {exc}") from None
+        model = LanguageModel.objects.get(pk=job.language_model_id)
+        location = f"artefacts:{prefix}"
+        LanguageModel.objects.filter(pk=model.pk).update(checkpoint=location)
+        try:
+            register_checkpoint(
+                root, slug=model.slug, name=model.name, owner=model.owner,
+                private=model.visibility == LanguageModel.Visibility.PRIVATE, recorded_as=None,
+                location=location,
+            )  # fmt: skip
+        except RegistrationError as exc:
+            raise OutputError(f"the pretrained model is not a usable checkpoint: {exc}") from None
+        entries = artefacts.store_directory(root, prefix)
+    artefacts.store_bytes(json.dumps(entries).encode(), f"{prefix}/manifest.json")

@@ -1,0 +1,105 @@
+"""A fine-tuning job's outputs become its runs and the model's ``Result``, once, in one transaction.
+
+The aggregate job reads the results file its fine-tuning job uploaded to the artefact store and
+writes, in one transaction keyed by the fine-tuning job, one :class:`Run` per seed (or fold) on
+test and the model's :class:`Result` for the benchmark entry: the protocol's statistic (mean or
+median) as its value, with std, median, the number of seeds or folds, and the runs' provenance.
+A redelivered aggregate finds the runs already there (their unique constraint) and the result
+already equal, so nothing counts twice. The leaderboard's signals rescore the model at commit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+from django.db import transaction
+
+from jobs import artefacts
+from jobs.models import Job, Run, canonical_key
+from leaderboard.models import Result
+from registry.models import Metric
+
+
+class RecordingError(ValueError):
+    """The fine-tuning job's outputs cannot be recorded; the message says what is wrong with them."""
+
+
+def results_name(job_id: int) -> str:
+    """Where a fine-tuning job's results file is kept in the artefact store."""
+    return f"jobs/{job_id}/results.json"
+
+
+def load_results(job_id: int) -> dict:
+    name = results_name(job_id)
+    store = artefacts.storage()
+    if not store.exists(name):
+        raise RecordingError(f"job #{job_id} uploaded no results ({name} is missing from the artefact store)")
+    with store.open(name, "rb") as handle:
+        try:
+            results = json.loads(handle.read())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RecordingError(f"job #{job_id}: {name} is not JSON: {exc}") from None
+    if not isinstance(results, dict) or not isinstance(results.get("runs"), list):
+        raise RecordingError(f"job #{job_id}: {name} has no list of runs")
+    return results
+
+
+def record(aggregate: Job) -> Result | None:
+    """Record the results of ``aggregate``'s fine-tuning job; None if the metric is undefined on test."""
+    finetune = Job.objects.get(pk=aggregate.spec["finetune_job"])
+    results = load_results(finetune.pk)
+    metric_slug = aggregate.spec["metric"]
+    metric = Metric.objects.get(slug=metric_slug)
+    statistic = (results.get("protocol") or {}).get("statistic", "mean")
+    test_runs = [run for run in results["runs"] if (run.get("metrics") or {}).get("test")]
+    values = [_finite(run["metrics"]["test"].get(metric_slug), finetune.pk, metric_slug) for run in test_runs]
+    values = [v for v in values if v is not None]
+    provenance = {**(results.get("provenance") or {}), "job": finetune.pk, "protocol": results.get("protocol")}
+    with transaction.atomic():
+        for run in test_runs:
+            hyperparameters = run.get("hyperparameters") or {}
+            seed = int(run.get("fold", 0)) * 1000 + int(run["seed"]) if "fold" in run else int(run["seed"])
+            Run.objects.get_or_create(
+                job=finetune,
+                hyperparameters_key=canonical_key(hyperparameters),
+                seed=seed,
+                split=Run.Split.TEST,
+                defaults={
+                    "language_model": aggregate.language_model,
+                    "dataset": aggregate.dataset,
+                    "hyperparameters": hyperparameters,
+                    "metrics": run["metrics"]["test"],
+                    "efficiency": {"train": run.get("train"), "inference": run.get("inference")},
+                    "provenance": provenance,
+                },
+            )
+        if not values:
+            return None
+        value = statistics.median(values) if statistic == "median" else statistics.fmean(values)
+        result, _ = Result.objects.update_or_create(
+            language_model=aggregate.language_model,
+            dataset=aggregate.dataset,
+            metric=metric,
+            variant=aggregate.spec.get("variant") or "",
+            scope="",
+            defaults={
+                "value": value,
+                "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "median": statistics.median(values),
+                "n_seeds": len(values),
+                "source": f"job #{finetune.pk} ({statistic} of {len(values)} test runs)",
+                "job": finetune,
+                "provenance": provenance,
+            },
+        )
+    return result
+
+
+def _finite(value, job_id: int, metric: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise RecordingError(f"job #{job_id}: test {metric} is {value!r}, not a finite number")
+    return float(value)

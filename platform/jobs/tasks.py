@@ -1,0 +1,87 @@
+"""The platform's Celery tasks (queue ``cpu``): the tick that reaps and dispatches, and the platform's own jobs.
+
+* ``biolm.jobs.tick`` (beat, every ``BIOLM_TICK_S``): records the CPU worker running it as
+  alive, requeues the jobs of silent workers (:func:`jobs.lifecycle.reap`) and sends the next
+  jobs to free worker slots (:func:`jobs.dispatch.dispatch`).
+* ``biolm.jobs.run_platform_job``: a job of the ``cpu`` queue, run where the database is: an
+  aggregate job records its fine-tuning job's results.
+
+GPU jobs go to ``biolm.worker.run_job`` on the ``gpu`` queue, a task of the database-free
+worker (:mod:`workers.runner`); it is sent by name, since the platform does not import it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app, shared_task
+from django.conf import settings
+
+from jobs import dispatch, lifecycle, recording
+from jobs.models import Job
+
+logger = logging.getLogger("biolm.jobs")
+
+GPU_TASK = "biolm.worker.run_job"
+CPU_SLOTS = 1
+
+
+def send(job: Job) -> None:
+    """One message per dispatched job: its id, its token and its immutable spec."""
+    if job.queue == Job.Queue.GPU:
+        current_app.send_task(GPU_TASK, args=[job.pk, job.token, job.spec], queue=Job.Queue.GPU)
+    else:
+        run_platform_job.apply_async(args=[job.pk, job.token], queue=Job.Queue.CPU)
+
+
+def kick() -> list[int]:
+    """Dispatch now (a job finished, a worker appeared, a submission arrived) instead of at the next tick."""
+    try:
+        return dispatch.dispatch(
+            send, stale_after_s=settings.BIOLM_HEARTBEAT_STALE_S, redispatch_after_s=settings.BIOLM_REDISPATCH_AFTER_S
+        )
+    except Exception:  # the broker is down: the tick sends them when it is back
+        logger.exception("dispatch failed; the next tick retries")
+        return []
+
+
+@shared_task(bind=True, name="biolm.jobs.tick", ignore_result=True)
+def tick(self) -> dict:
+    if self.request.hostname:
+        dispatch.record_worker(self.request.hostname, [Job.Queue.CPU], slots=CPU_SLOTS)
+    moved = lifecycle.reap(settings.BIOLM_HEARTBEAT_STALE_S, settings.BIOLM_QUEUE_LIMIT_S)
+    if moved:
+        logger.warning("requeued or failed jobs %s", moved)
+    return {"reaped": moved, "sent": kick()}
+
+
+@shared_task(
+    bind=True,
+    name="biolm.jobs.run_platform_job",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    max_retries=0,
+)
+def run_platform_job(self, job_id: int, token: str) -> str | None:
+    """Claim and run a ``cpu`` job; a redelivery that finds it taken does nothing."""
+    delivery = self.request.id or "eager"
+    job = lifecycle.claim(job_id, token, delivery, self.request.hostname or "local")
+    if job is None:
+        return None
+    try:
+        if job.kind == Job.Kind.AGGREGATE:
+            result = recording.record(job)
+            lifecycle.heartbeat(job.pk, token, delivery, log=f"recorded {result or 'no result (metric undefined)'}\n")
+        else:
+            raise ValueError(f"a {job.kind} job cannot run on the platform's cpu queue")
+    except recording.RecordingError as exc:
+        lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.SUBMISSION)
+        return Job.Status.FAILED
+    except Exception as exc:
+        logger.exception("job #%s failed on the platform", job.pk)
+        lifecycle.fail(job.pk, token, delivery, f"{type(exc).__name__}: {exc}", Job.Cause.PLATFORM)
+        return Job.Status.FAILED
+    lifecycle.succeed(job.pk, token, delivery)
+    kick()
+    return Job.Status.SUCCEEDED

@@ -1,0 +1,276 @@
+"""One delivery of one job: claim, download, run the engine as a child process, report, finish.
+
+The engine runs in a child process (``python -m workers.engine ...``, or torchrun for a
+pretraining job on several GPUs) so that the worker can always stop it: a heartbeat answered
+"stop" (the job was cancelled, or reaped and given to another worker) terminates it within one
+heartbeat interval. While it runs, every heartbeat carries the engine's progress file and the new
+lines of its log; a pretraining run's newest checkpoint is uploaded as it appears, so an attempt
+after a crash resumes from it instead of from step 0.
+
+Failures are told apart by cause: the engine exiting with status 1 is a refusal of the
+submission's input (a malformed checkpoint, say) and is charged; anything else (a killed child,
+a download that failed, the platform unreachable) is the platform's, retried and refunded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
+from workers.engine.progress_file import read as read_progress
+from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
+
+logger = logging.getLogger("biolm.worker")
+
+ROOT = Path(__file__).resolve().parents[2]
+HEARTBEAT_S = float(os.environ.get("BIOLM_HEARTBEAT_S", "5"))
+LOG_CHUNK_CHARS = 8_000
+STOP_GRACE_S = 10.0
+PROTOCOL_FLAGS = (
+    "grid", "seeds", "first_seed", "epochs", "learning_rate", "batch_size", "max_length", "max_train_examples",
+    "max_eval_examples", "precision",
+)  # fmt: skip
+INPUT_REFUSED = 1  # the engine's exit status for input it refuses (bad checkpoint, bad data, bad settings)
+
+
+@dataclass
+class Outcome:
+    status: str  # succeeded, failed, stopped, not-claimed
+    detail: str = ""
+
+
+class JobRun:
+    def __init__(self, job_id: int, token: str, spec: dict, *, api_url: str, worker: str, work_dir: Path) -> None:
+        self.job_id, self.spec, self.worker = job_id, spec, worker
+        self.client = PlatformClient(api_url, token)
+        self.delivery = uuid.uuid4().hex
+        self.directory = Path(work_dir) / f"job-{job_id}-{self.delivery[:8]}"
+        self.log_path = self.directory / "engine.log"
+        self.progress_path = self.directory / "progress.json"
+        self._log_sent = 0
+        self._checkpoint_sent = 0.0
+        self._phase: tuple[str, float, int] | None = None
+
+    def path(self, suffix: str) -> str:
+        return f"jobs/{self.job_id}/{suffix}"
+
+    def run(self) -> Outcome:
+        try:
+            claimed = self.client.post(self.path("claim"), {"delivery": self.delivery, "worker": self.worker})
+        except Conflict as exc:
+            logger.info("job #%s not claimed: %s", self.job_id, exc)
+            return Outcome("not-claimed", str(exc))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._run_claimed(claimed)
+        except Conflict as exc:  # the job was taken from this delivery while it ran
+            return Outcome("stopped", str(exc))
+        except (Unreachable, Rejected, OSError) as exc:
+            return self._fail(f"{type(exc).__name__}: {exc}", "platform")
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _run_claimed(self, claimed: dict) -> Outcome:
+        inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
+        kind = claimed["kind"]
+        out = self.directory / "out"
+        if kind == "finetune":
+            command = self._finetune_command(inputs, out)
+        elif kind == "pretrain":
+            command = self._pretrain_command(inputs, out)
+        else:
+            return self._fail(f"a {kind} job cannot run on a GPU worker", "platform")
+        code, stopped = self._supervise(command, out)
+        if stopped:
+            return Outcome("stopped", "the platform asked this delivery to stop")
+        self._beat()  # the last progress and log lines
+        if code != 0:
+            tail = self._log_tail()
+            cause = "submission" if code == INPUT_REFUSED else "platform"
+            return self._fail(f"the engine exited with status {code}:\n{tail}", cause)
+        if kind == "finetune":
+            self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
+        else:
+            archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
+            self.client.upload(self.path("outputs/model.tar"), archive, self.delivery)
+        try:
+            self.client.post(self.path("complete"), {"delivery": self.delivery})
+        except Rejected as exc:  # 422: the outputs were refused; the platform has already failed the job
+            return Outcome("failed", str(exc))
+        return Outcome("succeeded")
+
+    def _download(self, role: str, entries: list[dict]) -> Path:
+        folder = self.directory / "inputs" / role
+        for entry in entries:
+            relative = Path(entry["path"])
+            if relative.is_absolute() or ".." in relative.parts:
+                raise Rejected(f"input {entry['path']!r} would be written outside the job's folder")
+            self.client.download(entry, folder / relative)
+        return folder
+
+    def _finetune_command(self, inputs: dict[str, Path], out: Path) -> list[str]:
+        spec = self.spec
+        command = [
+            sys.executable, "-m", "workers.engine", "finetune", "--model", str(inputs["model"]),
+            "--dataset", spec["dataset"], "--data_dir", str(inputs["dataset"]), "--data_format", "canonical",
+            "--out", str(out),
+        ]  # fmt: skip
+        if spec.get("benchmark"):
+            command += ["--benchmark", spec["benchmark"]]
+        for key in PROTOCOL_FLAGS:
+            value = (spec.get("protocol") or {}).get(key)
+            if value is not None:
+                command += [f"--{key}", str(value)]
+        return command
+
+    def _pretrain_command(self, inputs: dict[str, Path], out: Path) -> list[str]:
+        spec = self.spec
+        corpus = next(p for p in inputs["corpus"].rglob("*") if p.is_file())
+        arguments = ["pretrain", "--recipe", spec["recipe"], "--corpus", str(corpus), "--out", str(out)]
+        if spec.get("steps"):
+            arguments += ["--steps", str(spec["steps"])]
+        if spec.get("settings"):
+            arguments += ["--settings", json.dumps(spec["settings"])]
+        if "checkpoint" in inputs:  # an earlier attempt's last checkpoint: resume from it
+            out.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(inputs["checkpoint"] / "checkpoint.tar") as archive:
+                archive.extractall(out, filter="data")
+            arguments.append("--resume")
+            self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
+        gpus = int(spec.get("gpus") or 1)
+        if gpus > 1:
+            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}",
+                    "-m", "workers.engine", *arguments]  # fmt: skip
+        return [sys.executable, "-m", "workers.engine", *arguments]
+
+    def _supervise(self, command: list[str], out: Path) -> tuple[int, bool]:
+        """Run the engine, heartbeating; (exit status, whether the platform stopped it)."""
+        environment = {**os.environ, PROGRESS_VARIABLE: str(self.progress_path), "HF_HUB_OFFLINE": "1"}
+        environment.pop("DATABASE_URL", None)
+        logger.info("job #%s: %s", self.job_id, " ".join(command))
+        with self.log_path.open("wb") as log:
+            child = subprocess.Popen(
+                command, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+            try:
+                while True:
+                    try:
+                        code = child.wait(timeout=HEARTBEAT_S)
+                        return code, False
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if self._beat() == "stop":
+                        self._stop(child)
+                        return child.returncode, True
+                    self._upload_new_checkpoint(out)
+            except BaseException:
+                self._stop(child)
+                raise
+
+    def _stop(self, child: subprocess.Popen) -> None:
+        if child.poll() is not None:
+            return
+        os.killpg(child.pid, signal.SIGTERM)
+        try:
+            child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+
+    def _beat(self) -> str:
+        payload: dict = {"delivery": self.delivery, "log": self._new_log()}
+        progress = read_progress(self.progress_path)
+        if progress:
+            payload.update(step=progress["step"], total=progress["total"], loss=progress.get("loss"))
+            payload["eta_s"] = self._eta(progress)
+        try:
+            return self.client.post(self.path("heartbeat"), payload).get("verdict", "continue")
+        except Unreachable as exc:  # keep training; the platform's reaper judges a long silence
+            logger.warning("job #%s: heartbeat not delivered: %s", self.job_id, exc)
+            return "continue"
+
+    def _eta(self, progress: dict) -> float | None:
+        """Seconds left in the current phase (one training run of a grid, or the pretraining), from its pace."""
+        now = time.monotonic()
+        if self._phase is None or self._phase[0] != progress["label"] or progress["step"] < self._phase[2]:
+            self._phase = (progress["label"], now, progress["step"])
+            return None
+        _, started, first_step = self._phase
+        done = progress["step"] - first_step
+        if done <= 0 or now <= started:
+            return None
+        return max(0.0, (progress["total"] - progress["step"]) * (now - started) / done)
+
+    def _new_log(self) -> str:
+        if not self.log_path.exists():
+            return ""
+        with self.log_path.open("rb") as handle:
+            handle.seek(self._log_sent)
+            data = handle.read()
+        self._log_sent += len(data)
+        text = data.decode("utf-8", "replace").replace("\r", "\n")
+        lines = [line for line in text.split("\n") if line.strip()]
+        return ("\n".join(lines) + "\n")[-LOG_CHUNK_CHARS:] if lines else ""
+
+    def _log_tail(self, chars: int = 4000) -> str:
+        text = self.log_path.read_bytes()[-chars * 4 :].decode("utf-8", "replace").replace("\r", "\n")
+        return "\n".join(line for line in text.split("\n") if line.strip())[-chars:]
+
+    def _upload_new_checkpoint(self, out: Path) -> None:
+        checkpoint = out / "checkpoint"
+        try:
+            changed = checkpoint.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if changed <= self._checkpoint_sent:
+            return
+        try:
+            archive = self._tar(out, self.directory / "checkpoint.tar", include=("checkpoint",))
+            unchanged = checkpoint.stat().st_mtime == changed
+        except (FileNotFoundError, tarfile.TarError):
+            unchanged = False
+        if not unchanged:  # swapped for a newer one while being read: the next beat takes that one
+            return
+        self.client.upload(self.path("outputs/checkpoint.tar"), archive, self.delivery)
+        self._checkpoint_sent = changed
+
+    @staticmethod
+    def _tar(root: Path, target: Path, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> Path:
+        with tarfile.open(target, "w") as archive:
+            for path in sorted(root.iterdir()):
+                if (
+                    (include and path.name not in include)
+                    or path.name in exclude
+                    or path.name.endswith((".tmp", ".old"))
+                ):
+                    continue
+                archive.add(path, arcname=path.name)
+        return target
+
+    def _fail(self, error: str, cause: str) -> Outcome:
+        try:
+            self.client.post(self.path("fail"), {"delivery": self.delivery, "error": error, "cause": cause})
+        except (Conflict, Rejected, Unreachable) as exc:
+            logger.warning("job #%s: could not report its failure: %s", self.job_id, exc)
+        return Outcome("failed", error)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: be killed when the worker dies, so a killed worker leaves no orphan training."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
