@@ -27,6 +27,7 @@ from django.db import transaction
 from django.http import FileResponse, Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, NotFound, PermissionDenied
 from rest_framework.parsers import FileUploadParser
 from rest_framework.request import Request
@@ -41,12 +42,25 @@ logger = logging.getLogger("biolm.jobs")
 OUTPUT_NAMES = ("results.json", "model.tar", "checkpoint.tar")
 
 
+class BearerToken(BaseAuthentication):
+    """``Authorization: Bearer <token>``: the token becomes ``request.auth``; the views say whose it must be."""
+
+    def authenticate(self, request: Request) -> tuple[None, str]:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise AuthenticationFailed("send the job's token (or the worker secret) as 'Authorization: Bearer <token>'")
+        return None, value.strip()
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="biolm-workers"'
+
+
+class WorkerView(APIView):
+    authentication_classes = [BearerToken]
+
+
 def _bearer(request: Request) -> str:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        raise AuthenticationFailed("send the job's token as 'Authorization: Bearer <token>'")
-    return value.strip()
+    return request.auth
 
 
 def job_for(request: Request, job_id: int) -> Job:
@@ -106,7 +120,7 @@ def _valid(serializer_class, request: Request) -> dict:
     return serializer.validated_data
 
 
-class ClaimView(APIView):
+class ClaimView(WorkerView):
     @extend_schema(request=ClaimIn, responses={200: ClaimOut, 409: None})
     def post(self, request: Request, job_id: int) -> Response:
         job_for(request, job_id)
@@ -125,7 +139,7 @@ class ClaimView(APIView):
         return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs})
 
 
-class HeartbeatView(APIView):
+class HeartbeatView(WorkerView):
     @extend_schema(request=HeartbeatIn, responses=VerdictOut)
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for(request, job_id)
@@ -137,7 +151,7 @@ class HeartbeatView(APIView):
         return Response({"verdict": verdict})
 
 
-class OutputView(APIView):
+class OutputView(WorkerView):
     parser_classes = [FileUploadParser]
 
     @extend_schema(request={"application/octet-stream": bytes}, responses={204: None})
@@ -155,7 +169,7 @@ class OutputView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class CompleteView(APIView):
+class CompleteView(WorkerView):
     @extend_schema(request=DeliveryIn, responses={200: None, 409: None, 422: None})
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for(request, job_id)
@@ -175,7 +189,7 @@ class CompleteView(APIView):
         return Response({"status": Job.Status.SUCCEEDED})
 
 
-class FailView(APIView):
+class FailView(WorkerView):
     @extend_schema(request=FailIn, responses={200: None, 409: None})
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for(request, job_id)
@@ -187,7 +201,7 @@ class FailView(APIView):
         return Response({"status": new_status})
 
 
-class ArtefactView(APIView):
+class ArtefactView(WorkerView):
     @extend_schema(responses={200: bytes})
     def get(self, request: Request, job_id: int, name: str) -> FileResponse:
         job = job_for(request, job_id)
@@ -199,7 +213,7 @@ class ArtefactView(APIView):
         return FileResponse(store.open(name, "rb"), as_attachment=True, filename=name.rsplit("/", 1)[-1])
 
 
-class WorkerHeartbeatView(APIView):
+class WorkerHeartbeatView(WorkerView):
     @extend_schema(request=WorkerIn, responses={204: None})
     def post(self, request: Request) -> Response:
         if not secrets.compare_digest(_bearer(request).encode(), settings.BIOLM_WORKER_SECRET.encode()):

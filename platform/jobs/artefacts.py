@@ -14,7 +14,7 @@ import io
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -108,11 +108,11 @@ def locate(name: str) -> str:
         return target.url(name)
 
 
-def download_manifest(entries: list[dict], prefix: str) -> list[dict]:
+def download_manifest(entries: list[dict], prefix: str, url_for: Callable[[str], str] = locate) -> list[dict]:
     """The manifest a worker receives for artefacts stored under ``prefix``: path within it, location, digest."""
     cut = len(prefix.rstrip("/")) + 1
     return [
-        {"path": entry["name"][cut:], "url": locate(entry["name"]), "size": entry["size"], "sha256": entry["sha256"]}
+        {"path": entry["name"][cut:], "url": url_for(entry["name"]), "size": entry["size"], "sha256": entry["sha256"]}
         for entry in entries
     ]
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.core.files.storage import FileSystemStorage
@@ -62,13 +63,6 @@ def _url_maker(job: Job, api_base: str) -> Callable[[str], str]:
     return store.url  # S3 through django-storages: a pre-signed URL the worker fetches directly
 
 
-def _manifest(entries: list[dict], prefix: str, url_for: Callable[[str], str]) -> list[dict]:
-    cut = len(prefix.rstrip("/")) + 1
-    return [
-        {"path": e["name"][cut:], "url": url_for(e["name"]), "size": e["size"], "sha256": e["sha256"]} for e in entries
-    ]
-
-
 def model_entries(spec_model: dict) -> list[dict]:
     """The stored files of a fine-tuning job's model: submitted, or written by its pretraining job."""
     if "artefacts" in spec_model:
@@ -81,6 +75,28 @@ def model_entries(spec_model: dict) -> list[dict]:
         return json.loads(handle.read())
 
 
+@contextmanager
+def model_files(job: Job) -> Iterator[Path]:
+    """A fine-tuning job's model as a local directory: its config and tokenizer (weights left out)."""
+    entries = model_entries(job.spec["model"])
+    prefix = job.spec["model"]["prefix"]
+    store = artefacts.storage()
+    if isinstance(store, FileSystemStorage):
+        yield Path(store.path(prefix))
+        return
+    with tempfile.TemporaryDirectory(prefix="biolm-tokenizer-") as temporary:
+        cut = len(prefix.rstrip("/")) + 1
+        for entry in entries:
+            if entry["name"].endswith((".safetensors", ".bin", ".pt", ".h5", ".msgpack")):
+                continue
+            target = Path(temporary) / entry["name"][cut:]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with store.open(entry["name"], "rb") as source, target.open("wb") as out:
+                for chunk in iter(lambda: source.read(1 << 20), b""):
+                    out.write(chunk)
+        yield Path(temporary)
+
+
 def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
     url_for = _url_maker(job, api_base)
     if job.kind == Job.Kind.FINETUNE:
@@ -90,15 +106,15 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
         except exports.ExportError as exc:
             raise InputError(str(exc)) from None
         return {
-            "model": _manifest(model_entries(model), model["prefix"], url_for),
-            "dataset": _manifest(entries, prefix, url_for),
+            "model": artefacts.download_manifest(model_entries(model), model["prefix"], url_for),
+            "dataset": artefacts.download_manifest(entries, prefix, url_for),
         }
     if job.kind == Job.Kind.PRETRAIN:
         corpus = job.spec["corpus"]
-        inputs = {"corpus": [{**_manifest([corpus], corpus["name"].rsplit("/", 1)[0], url_for)[0]}]}
+        inputs = {"corpus": [{**artefacts.download_manifest([corpus], corpus["name"].rsplit("/", 1)[0], url_for)[0]}]}
         stored = stored_output(job.pk, "checkpoint.tar")
         if stored is not None:
-            inputs["checkpoint"] = _manifest([stored], f"jobs/{job.pk}", url_for)
+            inputs["checkpoint"] = artefacts.download_manifest([stored], f"jobs/{job.pk}", url_for)
         return inputs
     return {}
 
@@ -108,7 +124,7 @@ def may_read(job: Job, name: str) -> bool:
     if job.kind == Job.Kind.FINETUNE:
         prefixes = [job.spec["model"]["prefix"] + "/"]
         if job.dataset_id:
-            prefixes.append(f"datasets/{job.dataset.slug}/")
+            prefixes.append(exports.export_prefix(job.dataset) + "/")
         return any(name.startswith(p) for p in prefixes) and not name.endswith("/manifest.json")
     if job.kind == Job.Kind.PRETRAIN:
         return name in (job.spec["corpus"]["name"], output_name(job.pk, "checkpoint.tar"))
@@ -124,6 +140,8 @@ def accept_outputs(job: Job) -> None:
             raise OutputError(str(exc)) from None
         if job.dataset_id and results.get("dataset") != job.dataset.slug:
             raise OutputError(f"the results are of dataset {results.get('dataset')!r}, not {job.dataset.slug!r}")
+        if not ((results.get("spec") or {}).get("data") or {}).get("test_gold_withheld"):
+            raise OutputError("the results were not produced on the withheld test split the platform sent")
     elif job.kind == Job.Kind.PRETRAIN:
         _accept_model(job)
 

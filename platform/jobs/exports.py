@@ -1,49 +1,89 @@
-"""A registered dataset as a worker receives it: canonical JSON Lines in the artefact store.
+"""A registered dataset as a worker receives it: canonical JSON Lines, its test gold withheld.
 
-Workers never read the official files: the platform exports the examples it validated at import
-(the stored ``DatasetDict``) as ``{train,dev,test}.jsonl`` under
-``datasets/<slug>/<fingerprint>/``, once per imported version, and checks that the export has
-the import's fingerprint, so a worker trains on exactly the examples the platform registered.
+Workers never read the official files, and never see test labels: the platform exports the
+examples it validated at import (the stored ``DatasetDict``) as ``{train,dev,test}.jsonl``
+under ``datasets/<slug>/<fingerprint>/withheld/``, once per imported version, with every test
+example's gold replaced by a placeholder (:meth:`biolm.schemas.base.Schema.withhold_gold`). The
+platform scores the worker's test predictions against :func:`gold`, which only it reads. The
+stored copy is checked against the import's fingerprint first, so a worker trains on exactly the
+examples the platform registered.
 """
 
 from __future__ import annotations
 
 import json
 
-from biolm.dataset_io import fingerprint_of
+from biolm.dataset_io import LoadedDataset, fingerprint_of
+from biolm.schemas import get_schema
 from jobs import artefacts
-from registry.models import Dataset
+from registry.models import Dataset, DatasetImport
 
 
 class ExportError(ValueError):
     """The dataset cannot be sent to a worker; the message says what the operator must do."""
 
 
-def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
-    """The prefix and manifest entries of ``dataset``'s export, exported on first use."""
+def _latest_import(dataset: Dataset) -> DatasetImport:
     imported = dataset.imports.order_by("-imported_at").first()
     if imported is None:
         raise ExportError(
             f"dataset {dataset.slug!r} is not imported on the platform: run manage.py import_dataset {dataset.slug}"
         )
-    prefix = f"datasets/{dataset.slug}/{imported.fingerprint}"
-    manifest = f"{prefix}/manifest.json"
-    store = artefacts.storage()
-    if store.exists(manifest):
-        with store.open(manifest, "rb") as handle:
-            return prefix, json.loads(handle.read())
+    return imported
+
+
+def _splits(imported: DatasetImport) -> dict[str, list[dict]]:
     import datasets
 
     stored = datasets.load_from_disk(imported.stored_path)
     splits = {split: stored[split].to_list() for split in stored}
     if fingerprint_of(splits) != imported.fingerprint:
         raise ExportError(
-            f"dataset {dataset.slug!r}: the stored copy at {imported.stored_path} no longer has the imported "
-            f"fingerprint {imported.fingerprint}; import it again"
+            f"dataset {imported.dataset.slug!r}: the stored copy at {imported.stored_path} no longer has the "
+            f"imported fingerprint {imported.fingerprint}; import it again"
         )
+    return splits
+
+
+def placeholder_label(imported: DatasetImport) -> str:
+    """A label of the dataset that says nothing about any example: O for tagging, else the first label."""
+    labels = sorted(imported.label_set) or sorted(imported.dataset.labels or []) or ["0"]
+    return "O" if "O" in labels else labels[0]
+
+
+def withheld_splits(imported: DatasetImport) -> dict[str, list[dict]]:
+    splits = _splits(imported)
+    schema = get_schema(imported.dataset.adapter["schema"])
+    placeholder = placeholder_label(imported)
+    if "test" in splits:
+        splits["test"] = [schema.withhold_gold(row, placeholder) for row in splits["test"]]
+    return splits
+
+
+def export_prefix(dataset: Dataset) -> str:
+    """Where the workers' copy of the dataset's current import is kept (and all a worker may read of it)."""
+    return f"datasets/{dataset.slug}/{_latest_import(dataset).fingerprint}/withheld"
+
+
+def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
+    """The prefix and manifest entries of ``dataset``'s export for workers, exported on first use."""
+    imported = _latest_import(dataset)
+    prefix = export_prefix(dataset)
+    manifest = f"{prefix}/manifest.json"
+    store = artefacts.storage()
+    if store.exists(manifest):
+        with store.open(manifest, "rb") as handle:
+            return prefix, json.loads(handle.read())
     entries = []
-    for split, rows in splits.items():
+    for split, rows in withheld_splits(imported).items():
         text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
         entries.append(artefacts.store_bytes(text.encode("utf-8"), f"{prefix}/{split}.jsonl"))
     artefacts.store_bytes(json.dumps(entries).encode(), manifest)
     return prefix, entries
+
+
+def loaded(dataset: Dataset, spec, *, withheld: bool) -> LoadedDataset:
+    """The imported examples as the engine's :class:`LoadedDataset`: as workers got them, or with the gold."""
+    imported = _latest_import(dataset)
+    splits = withheld_splits(imported) if withheld else _splits(imported)
+    return LoadedDataset(spec, splits, list(imported.label_set), fingerprint_of(splits), list(imported.notes or []))

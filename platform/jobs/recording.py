@@ -16,7 +16,7 @@ import statistics
 
 from django.db import transaction
 
-from jobs import artefacts
+from jobs import artefacts, completion, exports
 from jobs.models import Job, Run, canonical_key
 from leaderboard.models import Result
 from registry.models import Metric
@@ -52,6 +52,8 @@ def record(aggregate: Job) -> Result | None:
     results = load_results(finetune.pk)
     metric_slug = aggregate.spec["metric"]
     metric = Metric.objects.get(slug=metric_slug)
+    if ((results.get("spec") or {}).get("data") or {}).get("test_gold_withheld"):
+        _score_on_platform(finetune, results)
     statistic = (results.get("protocol") or {}).get("statistic", "mean")
     test_runs = [run for run in results["runs"] if (run.get("metrics") or {}).get("test")]
     values = [_finite(run["metrics"]["test"].get(metric_slug), finetune.pk, metric_slug) for run in test_runs]
@@ -95,6 +97,24 @@ def record(aggregate: Job) -> Result | None:
             },
         )
     return result
+
+
+def _score_on_platform(finetune: Job, results: dict) -> None:
+    """Fill each run's test metrics by scoring its predictions against the gold only the platform holds."""
+    from registry.sync import load_contributions
+    from workers.engine.withheld import score_withheld  # torch: only on the worker that records
+
+    spec = load_contributions().datasets[finetune.dataset.slug]
+    withheld = exports.loaded(finetune.dataset, spec, withheld=True)
+    gold = exports.loaded(finetune.dataset, spec, withheld=False)
+    with completion.model_files(finetune) as tokenizer_dir:
+        try:
+            scored = score_withheld(results, tokenizer_dir, withheld, gold)
+        except ValueError as exc:
+            raise RecordingError(f"job #{finetune.pk}: its test predictions cannot be scored: {exc}") from None
+    for run in results["runs"]:
+        if str(run["seed"]) in scored:
+            run.setdefault("metrics", {})["test"] = scored[str(run["seed"])]
 
 
 def _finite(value, job_id: int, metric: str) -> float | None:

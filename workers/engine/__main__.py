@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     test = results["test"]
+    if spec.data.test_gold_withheld:
+        print(f"{results['dataset']}: test predictions written for the platform to score (gold withheld); "
+              f"results in {spec.protocol.out / 'results.json'}")  # fmt: skip
+        return 0
     if test is None:
         print(
             f"{results['dataset']}: {results['metric']} is undefined on this test split; "

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 import biolm
@@ -59,6 +60,7 @@ class Prepared:
     formulation: Formulation
     source: ModelSource
     plugins: dict[str, str] = field(default_factory=dict)  # plugin name -> version, for the provenance
+    test_gold_withheld: bool = False
 
 
 def resolve_device(name: str) -> torch.device:
@@ -115,7 +117,7 @@ def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
     formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     plugins = efficiency.plugin_versions(manager)
-    return Prepared(task, data, labels, features, tokenizer, formulation, source, plugins)
+    return Prepared(task, data, labels, features, tokenizer, formulation, source, plugins, spec.data.test_gold_withheld)
 
 
 def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
@@ -161,6 +163,7 @@ class RunResult:
     inference: dict
     predictions: dict[str, list] = field(default_factory=dict)
     fold: int | None = None  # the cross-validation fold, when the protocol runs on folds
+    scores: dict[str, list] = field(default_factory=dict)  # split -> per-example model scores, when withheld
 
 
 def run_once(
@@ -180,7 +183,7 @@ def run_once(
     if hp.selects_checkpoint and select is not None and select[0] in prepared.features:
         evaluate = _dev_score(prepared, *select, context)
     stats = train(model, prepared.features["train"], hp, seed, context, progress, evaluate)
-    metrics, predictions, inference = {}, {}, {}
+    metrics, predictions, inference, scores = {}, {}, {}, {}
     for split in splits:
         if split not in prepared.features:
             continue
@@ -188,7 +191,10 @@ def run_once(
         logits, seconds = predict(model, features, context)
         rows = prepared.data.splits[split]
         predicted = formulation.decode(features, logits, rows, model)
-        metrics[split] = formulation.score(rows, predicted, logits)
+        if split == "test" and prepared.test_gold_withheld:  # the platform scores it; these are placeholders
+            scores[split] = sequence_scores(logits)
+        else:
+            metrics[split] = formulation.score(rows, predicted, logits)
         predictions[split] = predicted
         tokens = sum(len(f) for f in features)
         inference[split] = {
@@ -214,7 +220,15 @@ def run_once(
         },
         inference=inference,
         predictions=predictions,
+        scores=scores,
     )
+
+
+def sequence_scores(logits: list) -> list | None:
+    """Per-example score vectors of a sequence-level task (what ROC AUC reads), as JSON; None for per-token outputs."""
+    if not logits or np.ndim(logits[0]) != 1:
+        return None
+    return [np.asarray(row, dtype=float).round(6).tolist() for row in logits]
 
 
 def _dev_score(prepared: Prepared, split: str, metric: str, context: TrainingContext) -> Callable:
@@ -382,6 +396,7 @@ def _dev_then_test(
         "test": asdict(Summary.of(values)) if values else None,
         "runs": runs,
         "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
+        **({"test_scores": {str(r.seed): r.scores.get("test") for r in runs}} if spec.data.test_gold_withheld else {}),
         "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": notes},
         "_all_runs": [*search, *runs[1:]],
     }

@@ -59,6 +59,13 @@ class DataArguments:
     max_eval_examples: int | None = field(
         default=None, metadata={"help": "Use only the first N dev and test examples (quick runs; recorded in results)."}
     )
+    test_gold_withheld: bool = field(
+        default=False,
+        metadata={
+            "help": "The test split's gold is a placeholder (the platform keeps the real labels): predict test, "
+            "score nothing on it, and write the predictions (and sequence-level scores) to the results."
+        },
+    )
     data_format: str = field(
         default="official",
         metadata={

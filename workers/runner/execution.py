@@ -124,7 +124,7 @@ class JobRun:
         command = [
             sys.executable, "-m", "workers.engine", "finetune", "--model", str(inputs["model"]),
             "--dataset", spec["dataset"], "--data_dir", str(inputs["dataset"]), "--data_format", "canonical",
-            "--out", str(out),
+            "--test_gold_withheld", "--out", str(out),
         ]  # fmt: skip
         if spec.get("benchmark"):
             command += ["--benchmark", spec["benchmark"]]

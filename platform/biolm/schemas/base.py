@@ -38,6 +38,15 @@ class Schema(abc.ABC):
         return locate(where, field=self.label_field)
 
     @abc.abstractmethod
+    def withhold_gold(self, row: dict, placeholder: str) -> dict:
+        """The example with its gold replaced by a constant that tells nothing about it.
+
+        This is how a test split leaves the platform: a worker predicts it but cannot score it or
+        learn its labels. ``placeholder`` is a label of the dataset (``O`` for tagging) so the
+        example stays valid for the schema.
+        """
+
+    @abc.abstractmethod
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:
         """The texts a tokenizer learns its vocabulary from, each distinct long text once."""
 

@@ -43,6 +43,9 @@ class ClassificationSchema(Schema):
             raise DataFormatError(locate(where, field="labels"), f"repeated labels {labels!r}")
         return list(labels)
 
+    def withhold_gold(self, row: dict, placeholder: str) -> dict:
+        return {**row, "labels": [placeholder]}
+
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:
         for row in rows:
             yield row["text"]

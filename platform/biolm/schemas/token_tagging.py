@@ -61,6 +61,9 @@ class TokenTaggingSchema(Schema):
                 return locate(where, item=index)
         return str(where)
 
+    def withhold_gold(self, row: dict, placeholder: str) -> dict:
+        return {**row, "tags": [placeholder] * len(row["tokens"])}
+
     def texts(self, rows: Sequence[dict]) -> Iterator[str]:
         for row in rows:
             yield " ".join(row["tokens"])

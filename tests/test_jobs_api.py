@@ -1,0 +1,214 @@
+"""The internal API GPU workers call (``jobs.api``): tokens, claims, withheld test gold, uploads, the end of a job."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from jobs import lifecycle
+from jobs.graph import SubmissionRequest, submit
+from jobs.models import Job, Worker
+from registry.imports import import_dataset
+from workers.engine.vocabulary import train_wordpiece
+
+pytestmark = pytest.mark.django_db
+API = "/internal/"
+
+
+@pytest.fixture(autouse=True)
+def isolated(settings, tmp_path):
+    settings.BIOLM_VAR_DIR = tmp_path
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "store"},
+        },
+    }
+    import_dataset("demo-ner")
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    from transformers import BertConfig, BertForMaskedLM
+
+    directory = tmp_path_factory.mktemp("checkpoints") / "tiny-bert"
+    tokenizer = train_wordpiece(["aspirin inhibits cyclooxygenase in platelets"] * 5, 120)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32)  # fmt: skip
+    BertForMaskedLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture
+def finetune(alice, checkpoint) -> Job:
+    submission = submit(
+        SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, datasets=("demo-ner",))
+    )
+    return submission.jobs.get(kind=Job.Kind.FINETUNE)
+
+
+def worker_client(job: Job, token: str | None = None) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token or job.token}")
+    return client
+
+
+def claim(job: Job, delivery: str = "d1") -> dict:
+    response = worker_client(job).post(f"{API}jobs/{job.pk}/claim", {"delivery": delivery, "worker": "gpu0@test"})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def download(client: APIClient, url: str) -> bytes:
+    response = client.get(url.removeprefix("http://testserver"))
+    assert response.status_code == 200, url
+    return b"".join(response.streaming_content)
+
+
+def test_a_claim_needs_the_jobs_own_token(finetune, bob, checkpoint):
+    request = SubmissionRequest(owner=bob, benchmark="blurb-mini", model=checkpoint, datasets=("demo-ner",), name="b")
+    other = submit(request).jobs.first()
+    assert APIClient().post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "d", "worker": "w"}).status_code == 401
+    response = worker_client(finetune, other.token).post(
+        f"{API}jobs/{finetune.pk}/claim", {"delivery": "d", "worker": "w"}
+    )
+    assert response.status_code == 403
+    assert Job.objects.get(pk=finetune.pk).status == Job.Status.QUEUED
+
+
+def test_a_claim_hands_out_the_model_and_the_dataset_with_its_test_gold_withheld(finetune, checkpoint):
+    claimed = claim(finetune)
+    assert claimed["kind"] == "finetune" and claimed["spec"]["dataset"] == "demo-ner"
+    client = worker_client(finetune)
+    model = {entry["path"]: download(client, entry["url"]) for entry in claimed["inputs"]["model"]}
+    assert model["config.json"] == (checkpoint / "config.json").read_bytes()
+    data = {entry["path"]: download(client, entry["url"]).decode() for entry in claimed["inputs"]["dataset"]}
+    assert set(data) == {"train.jsonl", "dev.jsonl", "test.jsonl"}
+    rows = {split: [json.loads(line) for line in text.splitlines()] for split, text in data.items()}
+    assert any(tag != "O" for row in rows["train.jsonl"] for tag in row["tags"])  # training gold is sent
+    assert any(tag != "O" for row in rows["dev.jsonl"] for tag in row["tags"])
+    assert all(tag == "O" for row in rows["test.jsonl"] for tag in row["tags"])  # test gold is not
+    assert len(rows["test.jsonl"]) > 10 and all(row["tokens"] for row in rows["test.jsonl"])
+
+
+def test_a_second_delivery_cannot_claim_a_running_job(finetune):
+    claim(finetune, "first")
+    response = worker_client(finetune).post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "second", "worker": "w"})
+    assert response.status_code == 409 and "running" in response.json()["detail"]
+
+
+def test_a_worker_reads_only_its_jobs_inputs(finetune, isolated):
+    claimed = claim(finetune)
+    client = worker_client(finetune)
+    (isolated / "store" / "secrets.txt").write_text("not yours")
+    export = claimed["inputs"]["dataset"][0]["url"].split("/artefacts/")[1].rsplit("/", 2)[0]  # datasets/demo-ner/<fp>
+    (isolated / "store" / export / "gold.jsonl").write_text("the real labels")
+    for name in ("secrets.txt", f"{export}/gold.jsonl", f"{export}/withheld/manifest.json"):
+        assert client.get(f"{API}jobs/{finetune.pk}/artefacts/{name}").status_code == 404, name
+    lifecycle.cancel(Job.objects.filter(pk=finetune.pk))  # a job that is not running reads nothing
+    assert client.get(claimed["inputs"]["dataset"][0]["url"].removeprefix("http://testserver")).status_code == 404
+
+
+def test_heartbeats_carry_progress_and_a_cancelled_job_answers_stop(finetune):
+    claim(finetune)
+    client = worker_client(finetune)
+    beat = {"delivery": "d1", "step": 5, "total": 20, "loss": 0.7, "eta_s": 30, "log": "epoch 1\n"}
+    assert client.post(f"{API}jobs/{finetune.pk}/heartbeat", beat, format="json").json() == {"verdict": "continue"}
+    job = Job.objects.get(pk=finetune.pk)
+    assert (job.progress_step, job.progress_total, job.progress_loss, job.eta_s) == (5, 20, 0.7, 30)
+    assert job.log == "epoch 1\n"
+    lifecycle.cancel(Job.objects.filter(pk=job.pk))
+    assert client.post(f"{API}jobs/{finetune.pk}/heartbeat", beat, format="json").json() == {"verdict": "stop"}
+
+
+def test_only_the_holding_delivery_may_upload(finetune):
+    claim(finetune)
+    client = worker_client(finetune)
+    url = f"{API}jobs/{finetune.pk}/outputs/results.json"
+    headers = {"HTTP_CONTENT_DISPOSITION": 'attachment; filename="results.json"'}
+    stranger = client.put(url, b"{}", content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="other", **headers)
+    assert stranger.status_code == 409
+    unknown = client.put(f"{API}jobs/{finetune.pk}/outputs/weights.bin", b"x", content_type="application/octet-stream",
+                         HTTP_X_BIOLM_DELIVERY="d1", **headers)  # fmt: skip
+    assert unknown.status_code == 404
+
+
+def test_results_that_were_not_made_on_the_withheld_split_fail_the_job_and_charge_it(finetune, alice):
+    claim(finetune)
+    client = worker_client(finetune)
+    results = {"dataset": "demo-ner", "runs": [], "spec": {"data": {"test_gold_withheld": False}}}
+    client.put(f"{API}jobs/{finetune.pk}/outputs/results.json", json.dumps(results).encode(),
+               content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="d1",
+               HTTP_CONTENT_DISPOSITION='attachment; filename="results.json"')  # fmt: skip
+    response = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
+    assert response.status_code == 422 and "withheld" in response.json()["detail"]
+    job = Job.objects.get(pk=finetune.pk)
+    assert job.status == Job.Status.FAILED and job.failure_cause == Job.Cause.SUBMISSION
+    assert not job.submission.refunded
+    aggregate = Job.objects.get(kind=Job.Kind.AGGREGATE, submission=job.submission)
+    assert aggregate.status == Job.Status.FAILED  # the rest of its branch cannot run
+
+
+def test_completing_without_results_fails_and_a_platform_failure_is_retried(finetune):
+    claim(finetune)
+    client = worker_client(finetune)
+    response = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
+    assert response.status_code == 422 and "no results" in response.json()["detail"]
+    Job.objects.filter(pk=finetune.pk).update(status=Job.Status.QUEUED, claim="", error="")
+    claim(finetune, "d2")
+    failure = {"delivery": "d2", "error": "CUDA out of memory", "cause": "platform"}
+    failed = client.post(f"{API}jobs/{finetune.pk}/fail", failure, format="json")
+    assert failed.json() == {"status": Job.Status.RETRYING}
+    job = Job.objects.get(pk=finetune.pk)
+    assert job.error == "CUDA out of memory" and job.not_before is not None
+
+
+def test_a_pretraining_jobs_model_becomes_its_language_models_checkpoint(alice, checkpoint, isolated):
+    corpus = isolated / "corpus.txt"
+    corpus.write_text("aspirin inhibits cyclooxygenase\n" * 20)
+    submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
+                                          datasets=("demo-ner",)))  # fmt: skip
+    pretrain = submission.jobs.get(kind=Job.Kind.PRETRAIN)
+    claimed = claim(pretrain)
+    client = worker_client(pretrain)
+    assert download(client, claimed["inputs"]["corpus"][0]["url"]) == corpus.read_bytes()
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for path in checkpoint.iterdir():
+            tar.add(path, arcname=path.name)
+    upload = {"HTTP_X_BIOLM_DELIVERY": "d1", "HTTP_CONTENT_DISPOSITION": 'attachment; filename="model.tar"'}
+    url = f"{API}jobs/{pretrain.pk}/outputs/model.tar"
+    client.put(url, archive.getvalue(), content_type="application/octet-stream", **upload)
+    assert client.post(f"{API}jobs/{pretrain.pk}/complete", {"delivery": "d1"}, format="json").status_code == 200
+    model = submission.language_model
+    model.refresh_from_db()
+    assert model.checkpoint == f"artefacts:{pretrain.spec['output']}" and model.parameter_count
+    finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
+    files = {entry["path"] for entry in claim(finetune, "f1")["inputs"]["model"]}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
+
+
+def test_workers_register_with_the_worker_secret_only(settings):
+    client = APIClient()
+    body = {"name": "gpu0@host", "queues": ["gpu"], "slots": 1}
+    client.credentials(HTTP_AUTHORIZATION="Bearer wrong")
+    assert client.post(f"{API}workers/heartbeat", body, format="json").status_code == 403
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {settings.BIOLM_WORKER_SECRET}")
+    assert client.post(f"{API}workers/heartbeat", body, format="json").status_code == 204
+    assert Worker.objects.get(name="gpu0@host").queues == "gpu"
+
+
+def test_the_worker_api_is_described_by_an_openapi_schema(client):
+    response = client.get(f"{API}schema/")
+    assert response.status_code == 200
+    text = response.content.decode()
+    for path in ("/internal/jobs/{job_id}/claim", "/internal/jobs/{job_id}/heartbeat", "/internal/workers/heartbeat"):
+        assert path in text

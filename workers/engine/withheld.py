@@ -1,0 +1,48 @@
+"""Scoring test predictions against gold the worker never saw: the platform's side of a withheld test split.
+
+A worker fine-tunes with ``--test_gold_withheld``: its test split carries placeholder gold, so it
+predicts test and scores nothing there. The platform, which keeps the real labels, calls
+:func:`score_withheld` with the worker's results, the model's tokenizer and both copies of the
+data. The formulation is rebuilt exactly as the worker built it (same spec, same label space,
+computed from the same withheld copy), so decoding conventions and metric options match; only
+the gold differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from biolm.dataset_io import LoadedDataset
+from workers.engine.finetune import _first_examples, _label_space, load_task
+from workers.engine.formulations import ModelSource, formulation_for
+from workers.engine.spec import FinetuneSpec
+from workers.engine.tokenization import load_tokenizer
+
+
+def score_withheld(
+    results: dict, tokenizer_dir: Path, withheld: LoadedDataset, gold: LoadedDataset
+) -> dict[str, dict[str, float | None]]:
+    """``{seed: {metric: value}}`` of each run's test predictions against the gold test split."""
+    spec = FinetuneSpec.from_json(json.dumps(results["spec"]))
+    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, model=Path(tokenizer_dir)))
+    _, _, task = load_task(spec)
+    withheld, gold = _first_examples(withheld, spec), _first_examples(gold, spec)
+    labels = _label_space(task, withheld)
+    tokenizer = load_tokenizer(Path(tokenizer_dir))
+    source = ModelSource(Path(tokenizer_dir), None, len(tokenizer))
+    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
+    rows = gold.splits["test"]
+    if [r["id"] for r in rows] != [r["id"] for r in withheld.splits["test"]]:
+        raise ValueError("the gold and the withheld test splits list different examples")
+    scored = {}
+    for seed, predicted in (results.get("predictions") or {}).items():
+        if predicted is None or len(predicted) != len(rows):
+            raise ValueError(f"seed {seed}: {len(predicted or [])} test predictions for {len(rows)} examples")
+        vectors = (results.get("test_scores") or {}).get(seed)
+        logits = [np.asarray(v, dtype=np.float32) for v in vectors] if vectors else []
+        scored[seed] = formulation.score(rows, predicted, logits)
+    return scored
