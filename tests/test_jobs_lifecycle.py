@@ -115,6 +115,8 @@ def test_the_reaper_requeues_the_jobs_of_silent_workers_and_leaves_live_ones_alo
     assert lifecycle.reap(stale_after_s=60) == [silent.pk]
     silent.refresh_from_db()
     assert silent.status == Job.Status.RETRYING and "stopped heartbeating" in silent.error
+    assert silent.not_before is None  # its worker vanished, the attempt did not fail: another may start it now
+    assert silent.pk in [job.pk for job in lifecycle.ready()]
     assert Job.objects.get(pk=live.pk).status == Job.Status.RUNNING
     # The silent worker comes back: it no longer holds the job.
     assert lifecycle.heartbeat(silent.pk, silent.token, "d-silent") == Verdict.STOP

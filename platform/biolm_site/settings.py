@@ -135,7 +135,7 @@ BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 
 # Jobs (see jobs.lifecycle): a running job whose worker is silent this long is requeued; a job that
 # waits this long for a worker fails (refunded); a submitter may make this many submissions a day.
-BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 60)
+BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 30)
 BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
 # A dispatched job no worker claimed within this many seconds is sent again (a lost message).

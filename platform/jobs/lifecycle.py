@@ -143,7 +143,8 @@ def fail(job_id: int, token: str, delivery: str, error: str, cause: str) -> str 
     return status
 
 
-def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bool = True) -> str:
+def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bool = True, wait: bool = True) -> str:
+    """``wait``: back off before the retry (False when the worker was lost, not the attempt: another may start now)."""
     if retry and cause == Job.Cause.PLATFORM and job.attempts < job.max_attempts:
         Job.objects.filter(pk=job.pk).update(
             status=Job.Status.RETRYING,
@@ -153,7 +154,7 @@ def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bo
             failure_cause=cause,
             queued_at=now,
             dispatched_at=None,
-            not_before=now + dt.timedelta(seconds=backoff_s(job.attempts)),
+            not_before=now + dt.timedelta(seconds=backoff_s(job.attempts)) if wait else None,
         )
         return Job.Status.RETRYING
     Job.objects.filter(pk=job.pk).update(
@@ -224,8 +225,9 @@ def requeue(jobs: QuerySet[Job], reset_attempts: bool = True) -> int:
 def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datetime | None = None) -> list[int]:
     """Jobs whose worker went silent, that ran past their time limit or waited too long leave their state.
 
-    * A silent worker is the platform's failure: the job is retried (with the usual back-off)
-      or, out of attempts, failed and refunded.
+    * A silent worker is the platform's failure: the job is retried at once (the attempt did not
+      fail, its worker vanished, so another worker may take it now) or, out of attempts, failed
+      and refunded.
     * A job past its time limit is failed at once and charged: its spec asked for more work
       than one attempt may do, and running it again would end the same way.
     * A job still waiting after ``queue_limit_s`` is failed and refunded: the platform never
@@ -238,7 +240,7 @@ def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datet
     moved = []
     for job in Job.objects.filter(status=Job.Status.RUNNING).filter(silent):
         reason = f"worker {job.worker or '?'} stopped heartbeating (silent for more than {stale_after_s:g} s)"
-        if _release(job, reason, Job.Cause.PLATFORM, now, retry=True):
+        if _release(job, reason, Job.Cause.PLATFORM, now, retry=True, wait=False):
             moved.append(job.pk)
     for job in Job.objects.filter(status=Job.Status.RUNNING, started_at__isnull=False):
         if job.started_at + dt.timedelta(seconds=job.time_limit_s) < now:
@@ -259,12 +261,12 @@ def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datet
     return moved
 
 
-def _release(job: Job, reason: str, cause: str, now: dt.datetime, retry: bool) -> bool:
+def _release(job: Job, reason: str, cause: str, now: dt.datetime, retry: bool, wait: bool = True) -> bool:
     with transaction.atomic():
         held = Job.objects.select_for_update().filter(pk=job.pk, claim=job.claim, status=Job.Status.RUNNING).first()
         if held is None:
             return False
-        status = _after_failure(held, reason, cause, now, retry)
+        status = _after_failure(held, reason, cause, now, retry, wait)
     if status == Job.Status.FAILED:
         fail_dependents([job.pk], f"job #{job.pk} failed", cause)
     return True

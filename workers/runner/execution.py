@@ -44,6 +44,17 @@ PROTOCOL_FLAGS = (
 INPUT_REFUSED = 1  # the engine's exit status for input it refuses (bad checkpoint, bad data, bad settings)
 
 
+def failure_cause(code: int, log_tail: str) -> str:
+    """Whose failure an engine exit is: the submission's when the engine refused its input, else the platform's.
+
+    The engine refuses input by printing ``error: ...`` and exiting with status 1; a crash (a
+    traceback, a signal, running out of memory) is the platform's, retried and refunded.
+    """
+    lines = [line for line in log_tail.splitlines() if line.strip()]
+    refused = code == INPUT_REFUSED and bool(lines) and lines[-1].startswith("error: ")
+    return "submission" if refused and "Traceback (most recent call last)" not in log_tail else "platform"
+
+
 @dataclass
 class Outcome:
     status: str  # succeeded, failed, stopped, not-claimed
@@ -61,6 +72,7 @@ class JobRun:
         self._log_sent = 0
         self._checkpoint_sent = 0.0
         self._phase: tuple[str, float, int] | None = None
+        self._notes: list[str] = []
 
     def path(self, suffix: str) -> str:
         return f"jobs/{self.job_id}/{suffix}"
@@ -97,8 +109,7 @@ class JobRun:
         self._beat()  # the last progress and log lines
         if code != 0:
             tail = self._log_tail()
-            cause = "submission" if code == INPUT_REFUSED else "platform"
-            return self._fail(f"the engine exited with status {code}:\n{tail}", cause)
+            return self._fail(f"the engine exited with status {code}:\n{tail}", failure_cause(code, tail))
         if kind == "finetune":
             self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
         else:
@@ -148,6 +159,7 @@ class JobRun:
                 archive.extractall(out, filter="data")
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
+            self._note(f"resuming from the checkpoint an earlier attempt uploaded (step {_checkpoint_step(out)})")
         gpus = int(spec.get("gpus") or 1)
         if gpus > 1:
             return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}",
@@ -189,8 +201,14 @@ class JobRun:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
 
+    def _note(self, line: str) -> None:
+        """A line of the worker's own in the job's log (the engine's output follows it)."""
+        logger.info("job #%s: %s", self.job_id, line)
+        self._notes.append(line + "\n")
+
     def _beat(self) -> str:
-        payload: dict = {"delivery": self.delivery, "log": self._new_log()}
+        payload: dict = {"delivery": self.delivery, "log": "".join(self._notes) + self._new_log()}
+        self._notes.clear()
         progress = read_progress(self.progress_path)
         if progress:
             payload.update(step=progress["step"], total=progress["total"], loss=progress.get("loss"))
@@ -220,13 +238,10 @@ class JobRun:
             handle.seek(self._log_sent)
             data = handle.read()
         self._log_sent += len(data)
-        text = data.decode("utf-8", "replace").replace("\r", "\n")
-        lines = [line for line in text.split("\n") if line.strip()]
-        return ("\n".join(lines) + "\n")[-LOG_CHUNK_CHARS:] if lines else ""
+        return _readable(data.decode("utf-8", "replace"))[-LOG_CHUNK_CHARS:]
 
     def _log_tail(self, chars: int = 4000) -> str:
-        text = self.log_path.read_bytes()[-chars * 4 :].decode("utf-8", "replace").replace("\r", "\n")
-        return "\n".join(line for line in text.split("\n") if line.strip())[-chars:]
+        return _readable(self.log_path.read_bytes()[-chars * 4 :].decode("utf-8", "replace"))[-chars:]
 
     def _upload_new_checkpoint(self, out: Path) -> None:
         checkpoint = out / "checkpoint"
@@ -274,3 +289,31 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _checkpoint_step(out: Path) -> int | str:
+    """The step of the checkpoint under ``out`` (its loss log's last entry), for the job's log."""
+    try:
+        log = json.loads((out / "checkpoint" / "loss.json").read_text(encoding="utf-8"))
+        return max(int(entry["step"]) for entry in log) if log else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+
+
+def _readable(text: str) -> str:
+    """Log text for people: progress bars redrawn hundreds of times become their latest state only.
+
+    The engine's progress reaches the platform through its progress file; the bars' redraws would
+    only push the lines that matter (warnings, errors, the summary) out of the job's log tail.
+    """
+    lines = [line.rstrip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
+    kept = [
+        line
+        for index, line in enumerate(lines)
+        if not (_is_bar(line) and index + 1 < len(lines) and _is_bar(lines[index + 1]))
+    ]
+    return "\n".join(kept) + "\n" if kept else ""
+
+
+def _is_bar(line: str) -> bool:
+    return "%|" in line and ("it/s" in line or "step" in line)

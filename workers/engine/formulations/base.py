@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from transformers import (
     AutoModel,
     PretrainedConfig,
@@ -141,14 +142,18 @@ class ModelSource:
         attention = attention_implementation(config)
         # On the meta device (parameter counts) the checkpoint's config is enough: no weights are read.
         if self.model_dir is not None and torch.get_default_device().type != "meta":
-            return auto_class.from_pretrained(
-                str(self.model_dir),
-                config=config,
-                local_files_only=True,
-                ignore_mismatched_sizes=True,
-                attn_implementation=attention,
-                **(model_kwargs or {}),
-            )
+            try:
+                return auto_class.from_pretrained(
+                    str(self.model_dir),
+                    config=config,
+                    local_files_only=True,
+                    ignore_mismatched_sizes=True,
+                    attn_implementation=attention,
+                    **(model_kwargs or {}),
+                )
+            except (OSError, RuntimeError, SafetensorError) as exc:  # a truncated or foreign weights file
+                first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ValueError(f"--model {self.model_dir}: its weights cannot be loaded: {first_line}") from exc
         return auto_class.from_config(config, attn_implementation=attention, **(model_kwargs or {}))
 
     def encoder(self, **overrides: Any) -> PreTrainedModel:

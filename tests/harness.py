@@ -1,0 +1,213 @@
+"""A whole platform in real processes, for the end-to-end and fault tests.
+
+Each :class:`Platform` gets a database of its own (a fresh PostgreSQL database on the server
+``DATABASE_URL`` names, else a SQLite file), a Redis server of its own on a free port (so a test
+may stop and restart it without touching the server CI shares), the web app (the internal API)
+on a free port, the platform's CPU worker with the job tick, and as many GPU workers as a test
+starts: database-free ``workers.runner`` processes, started without ``DATABASE_URL``. Timings are
+shortened (heartbeats every second, silence of 8 s counts as death) so faults play out in seconds.
+The test reads the database directly with SQL, as an operator would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+class Redis:
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--dir", str(self.directory)]  # fmt: skip
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(self._answers, 20, "redis-server")
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as connection:
+                connection.sendall(b"PING\r\n")
+                return connection.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+class Platform:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.var = directory / "var"
+        self.redis = Redis(directory / "redis")
+        self.port = free_port()
+        self.processes: dict[str, subprocess.Popen] = {}
+        configured = os.environ.get("DATABASE_URL", "")
+        self.postgres = configured.startswith("postgres")
+        if self.postgres:
+            self.server_url = configured.rsplit("/", 1)[0]
+            self.database = f"biolm_harness_{uuid.uuid4().hex[:10]}"
+            self.database_url = f"{self.server_url}/{self.database}"
+        else:
+            self.database_url = f"sqlite:///{directory / 'platform.sqlite3'}"
+        self.environment = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("BIOLM_", "CELERY_", "DATABASE_"))},
+            "DATABASE_URL": self.database_url,
+            "CELERY_BROKER_URL": self.redis.url,
+            "BIOLM_VAR_DIR": str(self.var),
+            "BIOLM_WORKER_SECRET": secrets.token_urlsafe(24),
+            "BIOLM_API_URL": f"http://127.0.0.1:{self.port}/internal/",
+            "BIOLM_HEARTBEAT_S": "1",
+            "BIOLM_HEARTBEAT_STALE_S": "8",
+            "BIOLM_TICK_S": "1",
+            "BIOLM_REDISPATCH_AFTER_S": "10",
+            "BIOLM_LOAD_ENTRYPOINT_PLUGINS": "0",
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "platform"), str(ROOT)]),
+        }
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, datasets: tuple[str, ...] = ("demo-ner",)) -> Platform:
+        if self.postgres:
+            self._admin_sql(f'CREATE DATABASE "{self.database}"')
+        self.redis.start()
+        self.manage("migrate", "--noinput", "-v", "0")
+        self.manage("sync_plugins")
+        for dataset in datasets:
+            self.manage("import_dataset", dataset)
+        self.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('alice')")
+        self.spawn("web", [PYTHON, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"])
+        wait_until(self._web_answers, 60, "the web app")
+        self.spawn("cpu", [PYTHON, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-B", "-c", "2",
+                           "-n", "cpu@harness", "--without-gossip", "--without-mingle",
+                           "--schedule", str(self.var / "celerybeat-schedule")])  # fmt: skip
+        return self
+
+    def stop(self) -> None:
+        for name in list(self.processes):
+            self.kill(name, signal.SIGKILL)
+        self.redis.stop()
+        if self.postgres:
+            self._admin_sql(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+
+    def _web_answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def _admin_sql(self, statement: str) -> None:
+        import psycopg
+
+        with psycopg.connect(f"{self.server_url}/postgres", autocommit=True) as connection:
+            connection.execute(statement)
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def manage(self, *arguments: str) -> str:
+        result = subprocess.run([PYTHON, "manage.py", *arguments], cwd=ROOT, env=self.environment,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert result.returncode == 0, f"manage.py {' '.join(arguments)}:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+    def spawn(self, name: str, command: list[str], environment: dict | None = None) -> subprocess.Popen:
+        log = (self.directory / f"{name}.log").open("ab")
+        process = subprocess.Popen(command, cwd=ROOT, env=environment or self.environment, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.processes[name] = process
+        return process
+
+    def start_gpu_worker(self, name: str) -> subprocess.Popen:
+        """A database-free worker: DATABASE_URL is not in its environment at all."""
+        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"}
+        command = [PYTHON, "-m", "celery", "-A", "workers.runner.app", "worker", "-Q", "gpu", "--pool", "solo",
+                   "-n", f"{name}@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
+        return self.spawn(name, command, environment)
+
+    def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        if process.poll() is None:
+            os.killpg(process.pid, signum)
+            process.wait(timeout=30)
+
+    def log(self, name: str) -> str:
+        return (self.directory / f"{name}.log").read_text(errors="replace")
+
+    # -- the operator's view --------------------------------------------------------------------
+
+    def submit(self, *arguments: str) -> dict:
+        return json.loads(self.manage("submit", "--owner", "alice", "--json", *arguments))
+
+    def query(self, sql: str, *parameters) -> list[dict]:
+        if self.postgres:
+            import psycopg
+            from psycopg.rows import dict_row
+
+            with psycopg.connect(self.database_url, row_factory=dict_row) as connection:
+                return list(connection.execute(sql.replace("?", "%s"), parameters))
+        connection = sqlite3.connect(self.directory / "platform.sqlite3", timeout=30)
+        connection.row_factory = sqlite3.Row
+        try:
+            return [dict(row) for row in connection.execute(sql, parameters)]
+        finally:
+            connection.close()
+
+    def job(self, job_id: int) -> dict:
+        (row,) = self.query("SELECT * FROM jobs_job WHERE id = ?", job_id)
+        return row
+
+    def wait_for_job(self, job_id: int, states: tuple[str, ...], timeout: float = 240) -> dict:
+        return wait_until(lambda: (j := self.job(job_id))["status"] in states and j, timeout,
+                          f"job #{job_id} to be {' or '.join(states)}")  # fmt: skip
+
+    def results(self, model_slug: str) -> list[dict]:
+        return self.query(
+            "SELECT r.value, r.std, r.n_seeds, r.job_id, d.slug AS dataset FROM leaderboard_result r "
+            "JOIN registry_languagemodel m ON m.id = r.language_model_id "
+            "JOIN registry_dataset d ON d.id = r.dataset_id WHERE m.slug = ? AND r.scope = ''",
+            model_slug,
+        )
