@@ -18,8 +18,7 @@ demo: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py sync_plugins
 	$(PY) manage.py import_dataset --available
-	@echo "biolm leaderboard: http://$(HOST):$(PORT)/  (Ctrl-C stops it)"
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 
 test: lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest

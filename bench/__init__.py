@@ -1,4 +1,4 @@
-"""Throughput benchmarks of the fine-tuning engine and the pretraining loop against Hugging Face (``make bench``).
+"""Benchmarks (``make bench``): engine and pretraining throughput against Hugging Face, and the job queue.
 
 Each module has ``NAME`` and ``run(config=None, out_dir=None) -> dict``: it measures, writes
 ``var/bench/<NAME>.json`` and returns the same dictionary. ``python -m bench [NAME ...]`` runs
@@ -8,4 +8,4 @@ one run, not absolute figures across runs.
 
 from __future__ import annotations
 
-BENCHMARKS = ("finetune_throughput", "inference_throughput", "pretrain_throughput")
+BENCHMARKS = ("finetune_throughput", "inference_throughput", "pretrain_throughput", "jobs")

@@ -212,3 +212,23 @@ def test_the_worker_api_is_described_by_an_openapi_schema(client):
     text = response.content.decode()
     for path in ("/internal/jobs/{job_id}/claim", "/internal/jobs/{job_id}/heartbeat", "/internal/workers/heartbeat"):
         assert path in text
+
+
+def test_every_demo_dataset_exports_exactly_as_imported_with_its_test_gold_withheld(settings):
+    from jobs import exports
+    from registry.models import Dataset
+
+    for slug in ("demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"):
+        import_dataset(slug)
+    for dataset in Dataset.objects.filter(slug__startswith="demo-"):
+        _, entries = exports.dataset_artefacts(dataset)  # refuses a copy whose fingerprint changed
+        assert sorted(entry["name"].rsplit("/", 1)[1] for entry in entries) == [
+            "dev.jsonl",
+            "test.jsonl",
+            "train.jsonl",
+        ]
+        gold = exports.loaded(dataset, None, withheld=False)
+        withheld = exports.loaded(dataset, None, withheld=True)
+        assert gold.fingerprint == dataset.imports.get().fingerprint
+        assert withheld.splits["train"] == gold.splits["train"] and withheld.splits["dev"] == gold.splits["dev"]
+        assert withheld.splits["test"] != gold.splits["test"], dataset.slug

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import Platform, wait_until
 
+from bench.harness import Platform, wait_until
 from workers.engine.vocabulary import train_wordpiece
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]

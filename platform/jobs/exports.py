@@ -1,19 +1,20 @@
 """A registered dataset as a worker receives it: canonical JSON Lines, its test gold withheld.
 
 Workers never read the official files, and never see test labels: the platform exports the
-examples it validated at import (the stored ``DatasetDict``) as ``{train,dev,test}.jsonl``
+examples it validated at import (re-read from their files, or its stored copy, whichever still
+has the import's fingerprint) as ``{train,dev,test}.jsonl``
 under ``datasets/<slug>/<fingerprint>/withheld/``, once per imported version, with every test
 example's gold replaced by a placeholder (:meth:`biolm.schemas.base.Schema.withhold_gold`). The
-platform scores the worker's test predictions against :func:`gold`, which only it reads. The
-stored copy is checked against the import's fingerprint first, so a worker trains on exactly the
-examples the platform registered.
+platform scores the worker's test predictions against the gold, which only it reads
+(:func:`loaded`). A worker trains on exactly the examples the platform registered.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from biolm.dataset_io import LoadedDataset, fingerprint_of
+from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files
 from biolm.schemas import get_schema
 from jobs import artefacts
 from registry.models import Dataset, DatasetImport
@@ -33,14 +34,30 @@ def _latest_import(dataset: Dataset) -> DatasetImport:
 
 
 def _splits(imported: DatasetImport) -> dict[str, list[dict]]:
+    """The imported examples exactly: re-read from the files they came from, else from the stored copy.
+
+    The stored ``DatasetDict`` keeps numbers as its features type them (a regression score as
+    float32), so only a copy whose fingerprint equals the import's is sent.
+    """
+    from registry.sync import load_contributions
+
+    spec = load_contributions().datasets.get(imported.dataset.slug)
+    source = Path(imported.source_path)
+    if spec is not None and spec.adapter is not None and source.is_dir():
+        try:
+            splits = {k: v for k, v in load_dataset_files(spec, source).splits.items()}
+        except DataFormatError:
+            splits = {}
+        if splits and fingerprint_of(splits) == imported.fingerprint:
+            return splits
     import datasets
 
     stored = datasets.load_from_disk(imported.stored_path)
     splits = {split: stored[split].to_list() for split in stored}
     if fingerprint_of(splits) != imported.fingerprint:
         raise ExportError(
-            f"dataset {imported.dataset.slug!r}: the stored copy at {imported.stored_path} no longer has the "
-            f"imported fingerprint {imported.fingerprint}; import it again"
+            f"dataset {imported.dataset.slug!r}: neither its files at {source} nor the stored copy at "
+            f"{imported.stored_path} still have the imported fingerprint {imported.fingerprint}; import it again"
         )
     return splits
 

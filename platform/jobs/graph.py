@@ -67,6 +67,7 @@ class SubmissionRequest:
     corpus: Path | None = None
     datasets: tuple[str, ...] = ()  # default: every dataset of the benchmark
     name: str | None = None
+    slug: str | None = None  # the model's slug (default: from the checkpoint's directory or archive name)
     protocol: dict = field(default_factory=dict)  # overrides of the benchmark's protocol (PROTOCOL_OVERRIDES)
     pretrain_steps: int | None = None
     pretrain_settings: dict = field(default_factory=dict)
@@ -205,7 +206,7 @@ def _model_for_checkpoint(directory: Path, request: SubmissionRequest) -> Langua
     for suffix in artefacts.ARCHIVE_SUFFIXES:
         stem = stem.removesuffix(suffix)
     model, _ = register_checkpoint(
-        directory, slug=slugify(stem)[:LANGUAGE_MODEL_SLUG_MAX] or None, name=request.name or stem,
+        directory, slug=request.slug or slugify(stem)[:LANGUAGE_MODEL_SLUG_MAX] or None, name=request.name or stem,
         owner=request.owner, private=request.private, recorded_as=given,
     )  # fmt: skip
     return model

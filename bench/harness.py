@@ -1,4 +1,4 @@
-"""A whole platform in real processes, for the end-to-end and fault tests.
+"""A whole platform in real processes, for the end-to-end and fault tests and the jobs benchmark.
 
 Each :class:`Platform` gets a database of its own (a fresh PostgreSQL database on the server
 ``DATABASE_URL`` names, else a SQLite file), a Redis server of its own on a free port (so a test
@@ -76,13 +76,15 @@ class Redis:
 
 
 class Platform:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, database_server: str | None = None, timings: dict | None = None) -> None:
+        """``database_server``: a PostgreSQL server URL to create the database on (default: ``DATABASE_URL``'s);
+        ``timings``: environment values replacing the shortened heartbeat and tick settings."""
         self.directory = directory
         self.var = directory / "var"
         self.redis = Redis(directory / "redis")
         self.port = free_port()
         self.processes: dict[str, subprocess.Popen] = {}
-        configured = os.environ.get("DATABASE_URL", "")
+        configured = f"{database_server.rstrip('/')}/x" if database_server else os.environ.get("DATABASE_URL", "")
         self.postgres = configured.startswith("postgres")
         if self.postgres:
             self.server_url = configured.rsplit("/", 1)[0]
@@ -106,6 +108,7 @@ class Platform:
             "TOKENIZERS_PARALLELISM": "false",
             "OMP_NUM_THREADS": "1",
             "PYTHONPATH": os.pathsep.join([str(ROOT / "platform"), str(ROOT)]),
+            **(timings or {}),
         }
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -161,10 +164,10 @@ class Platform:
         self.processes[name] = process
         return process
 
-    def start_gpu_worker(self, name: str) -> subprocess.Popen:
+    def start_gpu_worker(self, name: str, app: str = "workers.runner.app", **extra: str) -> subprocess.Popen:
         """A database-free worker: DATABASE_URL is not in its environment at all."""
-        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"}
-        command = [PYTHON, "-m", "celery", "-A", "workers.runner.app", "worker", "-Q", "gpu", "--pool", "solo",
+        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"} | extra
+        command = [PYTHON, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
                    "-n", f"{name}@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
         return self.spawn(name, command, environment)
 

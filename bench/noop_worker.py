@@ -1,0 +1,51 @@
+"""A GPU worker that runs no engine, for the jobs benchmark: ``celery -A bench.noop_worker worker -Q gpu``.
+
+Everything around the job is the real thing (the broker message, the claim, the download
+manifest, the heartbeat, the upload, the completion through the internal API, the worker's
+liveness heartbeats); only the fine-tuning itself is replaced by an empty result, so the
+benchmark measures the queue and not the model. ``BENCH_HOLD_S`` keeps each job running that
+long, heartbeating, before completing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from celery import Celery
+
+from workers.runner import app as runner
+from workers.runner.client import Conflict, PlatformClient
+
+app = Celery("biolm-bench-noop")
+app.conf.update({key: runner.app.conf[key] for key in (
+    "broker_url", "broker_transport_options", "broker_connection_retry_on_startup", "task_acks_late",
+    "task_reject_on_worker_lost", "worker_prefetch_multiplier", "task_default_queue", "task_ignore_result",
+)})  # fmt: skip
+
+
+@app.task(bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0)
+def run_job(self, job_id: int, token: str, spec: dict) -> str:
+    client = PlatformClient(runner.API_URL, token)
+    delivery = uuid.uuid4().hex
+    try:
+        client.post(f"jobs/{job_id}/claim", {"delivery": delivery, "worker": self.request.hostname or "noop"})
+    except Conflict:
+        return "not-claimed"
+    hold = float(os.environ.get("BENCH_HOLD_S", "0"))
+    deadline = time.monotonic() + hold
+    while time.monotonic() < deadline:
+        if client.post(f"jobs/{job_id}/heartbeat", {"delivery": delivery}).get("verdict") == "stop":
+            return "stopped"
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    results = {"dataset": spec.get("dataset"), "runs": [], "spec": {"data": {"test_gold_withheld": True}}}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.json"
+        path.write_text(json.dumps(results))
+        client.upload(f"jobs/{job_id}/outputs/results.json", path, delivery)
+    client.post(f"jobs/{job_id}/complete", {"delivery": delivery})
+    return "succeeded"

