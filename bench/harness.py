@@ -122,7 +122,10 @@ class Platform:
         for dataset in datasets:
             self.manage("import_dataset", dataset)
         self.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('alice')")
-        self.spawn("web", [PYTHON, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"])
+        # gunicorn, as in production: a bounded number of processes and database connections
+        # (runserver opens a thread, and a persistent connection, per request).
+        self.spawn("web", [PYTHON, "-m", "gunicorn", "biolm_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+                           "--workers", "3", "--timeout", "120"])  # fmt: skip
         wait_until(self._web_answers, 60, "the web app")
         self.spawn("cpu", [PYTHON, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-B", "-c", "2",
                            "-n", "cpu@harness", "--without-gossip", "--without-mingle",

@@ -34,8 +34,6 @@ from bench import common
 from bench.harness import Platform, wait_until
 
 NAME = "jobs"
-PRODUCTION_TIMINGS = {"BIOLM_HEARTBEAT_S": "5", "BIOLM_HEARTBEAT_STALE_S": "30", "BIOLM_TICK_S": "5",
-                      "BIOLM_REDISPATCH_AFTER_S": "120"}  # fmt: skip
 
 CREATE_JOBS = """
 import json
@@ -91,6 +89,13 @@ class Config:
     idle_jobs: int = 30
     recovery_hold_s: float = 300.0  # how long the doomed job would run
     database_server: str = "postgres://postgres@127.0.0.1:5432"
+    heartbeat_s: int = 5  # the production defaults
+    stale_s: int = 30
+    tick_s: int = 5
+
+    def timings(self) -> dict[str, str]:
+        return {"BIOLM_HEARTBEAT_S": str(self.heartbeat_s), "BIOLM_HEARTBEAT_STALE_S": str(self.stale_s),
+                "BIOLM_TICK_S": str(self.tick_s), "BIOLM_REDISPATCH_AFTER_S": "120"}  # fmt: skip
 
 
 def latencies_ms(platform: Platform, ids: list[int]) -> list[float]:
@@ -144,7 +149,7 @@ def queued_at_once(platform: Platform, config: Config) -> dict:
 
 def into_idle_workers(platform: Platform, config: Config) -> dict:
     platform.start_gpu_worker("idle-noop", app="bench.noop_worker")
-    time.sleep(6)  # its first heartbeat registers it
+    time.sleep(config.heartbeat_s + 1)  # its first heartbeat registers it
     ids = json.loads(platform.manage("shell", "-c", ONE_AT_A_TIME % config.idle_jobs).strip().splitlines()[-1])
     platform.kill("idle-noop")
     return summary_of(latencies_ms(platform, ids))
@@ -152,13 +157,13 @@ def into_idle_workers(platform: Platform, config: Config) -> dict:
 
 def recovery(platform: Platform, config: Config) -> dict:
     platform.start_gpu_worker("doomed", app="bench.noop_worker", BENCH_HOLD_S=str(config.recovery_hold_s))
-    time.sleep(6)
+    time.sleep(config.heartbeat_s + 1)
     plan = json.dumps([["recovery", 1]])
     (job,) = json.loads(platform.manage("shell", "-c", CREATE_JOBS % plan).strip().splitlines()[-1])
     wait_until(lambda: platform.job(job)["status"] == "running", 120, "the job to start")
     time.sleep(3)
     platform.start_gpu_worker("survivor", app="bench.noop_worker")
-    time.sleep(6)
+    time.sleep(config.heartbeat_s + 1)
     platform.kill("doomed", signal.SIGKILL)
     killed = time.time()
     restarted = wait_until(lambda: (j := platform.job(job))["attempts"] == 2 and j["started_at"] and j, 300,
@@ -168,7 +173,7 @@ def recovery(platform: Platform, config: Config) -> dict:
         "dead_worker_recovery_s": restarted["started_at"].timestamp() - killed,
         "worker": restarted["worker"],
         "error_recorded": restarted["error"],
-        "timings": PRODUCTION_TIMINGS,
+        "timings": config.timings(),
     }
 
 
@@ -176,7 +181,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
     with tempfile.TemporaryDirectory(prefix="biolm-bench-jobs-") as folder:
         server = os.environ.get("BIOLM_BENCH_DATABASE_SERVER", config.database_server)
-        platform = Platform(Path(folder), database_server=server, timings=PRODUCTION_TIMINGS)
+        platform = Platform(Path(folder), database_server=server, timings=config.timings())
         try:
             platform.start(datasets=("demo-ner",))
             at_once = queued_at_once(platform, config)

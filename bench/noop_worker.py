@@ -28,7 +28,9 @@ app.conf.update({key: runner.app.conf[key] for key in (
 )})  # fmt: skip
 
 
-@app.task(bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0)
+@app.task(
+    bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False
+)
 def run_job(self, job_id: int, token: str, spec: dict) -> str:
     client = PlatformClient(runner.API_URL, token)
     delivery = uuid.uuid4().hex

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import common, finetune_throughput, inference_throughput, pretrain_throughput
+from bench import common, finetune_throughput, inference_throughput, jobs, pretrain_throughput
 from bench.__main__ import main
 
 DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -87,6 +87,27 @@ def test_pretrain_throughput_trains_every_arm_on_the_same_blocks_and_measures_th
     flops = written["flops"]
     assert flops["executed_flops_with_head_on_every_token"] > flops["flops"]
     assert written["data"]["train_blocks"] >= 4 and 0 < written["data"]["maskable_share"] < 1
+
+
+@pytest.mark.slow
+def test_the_jobs_benchmark_measures_start_latency_fair_share_and_a_dead_workers_recovery(tmp_path):
+    server = os.environ.get("DATABASE_URL", "")
+    if not server.startswith("postgres"):
+        pytest.skip("the jobs benchmark runs against PostgreSQL and Redis (CI's first pass)")
+    config = jobs.Config(jobs=30, light_jobs=3, workers=2, idle_jobs=3, heartbeat_s=1, stale_s=6, tick_s=1,
+                         database_server=server.rsplit("/", 1)[0])  # fmt: skip
+    result = jobs.run(config, tmp_path)
+    written = json.loads((tmp_path / "jobs.json").read_text())
+    assert written == json.loads(json.dumps(result, default=str))
+    at_once = written["queued_at_once"]
+    assert at_once["all"]["n"] == 33 and at_once["light_user"]["n"] == 3
+    assert 0 < written["median_start_ms"] <= written["p95_start_ms"]
+    # Fair share: the light user's jobs, queued behind the heavy user's, start among the first.
+    assert at_once["light_user"]["median_ms"] < at_once["heavy_user"]["median_ms"]
+    assert written["into_idle_workers"]["n"] == 3
+    # Dead after 6 s of silence, retried at once: well under the production goal of 60 s.
+    assert 6 <= written["dead_worker_recovery_s"] < 30
+    assert written["recovery"]["worker"] == "survivor@harness"
 
 
 def test_runner_takes_names_and_settings(tmp_path, capsys):

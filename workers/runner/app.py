@@ -52,7 +52,9 @@ app.conf.update(
 )
 
 
-@app.task(bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0)
+@app.task(
+    bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False
+)
 def run_job(self, job_id: int, token: str, spec: dict) -> str:
     worker = self.request.hostname or "worker"
     outcome = JobRun(job_id, token, spec, api_url=API_URL, worker=worker, work_dir=WORK_DIR).run()

@@ -54,8 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-serve", action="store_true", help="Stop once every job has ended.")
+        parser.add_argument("--datasets", nargs="+", default=(), help="Only these blurb-mini datasets (default: all).")
 
-    def handle(self, *args, host: str, port: int, no_serve: bool, **options) -> None:
+    def handle(self, *args, host: str, port: int, no_serve: bool, datasets: list[str], **options) -> None:
         started = time.monotonic()
         api = f"http://{host}:{port}/internal/"
         environment = {**os.environ, "BIOLM_API_URL": api, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
@@ -78,12 +79,16 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
 
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # Ctrl-C and SIGTERM both stop what this command started (SIGINT even where a shell left it ignored).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, lambda *_: signal.default_int_handler(signal.SIGINT, None))
         try:
+            # runserver opens a thread per request: persistent connections would pile up, one per thread.
+            environment["DB_CONN_MAX_AGE"] = "0"
             spawn("web", [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])
             spawn("worker", [sys.executable, "manage.py", "worker", "--gpus", "auto"])
             self.stdout.write(f"site and workers started (logs in {logs})")
-            jobs = self.submissions()
+            jobs = self.submissions(tuple(datasets))
             self.follow(jobs)
             self.summarise(jobs, host, port, time.monotonic() - started)
             if not no_serve:
@@ -98,7 +103,7 @@ class Command(BaseCommand):
         finally:
             stop()
 
-    def submissions(self) -> list[int]:
+    def submissions(self, datasets: tuple[str, ...]) -> list[int]:
         """The demo models' jobs: submitted now, or those of an earlier run (unfinished ones requeued)."""
         owner, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
         requests = {
@@ -110,6 +115,7 @@ class Command(BaseCommand):
                 pretrain_steps=PRETRAIN_STEPS,
                 pretrain_settings=PRETRAIN_SETTINGS,
                 protocol=DEMO_PROTOCOL,
+                datasets=datasets,
                 name="tiny, pretrained briefly on the demo corpus",
             ),
             "all-minilm-l6": SubmissionRequest(
@@ -117,6 +123,7 @@ class Command(BaseCommand):
                 benchmark=BENCHMARK,
                 model=minilm_checkpoint(),
                 protocol=DEMO_PROTOCOL,
+                datasets=datasets,
                 name="all-MiniLM-L6 (real checkpoint)",
                 slug="all-minilm-l6-v2",
             ),
