@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -197,6 +198,31 @@ def test_terminated_database_connections_never_end_in_success_without_results(
         assert len(results) == 1 and results[0]["n_seeds"] == 2
     else:
         assert not results and platform.job(aggregate)["error"]
+
+
+def test_cancelling_a_running_job_stops_its_training_within_seconds(platform, against_postgres, workers, checkpoint,
+                                                                    tmp_path):  # fmt: skip
+    model = copy_checkpoint(checkpoint, tmp_path / "cancelled")
+    workers("gpu-cancel")
+    submitted = submit(platform, model, "demo-ner", epochs=200, name="cancelled")
+    (finetune,) = jobs_of(submitted, "finetune")
+    wait_until(lambda: (job := platform.job(finetune))["status"] == "running" and job["progress_step"] > 0, 120,
+               "the fine-tune to make progress")  # fmt: skip
+    engine = f"job-{finetune}-"
+    assert subprocess.run(["pgrep", "-f", engine], capture_output=True).returncode == 0  # its engine runs
+    platform.manage("shell", "-c", f"from jobs import lifecycle; from jobs.models import Job; "
+                                   f"lifecycle.cancel(Job.objects.filter(pk={finetune}))")  # fmt: skip
+    cancelled = time.monotonic()
+    wait_until(lambda: subprocess.run(["pgrep", "-f", engine], capture_output=True).returncode != 0, 30,
+               "the engine to stop")  # fmt: skip
+    assert time.monotonic() - cancelled < 15
+    (aggregate,) = jobs_of(submitted, "aggregate")
+    assert platform.job(finetune)["status"] == "cancelled" and platform.job(aggregate)["status"] == "cancelled"
+    assert not platform.results(submitted["model"])
+    # The worker is free again: the next job starts on it.
+    after = submit(platform, copy_checkpoint(checkpoint, tmp_path / "next"), "demo-ner", name="after cancel")
+    (next_job,) = jobs_of(after, "finetune")
+    assert platform.wait_for_job(next_job, ("running", "succeeded"), timeout=60)["worker"] == "gpu-cancel@harness"
 
 
 def test_a_malformed_checkpoint_fails_with_its_error_and_log_is_charged_and_the_rest_runs(

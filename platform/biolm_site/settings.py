@@ -142,7 +142,30 @@ BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
 BIOLM_REDISPATCH_AFTER_S = env_int("BIOLM_REDISPATCH_AFTER_S", 120)
 # Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage
 # alias of STORAGES ("default": var/media).
-BIOLM_ARTEFACT_STORAGE = env_str("BIOLM_ARTEFACT_STORAGE", "default")
+# An S3-compatible artefact store (MinIO in docker-compose) through django-storages when a bucket
+# is named: workers then download inputs from pre-signed URLs instead of through the web app.
+BIOLM_S3_BUCKET = env_str("BIOLM_S3_BUCKET", "")
+if BIOLM_S3_BUCKET:
+    STORAGES["artefacts"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": BIOLM_S3_BUCKET,
+            "endpoint_url": env_str("BIOLM_S3_ENDPOINT_URL", "") or None,
+            "access_key": env_str("BIOLM_S3_ACCESS_KEY", ""),
+            "secret_key": env_str("BIOLM_S3_SECRET_KEY", ""),
+            "region_name": env_str("BIOLM_S3_REGION", "us-east-1"),
+            "addressing_style": "path",
+            "signature_version": "s3v4",
+            "querystring_auth": True,
+            "querystring_expire": env_int("BIOLM_S3_URL_EXPIRE_S", 6 * 3600),
+            "file_overwrite": True,
+        },
+    }
+BIOLM_ARTEFACT_STORAGE = env_str("BIOLM_ARTEFACT_STORAGE", "artefacts" if BIOLM_S3_BUCKET else "default")
+if BIOLM_ARTEFACT_STORAGE not in STORAGES:
+    raise ImproperlyConfigured(
+        f"BIOLM_ARTEFACT_STORAGE={BIOLM_ARTEFACT_STORAGE!r} names no storage; known: {', '.join(STORAGES)}"
+    )
 # Workers present this secret to register their heartbeats (jobs.api); generated under var/ like
 # SECRET_KEY when unset, which is what `manage.py worker` passes to the workers it starts.
 BIOLM_WORKER_SECRET = secret_key(

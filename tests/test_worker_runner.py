@@ -1,0 +1,49 @@
+"""What a GPU worker runs for a job, and how it tells the submission's failures from the platform's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from workers.runner.execution import JobRun, _readable, failure_cause
+
+
+def job(spec: dict, tmp_path: Path) -> JobRun:
+    return JobRun(7, "token", spec, api_url="http://platform/internal/", worker="gpu0@test", work_dir=tmp_path)
+
+
+def test_a_pretraining_job_on_several_gpus_is_launched_with_torchrun(tmp_path):
+    corpus = tmp_path / "inputs" / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "corpus.txt").write_text("text\n")
+    spec = {"recipe": "tiny", "steps": 50, "settings": {"batch_size": 8}, "gpus": 4}
+    command = job(spec, tmp_path)._pretrain_command({"corpus": corpus}, tmp_path / "out")
+    assert command[:5] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"]
+    assert command[5:9] == ["-m", "workers.engine", "pretrain", "--recipe"]
+    assert "--resume" not in command and command[command.index("--steps") + 1] == "50"
+    single = job({**spec, "gpus": 1}, tmp_path)._pretrain_command({"corpus": corpus}, tmp_path / "out")
+    assert single[:4] == [sys.executable, "-m", "workers.engine", "pretrain"]
+
+
+def test_a_fine_tuning_job_reads_the_withheld_canonical_split_and_its_protocol(tmp_path):
+    spec = {"dataset": "demo-ner", "benchmark": "blurb-mini", "protocol": {"grid": "single", "seeds": 2}}
+    inputs = {"model": tmp_path / "model", "dataset": tmp_path / "data"}
+    command = job(spec, tmp_path)._finetune_command(inputs, tmp_path / "out")
+    assert "--test_gold_withheld" in command and command[command.index("--data_format") + 1] == "canonical"
+    assert command[command.index("--benchmark") + 1] == "blurb-mini"
+    assert command[command.index("--seeds") + 1] == "2" and command[command.index("--grid") + 1] == "single"
+
+
+def test_only_an_input_the_engine_refused_is_charged_to_the_submission():
+    refused = "INFO loading\nerror: --model /x: its weights cannot be loaded: header too large\n"
+    assert failure_cause(1, refused) == "submission"
+    crashed = "Traceback (most recent call last):\n  File ...\nRuntimeError: CUDA out of memory\n"
+    assert failure_cause(1, crashed) == "platform"
+    assert failure_cause(-9, refused) == "platform"  # killed (out of memory): not the submission's doing
+    assert failure_cause(2, refused) == "platform"
+
+
+def test_progress_bar_redraws_collapse_to_their_latest_state_in_the_log():
+    bars = "".join(f"train:  {p}%|##| {p}/100 [00:01, 5.0step/s]\r" for p in range(0, 101, 10))
+    log = _readable("warming up\n" + bars + "\nresults written\n")
+    assert log.splitlines() == ["warming up", "train:  100%|##| 100/100 [00:01, 5.0step/s]", "results written"]
