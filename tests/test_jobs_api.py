@@ -8,13 +8,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from checkpoints import tiny_bert
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
 from jobs.graph import SubmissionRequest, submit
 from jobs.models import Job, Worker
 from registry.imports import import_dataset
-from workers.engine.vocabulary import train_wordpiece
 
 pytestmark = pytest.mark.django_db
 API = "/internal/"
@@ -36,15 +36,9 @@ def isolated(settings, tmp_path):
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    from transformers import BertConfig, BertForMaskedLM
-
-    directory = tmp_path_factory.mktemp("checkpoints") / "tiny-bert"
-    tokenizer = train_wordpiece(["aspirin inhibits cyclooxygenase in platelets"] * 5, 120)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32)  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return tiny_bert(
+        tmp_path_factory.mktemp("checkpoints") / "tiny-bert", ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120
+    )
 
 
 @pytest.fixture

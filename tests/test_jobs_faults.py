@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from checkpoints import demo_texts, tiny_bert
 
 from bench.harness import Platform, wait_until
-from workers.engine.vocabulary import train_wordpiece
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
@@ -32,16 +32,7 @@ def platform(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    from transformers import BertConfig, BertForMaskedLM
-
-    texts = [line for path in DEMO.glob("*/train.jsonl") for line in path.read_text().splitlines()]
-    tokenizer = train_wordpiece(texts, 600)
-    directory = tmp_path_factory.mktemp("checkpoints") / "tiny-bert"
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return tiny_bert(tmp_path_factory.mktemp("checkpoints") / "tiny-bert", demo_texts(), 600, hidden=32)
 
 
 @pytest.fixture
@@ -73,6 +64,11 @@ def submit(platform: Platform, model: Path, *datasets: str, epochs: int = 1, see
 
 def jobs_of(submitted: dict, kind: str) -> list[int]:
     return [job["id"] for job in submitted["jobs"] if job["kind"] == kind]
+
+
+def wait_for_progress(platform: Platform, job_id: int) -> None:
+    wait_until(lambda: (job := platform.job(job_id))["status"] == "running" and job["progress_step"] > 0, 120,
+               "the fine-tune to make progress")  # fmt: skip
 
 
 def copy_checkpoint(source: Path, target: Path) -> Path:
@@ -113,8 +109,7 @@ def test_a_worker_killed_mid_finetune_is_replaced_and_the_job_counts_once(
     workers("gpu-doomed")
     submitted = submit(platform, model, "demo-ner", epochs=40, name="killed mid fine-tune")
     (finetune,) = jobs_of(submitted, "finetune")
-    wait_until(lambda: (job := platform.job(finetune))["status"] == "running" and job["progress_step"] > 0, 120,
-               "the fine-tune to make progress")  # fmt: skip
+    wait_for_progress(platform, finetune)
     platform.kill("gpu-doomed", signal.SIGKILL)
     killed_at = time.time()
     workers("gpu-survivor")
@@ -206,8 +201,7 @@ def test_cancelling_a_running_job_stops_its_training_within_seconds(platform, ag
     workers("gpu-cancel")
     submitted = submit(platform, model, "demo-ner", epochs=200, name="cancelled")
     (finetune,) = jobs_of(submitted, "finetune")
-    wait_until(lambda: (job := platform.job(finetune))["status"] == "running" and job["progress_step"] > 0, 120,
-               "the fine-tune to make progress")  # fmt: skip
+    wait_for_progress(platform, finetune)
     engine = f"job-{finetune}-"
     assert subprocess.run(["pgrep", "-f", engine], capture_output=True).returncode == 0  # its engine runs
     platform.manage("shell", "-c", f"from jobs import lifecycle; from jobs.models import Job; "

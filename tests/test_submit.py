@@ -8,6 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from checkpoints import tiny_bert
 from django.core.management import CommandError, call_command
 
 from jobs import artefacts
@@ -15,7 +16,6 @@ from jobs.graph import QuotaExceeded, SubmissionError, SubmissionRequest, submit
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
-from workers.engine.vocabulary import train_wordpiece
 
 pytestmark = pytest.mark.django_db
 BLURB_MINI = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
@@ -35,15 +35,9 @@ def artefact_store(settings, tmp_path):
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    from transformers import BertConfig, BertForMaskedLM
-
-    directory = tmp_path_factory.mktemp("checkpoints") / "tiny-bert"
-    tokenizer = train_wordpiece(["aspirin inhibits cyclooxygenase in platelets"] * 5, 120)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32)  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return tiny_bert(
+        tmp_path_factory.mktemp("checkpoints") / "tiny-bert", ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120
+    )
 
 
 def stored_files(store: Path) -> list[Path]:

@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+from checkpoints import demo_texts, tiny_bert
 
 from biolm.canonical_jsonl import read_canonical_jsonl
 from biolm.dataset_io import LoadedDataset, fingerprint_of
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.schemas import get_schema
 from workers.engine.__main__ import main
-from workers.engine.vocabulary import train_wordpiece
 from workers.engine.withheld import score_withheld
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
@@ -32,16 +32,7 @@ def contributions():
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    from transformers import BertConfig, BertForMaskedLM
-
-    texts = [line for path in DEMO.glob("*/train.jsonl") for line in path.read_text().splitlines()]
-    tokenizer = train_wordpiece(texts, 600)
-    directory = tmp_path_factory.mktemp("checkpoint") / "tiny"
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return tiny_bert(tmp_path_factory.mktemp("checkpoint") / "tiny", demo_texts(), 600, hidden=32)
 
 
 def canonical(dataset: str) -> dict[str, list[dict]]:

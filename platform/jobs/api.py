@@ -25,6 +25,7 @@ import secrets
 from django.conf import settings
 from django.db import transaction
 from django.http import FileResponse, Http404
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication
@@ -53,6 +54,20 @@ class BearerToken(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="biolm-workers"'
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """How the schema describes :class:`BearerToken`: HTTP bearer authentication."""
+
+    target_class = "jobs.api.BearerToken"
+    name = "jobToken"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The job's token (or, to register, the worker secret).",
+        }
 
 
 class WorkerView(APIView):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from workers.runner.processes import wait_for_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,15 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     gpus = visible_gpus() if args.gpus == "auto" else int(args.gpus)
     children = [subprocess.Popen(c, cwd=ROOT, env=e) for c, e in commands(gpus, args.name, args.loglevel)]
-
-    def stop(signum, _frame) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    return max(child.wait() for child in children)
+    return max(wait_for_all(children))
 
 
 if __name__ == "__main__":

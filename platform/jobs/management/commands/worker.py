@@ -13,12 +13,13 @@ Ctrl-C stops every process it started.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from workers.runner.processes import wait_for_all
 
 QUEUES = ("gpu", "cpu")
 
@@ -52,14 +53,6 @@ class Command(BaseCommand):
             command = [sys.executable, "-m", "workers.runner", "--gpus", gpus, "--loglevel", loglevel]
             children.append(subprocess.Popen(command, cwd=root, env=environment))
         self.stdout.write(f"started {', '.join(chosen)} workers (Ctrl-C stops them)")
-
-        def stop(signum, _frame) -> None:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        codes = [child.wait() for child in children]
+        codes = wait_for_all(children)
         if any(codes):
             raise CommandError(f"a worker exited with status {max(codes)}")
