@@ -169,7 +169,20 @@ def _entries(benchmark: Benchmark, datasets: tuple[str, ...]):
     chosen = [by_dataset[slug] for slug in dict.fromkeys(datasets)] if datasets else list(by_dataset.values())
     if not chosen:
         raise SubmissionError(f"{benchmark.slug} has no datasets")
+    folds = [entry.dataset.slug for entry in chosen if _runs_on_folds(benchmark, entry.dataset)]
+    if folds:
+        runnable = " ".join(slug for slug, e in by_dataset.items() if not _runs_on_folds(benchmark, e.dataset))
+        raise SubmissionError(
+            f"{benchmark.slug} scores {', '.join(folds)} on cross-validation folds, which jobs cannot run yet "
+            f"(workers receive one train/dev/test split); run them with `python -m workers.engine finetune "
+            f"--protocol {benchmark.protocol} --dataset SLUG`, and submit the others with --datasets {runnable}"
+        )
     return chosen
+
+
+def _runs_on_folds(benchmark: Benchmark, dataset) -> bool:
+    """Seed 001's protocol evaluates a dataset with a k-fold distribution on its folds."""
+    return benchmark.protocol == "lewis2020" and bool((dataset.adapter or {}).get("cross_validation"))
 
 
 def _protocol(overrides: dict) -> dict:
