@@ -20,8 +20,13 @@ demo: $(VENV)/.installed
 	$(PY) manage.py import_dataset --available
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 
+# Two pytest processes, each test file on one of them, for everything but the fault tests; then
+# the fault tests alone, since they time real processes (a dead worker's recovery, a cancelled
+# engine's stop) and must not compete with the other tests for the CPU.
+PYTEST_WORKERS ?= 2
 test: lint
-	HF_HUB_OFFLINE=1 $(PY) -m pytest
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not faults"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -m faults
 
 bench: $(VENV)/.installed
 	$(PY) -m bench

@@ -6,6 +6,8 @@ alice submits models, bob is another user, staff administers (healthchecks' habi
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +42,31 @@ def bob(django_user_model):
 @pytest.fixture
 def staff(django_user_model):
     return django_user_model.objects.create_user("staff", "staff@example.org", "staff-password-123", is_staff=True)
+
+
+# CI's second pass (`.ci/run`, on the embedded defaults) needs only the tests that can reach the
+# database or the broker. A module that imports neither Django nor an app, uses no database
+# fixture and starts no platform process tests Django-free code (import-linter proves that the
+# engine, pretraining, readers and plugins never import Django), which the first pass already ran.
+DATABASE_FIXTURES = {"db", "transactional_db", "client", "admin_client", "django_user_model", "settings", "live_server",
+                     "alice", "bob", "staff"}  # fmt: skip
+_PLATFORM_IMPORT = re.compile(
+    r"^\s*(from|import)\s+(django|registry|leaderboard|jobs|submissions|biolm_site|bench\.harness)\b", re.M
+)
+
+
+def _reaches_the_platform(item) -> bool:
+    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    source = Path(str(item.fspath)).read_text(encoding="utf-8")
+    return bool(_PLATFORM_IMPORT.search(source)) or "manage.py" in source or "call_command" in source
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("BIOLM_TESTS_BACKEND_ONLY") != "1":
+        return
+    kept = [item for item in items if _reaches_the_platform(item)]
+    deselected = [item for item in items if not _reaches_the_platform(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
