@@ -107,7 +107,7 @@ def test_a_worker_killed_mid_finetune_is_replaced_and_the_job_counts_once(
 ):
     model = copy_checkpoint(checkpoint, tmp_path / "killed-finetune")
     workers("gpu-doomed")
-    submitted = submit(platform, model, "demo-ner", epochs=40, name="killed mid fine-tune")
+    submitted = submit(platform, model, "demo-ner", epochs=15, name="killed mid fine-tune")
     (finetune,) = jobs_of(submitted, "finetune")
     wait_for_progress(platform, finetune)
     platform.kill("gpu-doomed", signal.SIGKILL)
@@ -157,7 +157,7 @@ def test_redis_stopped_and_restarted_during_a_run_loses_no_job(
 ):
     model = copy_checkpoint(checkpoint, tmp_path / "redis-restart")
     workers("gpu-redis")
-    submitted = submit(platform, model, "demo-ner", "demo-doc-classification", epochs=15, name="redis restart")
+    submitted = submit(platform, model, "demo-ner", "demo-doc-classification", epochs=10, name="redis restart")
     first = jobs_of(submitted, "finetune")[0]
     wait_until(lambda: platform.job(first)["status"] == "running", 120, "the first fine-tune to start")
     platform.redis.stop()
@@ -173,7 +173,7 @@ def test_terminated_database_connections_never_end_in_success_without_results(
 ):
     model = copy_checkpoint(checkpoint, tmp_path / "dropped-connections")
     workers("gpu-pg")
-    submitted = submit(platform, model, "demo-ner", epochs=15, name="dropped connections")
+    submitted = submit(platform, model, "demo-ner", epochs=10, name="dropped connections")
     (finetune,) = jobs_of(submitted, "finetune")
     (aggregate,) = jobs_of(submitted, "aggregate")
     wait_until(lambda: platform.job(finetune)["status"] == "running", 120, "the fine-tune to start")
