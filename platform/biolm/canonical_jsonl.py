@@ -23,8 +23,8 @@ READER = "biolm.canonical_jsonl:read_canonical_jsonl"
 SPLIT_FILES = {split: (f"{split}.jsonl", f"{split}.jsonl.gz") for split in SPLIT_NAMES}
 
 
-def read_canonical_jsonl(directory: Path) -> dict[str, list[dict]]:
-    """Read ``directory / {train,dev,test}.jsonl``; every split file must exist."""
+def read_canonical_jsonl(directory: Path, optional: tuple[str, ...] | list[str] = ()) -> dict[str, list[dict]]:
+    """Read ``directory / {train,dev,test}.jsonl``; every split file must exist but the ``optional`` ones."""
     folder = Path(directory)
     if not folder.is_dir():
         raise DataFormatError(folder, "is not a directory")
@@ -32,9 +32,25 @@ def read_canonical_jsonl(directory: Path) -> dict[str, list[dict]]:
     for split, names in SPLIT_FILES.items():
         path = next((folder / name for name in names if (folder / name).is_file()), None)
         if path is None:
+            if split in optional:
+                continue
             raise DataFormatError(folder, f"no {split} file: looked for {' or '.join(repr(n) for n in names)}")
         splits[split] = read_jsonl(path)
     return splits
+
+
+def canonical_folds(directory: Path, folds: int) -> dict[int, Path]:
+    """The cross-validation folds the platform sends a worker: ``directory/<k>/`` with ``train.jsonl`` in it.
+
+    A fold has train and test (and no dev); :func:`biolm.cross_validation.fold_directories`
+    names any fold that is missing.
+    """
+    root = Path(directory)
+    return {
+        k: root / str(k)
+        for k in range(1, folds + 1)
+        if any((root / str(k) / n).is_file() for n in SPLIT_FILES["train"])
+    }
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -102,7 +102,8 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
     if job.kind == Job.Kind.FINETUNE:
         model = job.spec["model"]
         try:
-            prefix, entries = exports.dataset_artefacts(job.dataset)
+            export = exports.fold_artefacts if job.spec.get("cross_validation") else exports.dataset_artefacts
+            prefix, entries = export(job.dataset)
         except exports.ExportError as exc:
             raise InputError(str(exc)) from None
         return {
@@ -124,7 +125,8 @@ def may_read(job: Job, name: str) -> bool:
     if job.kind == Job.Kind.FINETUNE:
         prefixes = [job.spec["model"]["prefix"] + "/"]
         if job.dataset_id:
-            prefixes.append(exports.export_prefix(job.dataset) + "/")
+            export = exports.folds_prefix if job.spec.get("cross_validation") else exports.export_prefix
+            prefixes.append(export(job.dataset) + "/")
         return any(name.startswith(p) for p in prefixes) and not name.endswith("/manifest.json")
     if job.kind == Job.Kind.PRETRAIN:
         return name in (job.spec["corpus"]["name"], output_name(job.pk, "checkpoint.tar"))

@@ -7,6 +7,13 @@ under ``datasets/<slug>/<fingerprint>/withheld/``, once per imported version, wi
 example's gold replaced by a placeholder (:meth:`biolm.schemas.base.Schema.withhold_gold`). The
 platform scores the worker's test predictions against the gold, which only it reads
 (:func:`loaded`). A worker trains on exactly the examples the platform registered.
+
+Cross-validation folds (imported with the dataset, :mod:`registry.fold_imports`) are exported the
+same way under ``.../folds-<fingerprint>/withheld/folds/<k>/{train,test}.jsonl``. The reported
+folds' tests are withheld; the first fold's test keeps its gold, because seed 001's protocol
+selects its hyperparameters and stopping step on it (the engine scores it, and never reports it).
+Under cross-validation every example is in some other fold's train, so withholding cannot keep a
+label from a worker that looks for it; what it keeps is the scoring, which is the platform's.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files
+from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files, validate_examples
 from biolm.schemas import get_schema
 from jobs import artefacts
 from registry.models import Dataset, DatasetImport
@@ -93,10 +100,96 @@ def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
             return prefix, json.loads(handle.read())
     entries = []
     for split, rows in withheld_splits(imported).items():
-        text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
-        entries.append(artefacts.store_bytes(text.encode("utf-8"), f"{prefix}/{split}.jsonl"))
+        entries.append(artefacts.store_bytes(_jsonl(rows), f"{prefix}/{split}.jsonl"))
     artefacts.store_bytes(json.dumps(entries).encode(), manifest)
     return prefix, entries
+
+
+def folds_of(dataset: Dataset) -> dict:
+    """The folds of the dataset's current import (``DatasetImport.folds``); an error naming the command if none."""
+    imported = _latest_import(dataset)
+    if not imported.folds:
+        raise ExportError(
+            f"dataset {dataset.slug!r} was imported without its cross-validation folds: "
+            f"run manage.py import_dataset {dataset.slug} --folds DIR"
+        )
+    return imported.folds
+
+
+def _fold_splits(dataset: Dataset, fold: int) -> dict[str, list[dict]]:
+    """One imported fold exactly: re-read from its files when they still match, else from the stored copy."""
+    from biolm.cross_validation import load_fold
+    from registry.sync import load_contributions
+
+    record = folds_of(dataset)["per_fold"][str(fold)]
+    spec = load_contributions().datasets.get(dataset.slug)
+    source = Path(record["source_path"])
+    if spec is not None and source.is_dir():
+        try:
+            splits = dict(load_fold(spec, source).splits)
+        except DataFormatError:
+            splits = {}
+        if splits and fingerprint_of(splits) == record["fingerprint"]:
+            return splits
+    import datasets
+
+    stored = datasets.load_from_disk(str(Path(folds_of(dataset)["stored_path"]) / str(fold)))
+    splits = {split: stored[split].to_list() for split in stored}
+    if fingerprint_of(splits) != record["fingerprint"]:
+        raise ExportError(
+            f"dataset {dataset.slug!r}: fold {fold} no longer has its imported fingerprint {record['fingerprint']} "
+            f"at {source} nor in the stored copy; import it again with --folds"
+        )
+    return splits
+
+
+def selection_fold(dataset: Dataset) -> int:
+    """The fold whose test chooses the protocol's hyperparameters (the first), sent with its gold."""
+    return min(int(k) for k in folds_of(dataset)["per_fold"])
+
+
+def withheld_fold_splits(dataset: Dataset, fold: int) -> dict[str, list[dict]]:
+    splits = _fold_splits(dataset, fold)
+    if fold == selection_fold(dataset):
+        return splits
+    imported = _latest_import(dataset)
+    schema = get_schema(dataset.adapter["schema"])
+    placeholder = placeholder_label(imported)
+    splits["test"] = [schema.withhold_gold(row, placeholder) for row in splits["test"]]
+    return splits
+
+
+def folds_prefix(dataset: Dataset) -> str:
+    """Where the workers' copy of the dataset's folds is kept; files under it are ``folds/<k>/<split>.jsonl``."""
+    imported = _latest_import(dataset)
+    return f"datasets/{dataset.slug}/{imported.fingerprint}/folds-{folds_of(dataset)['fingerprint']}/withheld"
+
+
+def fold_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
+    """The prefix and manifest entries of the folds' export for workers, exported on first use."""
+    prefix = folds_prefix(dataset)
+    manifest = f"{prefix}/manifest.json"
+    store = artefacts.storage()
+    if store.exists(manifest):
+        with store.open(manifest, "rb") as handle:
+            return prefix, json.loads(handle.read())
+    entries = []
+    for fold in sorted(int(k) for k in folds_of(dataset)["per_fold"]):
+        for split, rows in withheld_fold_splits(dataset, fold).items():
+            entries.append(artefacts.store_bytes(_jsonl(rows), f"{prefix}/folds/{fold}/{split}.jsonl"))
+    artefacts.store_bytes(json.dumps(entries).encode(), manifest)
+    return prefix, entries
+
+
+def loaded_fold(dataset: Dataset, spec, fold: int, *, withheld: bool) -> LoadedDataset:
+    """One fold as the engine's :class:`LoadedDataset`: as workers got it, or with the gold."""
+    splits = withheld_fold_splits(dataset, fold) if withheld else _fold_splits(dataset, fold)
+    labels = validate_examples(spec, {split: [dict(row) for row in rows] for split, rows in splits.items()})
+    return LoadedDataset(spec, splits, labels, fingerprint_of(splits), [])  # the labels as the worker's engine saw them
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows).encode("utf-8")
 
 
 def loaded(dataset: Dataset, spec, *, withheld: bool) -> LoadedDataset:

@@ -12,7 +12,9 @@ locations, which are resolved when it is dispatched:
 * ``pretrain`` (gpu): recipe, steps and settings, the corpus artefact, and the number of GPUs;
 * ``finetune`` (gpu, one per dataset): the benchmark's protocol on that dataset, with optional
   overrides for quick runs (``grid``, ``seeds``, ``epochs``, ``max_train_examples``, ...), and
-  the model: the submitted checkpoint's artefacts or the pretraining job's output;
+  the model: the submitted checkpoint's artefacts or the pretraining job's output. Where the
+  protocol scores the dataset on cross-validation folds (seed 001 on GAD and EU-ADR), the job
+  runs all of them (``cross_validation``: the worker receives the folds, not the split);
 * ``aggregate`` (cpu, one per dataset): scores the test predictions against the gold labels,
   which only the platform holds, and records the ``Result`` (which rescoring follows).
 """
@@ -124,9 +126,10 @@ def _jobs(request: SubmissionRequest, submission: Submission, benchmark: Benchma
     """Per dataset, the protocol's job and the job that records its results."""
     for entry in entries:
         dataset = entry.dataset
+        folds = {"cross_validation": True} if _runs_on_folds(benchmark, dataset) else {}
         finetune = _job(
             submission, request, Job.Kind.FINETUNE, Job.Queue.GPU, after=source["pretrain"], benchmark=benchmark,
-            dataset=dataset, protocol=protocol, model=source["model"],
+            dataset=dataset, protocol=protocol, model=source["model"], **folds,
         )  # fmt: skip
         _job(
             submission, request, Job.Kind.AGGREGATE, Job.Queue.CPU, after=finetune, benchmark=benchmark,
@@ -169,15 +172,20 @@ def _entries(benchmark: Benchmark, datasets: tuple[str, ...]):
     chosen = [by_dataset[slug] for slug in dict.fromkeys(datasets)] if datasets else list(by_dataset.values())
     if not chosen:
         raise SubmissionError(f"{benchmark.slug} has no datasets")
-    folds = [entry.dataset.slug for entry in chosen if _runs_on_folds(benchmark, entry.dataset)]
-    if folds:
-        runnable = " ".join(slug for slug, e in by_dataset.items() if not _runs_on_folds(benchmark, e.dataset))
+    without = [e.dataset.slug for e in chosen if _runs_on_folds(benchmark, e.dataset) and not _has_folds(e.dataset)]
+    if without:
+        commands = "; ".join(f"manage.py import_dataset {slug} --folds DIR" for slug in without)
         raise SubmissionError(
-            f"{benchmark.slug} scores {', '.join(folds)} on cross-validation folds, which jobs cannot run yet "
-            f"(workers receive one train/dev/test split); run them with `python -m workers.engine finetune "
-            f"--protocol {benchmark.protocol} --dataset SLUG`, and submit the others with --datasets {runnable}"
+            f"{benchmark.slug} scores {', '.join(without)} on cross-validation folds, and the platform holds "
+            f"no folds of {'it' if len(without) == 1 else 'them'}: import them first ({commands}), "
+            f"or leave {'it' if len(without) == 1 else 'them'} out with --datasets"
         )
     return chosen
+
+
+def _has_folds(dataset) -> bool:
+    imported = dataset.imports.order_by("-imported_at").first()
+    return imported is not None and bool(imported.folds)
 
 
 def _runs_on_folds(benchmark: Benchmark, dataset) -> bool:

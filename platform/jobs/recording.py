@@ -56,8 +56,8 @@ def record(aggregate: Job) -> Result | None:
         _score_on_platform(finetune, results)
     statistic = (results.get("protocol") or {}).get("statistic", "mean")
     test_runs = [run for run in results["runs"] if (run.get("metrics") or {}).get("test")]
-    values = [_finite(run["metrics"]["test"].get(metric_slug), finetune.pk, metric_slug) for run in test_runs]
-    values = [v for v in values if v is not None]
+    values = _values(test_runs, finetune.pk, metric_slug)
+    unit = "folds" if "cross_validation" in results else "test runs"
     provenance = {**(results.get("provenance") or {}), "job": finetune.pk, "protocol": results.get("protocol")}
     with transaction.atomic():
         for run in test_runs:
@@ -91,7 +91,7 @@ def record(aggregate: Job) -> Result | None:
                 "std": statistics.stdev(values) if len(values) > 1 else 0.0,
                 "median": statistics.median(values),
                 "n_seeds": len(values),
-                "source": f"job #{finetune.pk} ({statistic} of {len(values)} test runs)",
+                "source": f"job #{finetune.pk} ({statistic} of {len(values)} {unit})",
                 "job": finetune,
                 "provenance": provenance,
             },
@@ -99,22 +99,50 @@ def record(aggregate: Job) -> Result | None:
     return result
 
 
+def _values(test_runs: list[dict], job_id: int, metric: str) -> list[float]:
+    """One value per seed, or under cross-validation one per fold: the median of its seeds, as the engine reports."""
+    by_fold: dict[object, list[float]] = {}
+    for run in test_runs:
+        value = _finite(run["metrics"]["test"].get(metric), job_id, metric)
+        if value is not None:
+            by_fold.setdefault(run.get("fold", ("seed", run["seed"])), []).append(value)
+    return [statistics.median(values) for values in by_fold.values()]
+
+
 def _score_on_platform(finetune: Job, results: dict) -> None:
     """Fill each run's test metrics by scoring its predictions against the gold only the platform holds."""
     from registry.sync import load_contributions
-    from workers.engine.withheld import score_withheld  # torch: only on the worker that records
+    from workers.engine.finetune import fold_run_key  # torch: only on the worker that records
+    from workers.engine.withheld import score_withheld
 
     spec = load_contributions().datasets[finetune.dataset.slug]
-    withheld = exports.loaded(finetune.dataset, spec, withheld=True)
-    gold = exports.loaded(finetune.dataset, spec, withheld=False)
+    if "cross_validation" in results:
+        folds = sorted({int(run["fold"]) for run in results["runs"] if "fold" in run})
+        copies = {
+            fold: (
+                exports.loaded_fold(finetune.dataset, spec, fold, withheld=True),
+                exports.loaded_fold(finetune.dataset, spec, fold, withheld=False),
+                {fold_run_key(fold, run["seed"]) for run in results["runs"] if run.get("fold") == fold},
+            )
+            for fold in folds
+        }
+    else:
+        copies = {None: (exports.loaded(finetune.dataset, spec, withheld=True),
+                         exports.loaded(finetune.dataset, spec, withheld=False), None)}  # fmt: skip
+    scored = {}
     with completion.model_files(finetune) as tokenizer_dir:
-        try:
-            scored = score_withheld(results, tokenizer_dir, withheld, gold)
-        except ValueError as exc:
-            raise RecordingError(f"job #{finetune.pk}: its test predictions cannot be scored: {exc}") from None
+        for fold, (withheld, gold, keys) in copies.items():
+            try:
+                scored.update(score_withheld(results, tokenizer_dir, withheld, gold, keys))
+            except ValueError as exc:
+                where = f" (fold {fold})" if fold is not None else ""
+                raise RecordingError(
+                    f"job #{finetune.pk}: its test predictions cannot be scored{where}: {exc}"
+                ) from None
     for run in results["runs"]:
-        if str(run["seed"]) in scored:
-            run.setdefault("metrics", {})["test"] = scored[str(run["seed"])]
+        key = fold_run_key(run["fold"], run["seed"]) if "fold" in run else str(run["seed"])
+        if key in scored:
+            run.setdefault("metrics", {})["test"] = scored[key]
 
 
 def _finite(value, job_id: int, metric: str) -> float | None:

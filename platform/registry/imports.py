@@ -21,6 +21,7 @@ from django.db import transaction
 from biolm.dataset_io import DataFormatError, LoadedDataset, load_dataset_files
 from biolm.plugins import Contributions
 from biolm.specs import DatasetSpec
+from registry.fold_imports import read_folds, store_folds
 from registry.locks import hold_for_transaction
 from registry.models import Dataset, DatasetImport
 from registry.staging import new_staging_directory, remove_abandoned_staging
@@ -38,6 +39,7 @@ class ImportOutcome:
     record: DatasetImport
     loaded: LoadedDataset
     created: bool
+    folds_skipped: str | None = None  # why the dataset's cross-validation folds were not imported with it
 
 
 def datasets_root() -> Path:
@@ -62,8 +64,14 @@ def default_directory(spec: DatasetSpec) -> Path | None:
     return path if path.is_absolute() else Path(settings.BIOLM_DATA_DIR) / path
 
 
-def import_dataset(slug: str, path: Path | None = None, contributions: Contributions | None = None) -> ImportOutcome:
-    """Validate and register ``slug`` from ``path`` (default: its directory under BIOLM_DATA_DIR)."""
+def import_dataset(
+    slug: str, path: Path | None = None, contributions: Contributions | None = None, folds_path: Path | None = None
+) -> ImportOutcome:
+    """Validate and register ``slug`` from ``path`` (default: its directory under BIOLM_DATA_DIR).
+
+    A dataset with a cross-validation distribution brings its folds along (from ``folds_path``,
+    else their default location, where an incomplete copy is skipped with the reason).
+    """
     spec = dataset_spec(slug, contributions)
     if spec.adapter is None:
         raise DataFormatError(slug, "this dataset has no adapter: biolm cannot read its files yet")
@@ -75,6 +83,7 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
         raise UnknownDatasetError(f"dataset {slug!r} is not in the database; run `manage.py sync_plugins` first")
 
     loaded = load_dataset_files(spec, directory)  # raises DataFormatError before anything is written
+    folds, fold_dirs = read_folds(spec, folds_path)  # so do the folds
     target = datasets_root() / slug / loaded.fingerprint
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_staging(target.parent)
@@ -92,25 +101,29 @@ def import_dataset(slug: str, path: Path | None = None, contributions: Contribut
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    written: list[Path] = [target] if created_dir else []
     try:
+        defaults = {
+            "source_path": str(Path(directory).resolve()),
+            "stored_path": str(target),
+            "split_sizes": loaded.sizes,
+            "paper_unit_sizes": loaded.sizes_in_paper_units(),
+            "label_set": loaded.label_set,
+            "longest_examples": loaded.longest_examples(),
+            "notes": loaded.notes,
+        }
+        if folds.loaded:  # an import without folds keeps those an earlier import of the same content brought
+            stored_folds, created_folds = store_folds(folds, datasets_root() / slug)
+            written += [stored_folds] if created_folds else []
+            defaults["folds"] = folds.record(stored_folds, fold_dirs)
         with transaction.atomic():
             hold_for_transaction(f"import_dataset:{slug}")  # a concurrent import of it waits, then updates
             record, created = DatasetImport.objects.update_or_create(
-                dataset=dataset,
-                fingerprint=loaded.fingerprint,
-                defaults={
-                    "source_path": str(Path(directory).resolve()),
-                    "stored_path": str(target),
-                    "split_sizes": loaded.sizes,
-                    "paper_unit_sizes": loaded.sizes_in_paper_units(),
-                    "label_set": loaded.label_set,
-                    "longest_examples": loaded.longest_examples(),
-                    "notes": loaded.notes,
-                },
+                dataset=dataset, fingerprint=loaded.fingerprint, defaults=defaults
             )
     except Exception:
-        if created_dir:
-            shutil.rmtree(target, ignore_errors=True)
+        for path_written in written:
+            shutil.rmtree(path_written, ignore_errors=True)
         raise
     logger.debug("imported %s (%s): %s", slug, loaded.fingerprint, loaded.sizes)
-    return ImportOutcome(record, loaded, created)
+    return ImportOutcome(record, loaded, created, None if record.folds else folds.skipped)

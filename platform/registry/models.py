@@ -111,6 +111,12 @@ class DatasetImport(models.Model):
     label_set = models.JSONField(default=list)
     longest_examples = models.JSONField(default=list, help_text="[{split, id, length}] of the longest inputs.")
     notes = models.JSONField(default=list, blank=True)
+    folds = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The cross-validation folds imported with it, for protocols that score on folds: "
+        "{count, fingerprint, source_path, stored_path, per_fold: {k: {fingerprint, sizes, source_path}}}.",
+    )
     imported_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -99,7 +99,7 @@ def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
     dataset = task.dataset
     if fold is not None:
         directory = fold
-        data = _first_examples(load_fold(dataset, fold), spec)
+        data = _first_examples(load_fold(dataset, fold, canonical=spec.data.data_format == "canonical"), spec)
     else:
         directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
         load = load_canonical_files if spec.data.data_format == "canonical" else load_dataset_files
@@ -412,12 +412,17 @@ def _cross_validate(
     never reported. The other folds train at the chosen point up to the chosen step (the
     schedule still spans the point's epochs, as the selecting run's did) and report test; each
     fold's value is the median over seeds (one seed by default), the result the median of folds.
+
+    From the platform (``--data_format canonical``) the folds are ``<data_dir>/folds/<k>/``. With
+    the test gold withheld, only the reported folds' tests carry placeholders: the selecting
+    fold's test is its dev, so the platform sends its gold and it is scored here.
     """
     folds = task.dataset.adapter.cross_validation
-    root = spec.data.data_dir or _default_directory(folds.default_path)
-    directories = fold_directories(task.dataset, root)
+    canonical = spec.data.data_format == "canonical"
+    root = spec.data.data_dir / "folds" if canonical else spec.data.data_dir or _default_directory(folds.default_path)
+    directories = fold_directories(task.dataset, root, canonical=canonical)
     first, *others = directories
-    selecting = prepare(spec, fold=directories[first])
+    selecting = dataclasses.replace(prepare(spec, fold=directories[first]), test_gold_withheld=False)
     select = ("test", metric)
     search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in points]
     best = max(search, key=lambda r: _finite(r.metrics["test"].get(metric)))
@@ -432,7 +437,7 @@ def _cross_validate(
         for run in fold_runs:
             run.fold = fold
         runs += fold_runs
-        values = [r.metrics["test"][metric] for r in fold_runs if r.metrics["test"].get(metric) is not None]
+        values = [r.metrics["test"][metric] for r in fold_runs if r.metrics.get("test", {}).get(metric) is not None]
         per_fold[fold] = statistics.median(values) if values else None
     values = [value for value in per_fold.values() if value is not None]
     body = {
@@ -447,11 +452,21 @@ def _cross_validate(
         },
         "test": asdict(Summary.of(values)) if values else None,
         "runs": runs,
-        "predictions": {f"fold{r.fold}-seed{r.seed}": r.predictions.get("test") for r in runs},
+        "predictions": {fold_run_key(r.fold, r.seed): r.predictions.get("test") for r in runs},
+        **(
+            {"test_scores": {fold_run_key(r.fold, r.seed): r.scores.get("test") for r in runs}}
+            if spec.data.test_gold_withheld
+            else {}
+        ),
         "data": {"folds": {str(fold): record for fold, record in data.items()}, "notes": list(selecting.data.notes)},
         "_all_runs": [*search, *runs],
     }
     return body, prepared
+
+
+def fold_run_key(fold: int, seed: int) -> str:
+    """How a cross-validation run's predictions are keyed in the results (the platform scores them by it)."""
+    return f"fold{fold}-seed{seed}"
 
 
 def _fold_data(prepared: Prepared, directory: Path, role: str) -> dict:

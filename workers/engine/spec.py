@@ -81,6 +81,8 @@ class DataArguments:
             raise ValueError("--max-length must be at least 8")
         if self.data_format not in DATA_FORMATS:
             raise ValueError(f"--data-format must be one of {', '.join(DATA_FORMATS)}, not {self.data_format!r}")
+        if self.data_format == "canonical" and self.data_dir is None:
+            raise ValueError("--data-format canonical reads the platform's export: give its folder with --data-dir")
         for name in ("max_train_examples", "max_eval_examples"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +25,17 @@ from workers.engine.tokenization import load_tokenizer
 
 
 def score_withheld(
-    results: dict, tokenizer_dir: Path, withheld: LoadedDataset, gold: LoadedDataset
+    results: dict,
+    tokenizer_dir: Path,
+    withheld: LoadedDataset,
+    gold: LoadedDataset,
+    keys: Collection[str] | None = None,
 ) -> dict[str, dict[str, float | None]]:
-    """``{seed: {metric: value}}`` of each run's test predictions against the gold test split."""
+    """``{key: {metric: value}}`` of each run's test predictions against the gold test split.
+
+    A key is a seed, or ``fold<k>-seed<s>`` under cross-validation, where each fold is scored
+    against its own test: ``keys`` then names that fold's runs.
+    """
     spec = FinetuneSpec.from_json(json.dumps(results["spec"]))
     spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, model=Path(tokenizer_dir)))
     _, _, task = load_task(spec)
@@ -40,6 +49,8 @@ def score_withheld(
         raise ValueError("the gold and the withheld test splits list different examples")
     scored = {}
     for seed, predicted in (results.get("predictions") or {}).items():
+        if keys is not None and seed not in keys:
+            continue
         if predicted is None or len(predicted) != len(rows):
             raise ValueError(f"seed {seed}: {len(predicted or [])} test predictions for {len(rows)} examples")
         vectors = (results.get("test_scores") or {}).get(seed)

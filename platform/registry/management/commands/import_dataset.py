@@ -24,6 +24,12 @@ class Command(BaseCommand):
             "--path", type=Path, help="Directory of the official files (default: under BIOLM_DATA_DIR)."
         )
         parser.add_argument(
+            "--folds",
+            type=Path,
+            help="Directory of the dataset's cross-validation folds (<k>/ or <name>-fold<k>/ each), for datasets a "
+            "protocol scores on folds (GAD, EU-ADR under lewis2020; default: their location under BIOLM_DATA_DIR).",
+        )
+        parser.add_argument(
             "--available", action="store_true", help="Import every dataset whose files are at their default location."
         )
         parser.add_argument("--json", action="store_true", help="Print JSON instead of text.")
@@ -39,13 +45,13 @@ class Command(BaseCommand):
             ]
         if not names:
             raise CommandError("name a dataset (e.g. `import_dataset ncbi-disease`) or pass --available")
-        if options["path"] and len(names) > 1:
-            raise CommandError("--path applies to one dataset; name exactly one")
+        if (options["path"] or options["folds"]) and len(names) > 1:
+            raise CommandError("--path and --folds apply to one dataset; name exactly one")
         results = []
         for name in names:
             try:
                 dataset_spec(name, contributions)
-                outcome = import_dataset(name, options["path"], contributions)
+                outcome = import_dataset(name, options["path"], contributions, folds_path=options["folds"])
             except (UnknownDatasetError, DataFormatError) as exc:
                 raise CommandError(f"{name}: {exc}") from None
             record = outcome.record
@@ -59,6 +65,8 @@ class Command(BaseCommand):
                     "longest_examples": record.longest_examples,
                     "notes": record.notes,
                     "created": outcome.created,
+                    "folds": _folds_summary(record.folds),
+                    "folds_skipped": outcome.folds_skipped,
                 }
             )
             if not options["json"]:
@@ -77,5 +85,29 @@ class Command(BaseCommand):
             self.stdout.write(f"  labels: {shown}")
         longest = ", ".join(f"{e['split']}:{e['id']} ({e['length']:,})" for e in result["longest_examples"])
         self.stdout.write(f"  longest inputs: {longest}")
+        folds = result["folds"]
+        if folds:
+            sizes = ", ".join(f"{k}: {n['train']:,}/{n['test']:,}" for k, n in folds["sizes"].items())
+            self.stdout.write(
+                f"  {folds['count']} cross-validation folds from {folds['source_path']} (train/test {sizes})"
+            )
         for note in result["notes"]:
             self.stdout.write(self.style.WARNING(f"  note: {note}"))
+        if result["folds_skipped"]:
+            self.stdout.write(self.style.WARNING(f"  note: {result['folds_skipped']}"))
+
+
+def _folds_summary(folds: dict) -> dict | None:
+    """The folds an import holds, for the command's output (sizes per fold, not the stored paths)."""
+    if not folds:
+        return None
+    sizes = {
+        k: {"train": f["sizes"].get("train", 0), "test": f["sizes"].get("test", 0)}
+        for k, f in folds["per_fold"].items()
+    }
+    return {
+        "count": folds["count"],
+        "fingerprint": folds["fingerprint"],
+        "source_path": folds["source_path"],
+        "sizes": sizes,
+    }

@@ -1,0 +1,185 @@
+"""Seed 001's cross-validation as jobs: the folds are imported, sent to a worker, and scored on the platform.
+
+lewis2020 reports EU-ADR (and GAD) as the median over the nine folds that fold 1 did not choose
+the hyperparameters on. A submission on it becomes one fine-tuning job that runs every fold;
+the worker receives the folds as canonical JSON Lines, with the reported folds' test gold
+withheld, and the platform's recorded median must equal the engine's own, run on the official
+folds with their gold.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from checkpoints import demo_texts, tiny_bert
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from jobs import recording
+from jobs.graph import SubmissionError, SubmissionRequest, submit
+from jobs.models import Job, Run
+from leaderboard.models import Result
+from registry.imports import import_dataset
+from registry.models import DatasetImport
+from workers.engine.__main__ import main as engine
+from workers.runner.execution import JobRun
+
+pytestmark = pytest.mark.django_db
+API = "/internal/"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+EU_ADR_FOLDS = DATA / "EU-ADR" / "biobert-REdata"
+QUICK = {"epochs": 2, "max_train_examples": 48, "max_length": 128}
+
+
+@pytest.fixture(autouse=True)
+def isolated(settings, tmp_path):
+    settings.BIOLM_VAR_DIR = tmp_path
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "store"},
+        },
+    }
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    return tiny_bert(tmp_path_factory.mktemp("checkpoint") / "tiny", demo_texts(), 600, hidden=32)
+
+
+def worker_client(job: Job) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {job.token}")
+    return client
+
+
+def fetch(client: APIClient, entries: list[dict], folder: Path) -> Path:
+    """What a worker's download does: every input file in place under ``folder``."""
+    for entry in entries:
+        response = client.get(entry["url"].removeprefix("http://testserver"))
+        assert response.status_code == 200, entry["path"]
+        target = folder / entry["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(response.streaming_content))
+    return folder
+
+
+def test_eu_adr_is_imported_with_its_ten_folds_and_gad_without_its_incomplete_ones():
+    eu_adr = import_dataset("eu-adr")
+    assert eu_adr.folds_skipped is None and eu_adr.record.folds["count"] == 10
+    sizes = {k: fold["sizes"] for k, fold in eu_adr.record.folds["per_fold"].items()}
+    assert all(size["train"] + size["test"] == 355 for size in sizes.values())  # every fold covers the 355 sentences
+    assert len({fold["fingerprint"] for fold in eu_adr.record.folds["per_fold"].values()}) == 10
+    assert sorted(p.name for p in Path(eu_adr.record.folds["stored_path"]).iterdir()) == sorted(map(str, range(1, 11)))
+    gad = import_dataset("gad")
+    assert gad.record.folds == {}
+    assert "missing folds 2, 3, 4, 5, 6, 7, 8, 9, 10" in gad.folds_skipped
+    assert "import_dataset gad --folds DIR" in gad.folds_skipped
+
+
+def test_folds_named_explicitly_must_all_be_there_and_nothing_is_written_otherwise(tmp_path):
+    with pytest.raises(ValueError, match="missing folds 2, 3, 4, 5, 6, 7, 8, 9, 10"):
+        import_dataset("gad", folds_path=DATA / "GAD" / "biobert-REdata")
+    assert not DatasetImport.objects.filter(dataset__slug="gad").exists()
+    assert not (tmp_path / "datasets" / "gad").exists() or not any((tmp_path / "datasets" / "gad").iterdir())
+
+
+def test_a_reimport_without_the_folds_keeps_those_an_earlier_import_brought(tmp_path):
+    first = import_dataset("eu-adr").record
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    call_command("import_dataset", "eu-adr", verbosity=0)
+    assert DatasetImport.objects.get(pk=first.pk).folds == first.folds
+
+
+def test_the_import_command_reports_the_folds_and_why_they_are_missing(capsys):
+    call_command("import_dataset", "eu-adr", "gad")
+    out = capsys.readouterr().out
+    assert "10 cross-validation folds from" in out and "1: 318/37" in out
+    assert "gad: imported" in out and "cross-validation folds not imported" in out
+
+
+def test_a_fold_dataset_without_imported_folds_is_refused_with_the_command_that_imports_them(alice, checkpoint):
+    import_dataset("gad")
+    request = SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("gad", "chemprot"))
+    with pytest.raises(SubmissionError, match=r"no folds of it: import them first \(manage.py import_dataset gad"):
+        submit(request)
+    assert not Job.objects.exists()
+
+
+def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_them_as_the_engine_does(
+    alice, checkpoint, isolated
+):
+    import_dataset("eu-adr")
+    request = SubmissionRequest(
+        owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("eu-adr",), protocol=dict(QUICK)
+    )
+    submission = submit(request)
+    finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
+    assert finetune.spec["cross_validation"] is True
+
+    client = worker_client(finetune)
+    response = client.post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"})
+    assert response.status_code == 200, response.content
+    claimed = response.json()
+    data = fetch(client, claimed["inputs"]["dataset"], isolated / "worker" / "dataset")
+    model = fetch(client, claimed["inputs"]["model"], isolated / "worker" / "model")
+    assert sorted(p.relative_to(data).as_posix() for p in data.rglob("*.jsonl")) == sorted(
+        f"folds/{k}/{split}.jsonl" for k in range(1, 11) for split in ("train", "test")
+    )
+    tests = {k: [json.loads(line) for line in (data / f"folds/{k}/test.jsonl").open()] for k in range(1, 11)}
+    assert {row["label"] for row in tests[1]} == {"0", "1"}  # fold 1 chooses the hyperparameters: its gold is sent
+    for k in range(2, 11):
+        assert {row["label"] for row in tests[k]} == {"0"}, k  # the reported folds' gold is not
+
+    # the worker's own command line, run in this process
+    out = isolated / "worker" / "out"
+    run = JobRun(finetune.pk, finetune.token, claimed["spec"], api_url="http://testserver/internal/",
+                 worker="gpu0@test", work_dir=isolated / "worker")  # fmt: skip
+    command = run._finetune_command({"model": model, "dataset": data}, out)
+    assert engine(command[3:]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"] is None and set(results["test_scores"]) == {f"fold{k}-seed42" for k in range(2, 11)}
+    upload = client.put(f"{API}jobs/{finetune.pk}/outputs/results.json", (out / "results.json").read_bytes(),
+                        content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="d1",
+                        HTTP_CONTENT_DISPOSITION='attachment; filename="results.json"')  # fmt: skip
+    assert upload.status_code == 204, upload.content
+    done = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
+    assert done.status_code == 200, done.content
+
+    aggregate = submission.jobs.get(kind=Job.Kind.AGGREGATE)
+    result = recording.record(aggregate)
+    assert recording.record(aggregate) == result  # a redelivered aggregate counts nothing twice
+    assert Run.objects.filter(job=finetune).count() == 9
+
+    # the engine alone, on the official fold files with their gold, at the same settings
+    reference_out = isolated / "reference"
+    reference = ["finetune", "--model", str(checkpoint), "--dataset", "eu-adr", "--protocol", "lewis2020",
+                 "--benchmark", "lewis2020", "--data_dir", str(EU_ADR_FOLDS), "--out", str(reference_out),
+                 *(f"--{k}={v}" for k, v in QUICK.items())]  # fmt: skip
+    assert engine(reference) == 0
+    expected = json.loads((reference_out / "results.json").read_text())
+    per_fold = expected["cross_validation"]["per_fold"]
+    assert result.value == pytest.approx(expected["reported"]["value"], abs=1e-12)
+    assert result.value == pytest.approx(statistics.median(per_fold.values()), abs=1e-12)
+    assert result.n_seeds == 9 and "median of 9 folds" in result.source
+    recorded = {run.seed // 1000: run.metrics[aggregate.spec["metric"]] for run in Run.objects.filter(job=finetune)}
+    assert recorded == pytest.approx({int(k): v for k, v in per_fold.items()}, abs=1e-12)
+    assert Result.objects.filter(language_model=submission.language_model, dataset__slug="eu-adr").count() == 1
+
+
+def test_a_canonical_fold_missing_from_a_workers_copy_is_named(tmp_path):
+    from biolm.cross_validation import fold_directories
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    eu_adr = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets["eu-adr"]
+    for k in (1, 2, 3):
+        (tmp_path / "folds" / str(k)).mkdir(parents=True)
+        (tmp_path / "folds" / str(k) / "train.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"missing folds 4, 5, 6, 7, 8, 9, 10 \(each expected as .*folds/<k>/"):
+        fold_directories(eu_adr, tmp_path / "folds", canonical=True)
