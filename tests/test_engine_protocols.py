@@ -264,3 +264,26 @@ def test_both_fold_layouts_are_found_and_a_gap_is_named(contributions, tmp_path)
         (root / str(fold) / "train.tsv").write_text("")
     found = fold_directories(eu_adr, root)
     assert list(found) == list(range(1, 11)) and found[3] == tmp_path / "folds-fold3"
+
+
+# --- the model's length ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dataset", ["demo-relation", "demo-ner", "demo-similarity"])
+def test_a_checkpoint_with_fewer_positions_than_max_length_is_fine_tuned_within_them(dataset, tmp_path, caplog):
+    """A model pretrained on short blocks (here 70 positions) fine-tuned at the default --max-length 512.
+
+    Found on the H100: the pubmedbert recipe on 128-token blocks gives 130 positions, and batches
+    padded past them failed in the embeddings. Inputs are cut at 64 (70 down to the padding multiple).
+    """
+    from checkpoints import demo_texts, tiny_bert
+
+    short = tiny_bert(tmp_path / "short", demo_texts(), 600, hidden=32, positions=70)
+    out = tmp_path / "out"
+    args = ["finetune", "--model", str(short), "--dataset", dataset, "--grid", "single", "--epochs", "1",
+            "--seeds", "1", "--out", str(out)]  # fmt: skip
+    with caplog.at_level("WARNING", logger="biolm.engine"):
+        assert main(args) == 0
+    assert "takes at most 64 tokens per input" in caplog.text
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"]["n"] == 1

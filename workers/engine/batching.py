@@ -37,7 +37,10 @@ def sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def collate(features: Sequence[Feature], pad_id: int, multiple: int = 8) -> dict[str, torch.Tensor]:
+PAD_MULTIPLE = 8  # batches are padded to a multiple of 8 tokens (tensor-core friendly shapes)
+
+
+def collate(features: Sequence[Feature], pad_id: int, multiple: int = PAD_MULTIPLE) -> dict[str, torch.Tensor]:
     longest = max(len(f) for f in features)
     width = -(-longest // multiple) * multiple
     input_ids = torch.full((len(features), width), pad_id, dtype=torch.long)

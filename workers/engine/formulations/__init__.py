@@ -7,14 +7,19 @@ resolves it through the plugin contributions and lets it pick a variant for the 
 
 from __future__ import annotations
 
+import functools
+import logging
+
 from transformers import PreTrainedTokenizerBase
 
 from biolm.specs import ImplementationError
+from workers.engine.batching import PAD_MULTIPLE
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
 from workers.engine.task import Task
 
 __all__ = ["Formulation", "ModelSource", "TaskOptions", "formulation_class", "formulation_for"]
+logger = logging.getLogger("biolm.engine")
 
 
 def formulation_class(task: Task, options: TaskOptions) -> type[Formulation]:
@@ -42,5 +47,27 @@ def formulation_for(
     max_length: int,
     source: ModelSource | None = None,
 ) -> Formulation:
-    """The formulation, ready to encode; ``source`` is the model, for formulations that need its length first."""
+    """The formulation, ready to encode; ``source`` is the model, for formulations that need its length first.
+
+    ``max_length`` is capped at what the model's position embeddings take (rounded down to the
+    padding multiple of :func:`~workers.engine.batching.collate`): a checkpoint pretrained on
+    128-token blocks has 130 positions, and a 512-token input would fail deep in its embeddings.
+    Every path that builds the formulation (the worker, the platform scoring its withheld
+    predictions) comes through here, so both cut or split inputs at the same length.
+    """
+    if source is not None:
+        from workers.engine.formulations.long_document import model_max_tokens
+
+        usable = model_max_tokens(source)
+        usable -= usable % PAD_MULTIPLE  # a batch padded up to the multiple must still fit the positions
+        if max_length > usable:
+            _say_capped(str(source.model_dir or source.architecture), usable, max_length)
+            max_length = usable
     return formulation_class(task, options)(task, labels, tokenizer, options, max_length, source)
+
+
+@functools.cache
+def _say_capped(model: str, usable: int, asked: int) -> None:
+    """Once per model and length (a cross-validation prepares every fold, the platform again to score)."""
+    logger.warning("%s takes at most %d tokens per input: inputs are cut or split there, not at --max-length %d",
+                   model, usable, asked)  # fmt: skip

