@@ -127,10 +127,16 @@ class Platform:
         self.spawn("web", [PYTHON, "-m", "gunicorn", "biolm_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
                            "--workers", "3", "--timeout", "120"])  # fmt: skip
         wait_until(self._web_answers, 60, "the web app")
-        self.spawn("cpu", [PYTHON, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-B", "-c", "2",
-                           "-n", "cpu@harness", "--without-gossip", "--without-mingle",
-                           "--schedule", str(self.var / "celerybeat-schedule")])  # fmt: skip
+        self.start_cpu_worker()
         return self
+
+    def start_cpu_worker(self, beat: bool = True) -> subprocess.Popen:
+        """The platform's CPU worker; ``beat=False`` leaves out its embedded beat (the watchdog must tick)."""
+        command = [PYTHON, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-c", "2", "-n", "cpu@harness",
+                   "--without-gossip", "--without-mingle"]  # fmt: skip
+        if beat:
+            command += ["-B", "--schedule", str(self.var / "celerybeat-schedule")]
+        return self.spawn("cpu", command)
 
     def stop(self) -> None:
         for name in list(self.processes):

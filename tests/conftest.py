@@ -30,6 +30,20 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture
+def artefact_store(settings, tmp_path) -> Path:
+    """A platform of the test's own: ``BIOLM_VAR_DIR`` and the artefact store under ``tmp_path``."""
+    settings.BIOLM_VAR_DIR = tmp_path
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "store"},
+        },
+    }
+    return tmp_path
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", "alice@example.org", "alice-password-123")
 

@@ -35,16 +35,8 @@ QUICK = {"epochs": 2, "max_train_examples": 48, "max_length": 128}
 
 
 @pytest.fixture(autouse=True)
-def isolated(settings, tmp_path):
-    settings.BIOLM_VAR_DIR = tmp_path
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "store"},
-        },
-    }
-    return tmp_path
+def isolated(artefact_store):
+    return artefact_store
 
 
 @pytest.fixture(scope="module")

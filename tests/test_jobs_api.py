@@ -21,17 +21,9 @@ API = "/internal/"
 
 
 @pytest.fixture(autouse=True)
-def isolated(settings, tmp_path):
-    settings.BIOLM_VAR_DIR = tmp_path
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "store"},
-        },
-    }
+def isolated(artefact_store):
     import_dataset("demo-ner")
-    return tmp_path
+    return artefact_store
 
 
 @pytest.fixture(scope="module")

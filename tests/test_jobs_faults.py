@@ -168,6 +168,25 @@ def test_redis_stopped_and_restarted_during_a_run_loses_no_job(
     assert {row["dataset"] for row in platform.results(submitted["model"])} == {"demo-ner", "demo-doc-classification"}
 
 
+def test_a_cpu_worker_whose_beat_stays_silent_ticks_by_itself_and_the_graph_finishes(
+    platform, against_postgres, workers, checkpoint, tmp_path
+):
+    """The beat once went quiet after a broker restart; the watchdog ticks without it (jobs.watchdog)."""
+    platform.kill("cpu")
+    platform.start_cpu_worker(beat=False)
+    try:
+        model = copy_checkpoint(checkpoint, tmp_path / "silent-beat")
+        workers("gpu-silent-beat")
+        submitted = submit(platform, model, "demo-doc-classification", seeds=1, name="silent beat")
+        (aggregate,) = jobs_of(submitted, "aggregate")
+        ended = platform.wait_for_job(aggregate, ("succeeded", "failed"))
+        assert ended["status"] == "succeeded", ended
+        assert "ticking in-process as cpu@harness" in platform.log("cpu")
+    finally:
+        platform.kill("cpu")
+        platform.start_cpu_worker()
+
+
 def test_terminated_database_connections_never_end_in_success_without_results(
     platform, against_postgres, workers, checkpoint, tmp_path
 ):

@@ -124,10 +124,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ROUTES = {"biolm.worker.*": {"queue": "gpu"}, "biolm.jobs.*": {"queue": "cpu"}}
+BIOLM_TICK_S = env_int("BIOLM_TICK_S", 5)
 CELERY_BEAT_SCHEDULE = {
     "recompute-stale-scores": {"task": "biolm.leaderboard.recompute_stale_scores", "schedule": 600.0},
-    "jobs-tick": {"task": "biolm.jobs.tick", "schedule": float(env_int("BIOLM_TICK_S", 5)), "options": {"expires": 30}},
+    "jobs-tick": {"task": "biolm.jobs.tick", "schedule": float(BIOLM_TICK_S), "options": {"expires": 30}},
 }
+# A CPU worker whose own tick is older than this ticks in-process (jobs.watchdog): the beat went quiet.
+BIOLM_TICK_WATCHDOG_S = env_int("BIOLM_TICK_WATCHDOG_S", 3 * BIOLM_TICK_S)
 
 BIOLM_VAR_DIR = VAR_DIR
 BIOLM_DATA_DIR = Path(env_str("BIOLM_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))

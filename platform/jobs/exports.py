@@ -19,6 +19,7 @@ label from a worker that looks for it; what it keeps is the scoring, which is th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files, validate_examples
@@ -92,16 +93,23 @@ def export_prefix(dataset: Dataset) -> str:
 def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
     """The prefix and manifest entries of ``dataset``'s export for workers, exported on first use."""
     imported = _latest_import(dataset)
-    prefix = export_prefix(dataset)
+
+    def files() -> Iterator[tuple[str, list[dict]]]:
+        for split, rows in withheld_splits(imported).items():
+            yield f"{split}.jsonl", rows
+
+    return _exported(export_prefix(dataset), files)
+
+
+def _exported(prefix: str, files: Callable[[], Iterable[tuple[str, list[dict]]]]) -> tuple[str, list[dict]]:
+    """The export's manifest entries: read back when it exists, else each file written under ``prefix`` first."""
     manifest = f"{prefix}/manifest.json"
     store = artefacts.storage()
     if store.exists(manifest):
         with store.open(manifest, "rb") as handle:
             return prefix, json.loads(handle.read())
-    entries = []
-    for split, rows in withheld_splits(imported).items():
-        entries.append(artefacts.store_bytes(_jsonl(rows), f"{prefix}/{split}.jsonl"))
-    artefacts.store_bytes(json.dumps(entries).encode(), manifest)
+    entries = [artefacts.store_bytes(_jsonl(rows), f"{prefix}/{name}") for name, rows in files()]
+    artefacts.store_bytes(json.dumps(entries).encode(), manifest)  # last: a manifest means a complete export
     return prefix, entries
 
 
@@ -167,18 +175,13 @@ def folds_prefix(dataset: Dataset) -> str:
 
 def fold_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
     """The prefix and manifest entries of the folds' export for workers, exported on first use."""
-    prefix = folds_prefix(dataset)
-    manifest = f"{prefix}/manifest.json"
-    store = artefacts.storage()
-    if store.exists(manifest):
-        with store.open(manifest, "rb") as handle:
-            return prefix, json.loads(handle.read())
-    entries = []
-    for fold in sorted(int(k) for k in folds_of(dataset)["per_fold"]):
-        for split, rows in withheld_fold_splits(dataset, fold).items():
-            entries.append(artefacts.store_bytes(_jsonl(rows), f"{prefix}/folds/{fold}/{split}.jsonl"))
-    artefacts.store_bytes(json.dumps(entries).encode(), manifest)
-    return prefix, entries
+
+    def files() -> Iterator[tuple[str, list[dict]]]:
+        for fold in sorted(int(k) for k in folds_of(dataset)["per_fold"]):
+            for split, rows in withheld_fold_splits(dataset, fold).items():
+                yield f"folds/{fold}/{split}.jsonl", rows
+
+    return _exported(folds_prefix(dataset), files)
 
 
 def loaded_fold(dataset: Dataset, spec, fold: int, *, withheld: bool) -> LoadedDataset:

@@ -13,9 +13,13 @@ worker (:mod:`workers.runner`); it is sent by name, since the platform does not 
 from __future__ import annotations
 
 import logging
+import traceback
+from pathlib import Path
 
 from celery import current_app, shared_task
+from celery.signals import worker_ready
 from django.conf import settings
+from django.db import DatabaseError
 
 from jobs import dispatch, lifecycle, recording
 from jobs.models import Job
@@ -47,12 +51,26 @@ def kick() -> list[int]:
 
 @shared_task(bind=True, name="biolm.jobs.tick", ignore_result=True)
 def tick(self) -> dict:
-    if self.request.hostname:
-        dispatch.record_worker(self.request.hostname, [Job.Queue.CPU], slots=CPU_SLOTS)
+    return tick_once(self.request.hostname)
+
+
+def tick_once(hostname: str | None) -> dict:
+    """The tick's work: ``hostname`` (the CPU worker) is alive, silent workers' jobs are requeued, jobs sent."""
+    if hostname:
+        dispatch.record_worker(hostname, [Job.Queue.CPU], slots=CPU_SLOTS)
     moved = lifecycle.reap(settings.BIOLM_HEARTBEAT_STALE_S, settings.BIOLM_QUEUE_LIMIT_S)
     if moved:
         logger.warning("requeued or failed jobs %s", moved)
     return {"reaped": moved, "sent": kick()}
+
+
+@worker_ready.connect
+def _watch_the_beat(sender, **_: object) -> None:
+    """A worker consuming the cpu queue ticks by itself if the beat goes quiet (:mod:`jobs.watchdog`)."""
+    if Job.Queue.CPU in sender.app.amqp.queues.consume_from:
+        from jobs import watchdog
+
+        watchdog.start(sender.hostname)
 
 
 @shared_task(
@@ -80,8 +98,18 @@ def run_platform_job(self, job_id: int, token: str) -> str | None:
         return Job.Status.FAILED
     except Exception as exc:
         logger.exception("job #%s failed on the platform", job.pk)
-        lifecycle.fail(job.pk, token, delivery, f"{type(exc).__name__}: {exc}", Job.Cause.PLATFORM)
+        lifecycle.fail(job.pk, token, delivery, platform_error(exc), Job.Cause.PLATFORM)
         return Job.Status.FAILED
     lifecycle.succeed(job.pk, token, delivery)
     kick()
     return Job.Status.SUCCEEDED
+
+
+def platform_error(exc: BaseException) -> str:
+    """What went wrong on the platform and where: a bare ``KeyError: 'language_model'`` (seen when the
+    database connection was cut mid-query) says nothing until it names the code that raised it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/platform/" in f.filename or "/workers/" in f.filename] or frames
+    where = f" (in {ours[-1].name}, {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
+    database = "; the database connection failed" if isinstance(exc, DatabaseError) else ""
+    return f"{type(exc).__name__}: {exc}{where}{database}"

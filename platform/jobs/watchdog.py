@@ -1,0 +1,60 @@
+"""The tick's safety net: a CPU worker ticks in-process when its beat has gone quiet.
+
+The beat sends ``biolm.jobs.tick`` through the broker. Once, after a Redis restart on a
+machine busy with other tests, the embedded beat sent no tick for minutes: nothing was reaped
+or dispatched, and the CPU worker itself looked dead, since its liveness is its tick. The
+watchdog needs no broker to notice. A thread of the CPU worker's main process reads the
+worker's own heartbeat row; when it is older than ``BIOLM_TICK_WATCHDOG_S`` (three ticks by
+default), it does the tick's work directly. Ticks are idempotent (every change is a conditional
+UPDATE, and a second message for a job loses its claim), so one that overlaps a beat tick costs
+nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from jobs.models import Worker
+
+logger = logging.getLogger("biolm.jobs")
+
+
+def tick_if_overdue(hostname: str, now: dt.datetime | None = None) -> dict | None:
+    """Run the tick as ``hostname`` if its last one is older than the watchdog's limit; what it did, or None."""
+    from jobs.tasks import tick_once
+
+    now = now or timezone.now()
+    limit = dt.timedelta(seconds=settings.BIOLM_TICK_WATCHDOG_S)
+    last = Worker.objects.filter(name=hostname).values_list("last_heartbeat", flat=True).first()
+    if last is not None and now - last < limit:
+        return None
+    silent = f"{(now - last).total_seconds():.0f} s" if last is not None else "ever"
+    logger.warning("no tick from the beat for %s: ticking in-process as %s", silent, hostname)
+    return tick_once(hostname)
+
+
+def start(hostname: str) -> threading.Thread:
+    """The watchdog thread of a CPU worker; a daemon, so it ends with the worker."""
+
+    def watch() -> None:
+        interval = max(1.0, settings.BIOLM_TICK_WATCHDOG_S / 3)
+        while True:
+            time.sleep(interval)
+            try:
+                close_old_connections()
+                tick_if_overdue(hostname)
+            except Exception:  # the database is away: the next round tries again
+                logger.exception("the tick watchdog could not run")
+            finally:
+                connection.close()
+
+    thread = threading.Thread(target=watch, name="biolm-tick-watchdog", daemon=True)
+    thread.start()
+    return thread
