@@ -51,21 +51,27 @@ def _splits(imported: DatasetImport) -> dict[str, list[dict]]:
 
     spec = load_contributions().datasets.get(imported.dataset.slug)
     source = Path(imported.source_path)
-    if spec is not None and spec.adapter is not None and source.is_dir():
+    read = (lambda: load_dataset_files(spec, source)) if spec is not None and spec.adapter is not None else None
+    return _exact_copy(read, source, imported.stored_path, imported.fingerprint, f"dataset {imported.dataset.slug!r}")
+
+
+def _exact_copy(read, source: Path, stored_path: str, fingerprint: str, what: str) -> dict[str, list[dict]]:
+    """The examples with ``fingerprint``: ``read()`` from ``source`` when it still gives them, else the stored copy."""
+    if read is not None and source.is_dir():
         try:
-            splits = {k: v for k, v in load_dataset_files(spec, source).splits.items()}
+            splits = dict(read().splits)
         except DataFormatError:
             splits = {}
-        if splits and fingerprint_of(splits) == imported.fingerprint:
+        if splits and fingerprint_of(splits) == fingerprint:
             return splits
     import datasets
 
-    stored = datasets.load_from_disk(imported.stored_path)
+    stored = datasets.load_from_disk(stored_path)
     splits = {split: stored[split].to_list() for split in stored}
-    if fingerprint_of(splits) != imported.fingerprint:
+    if fingerprint_of(splits) != fingerprint:
         raise ExportError(
-            f"dataset {imported.dataset.slug!r}: neither its files at {source} nor the stored copy at "
-            f"{imported.stored_path} still have the imported fingerprint {imported.fingerprint}; import it again"
+            f"{what}: neither its files at {source} nor the stored copy at {stored_path} still have the "
+            f"imported fingerprint {fingerprint}; import it again"
         )
     return splits
 
@@ -129,26 +135,13 @@ def _fold_splits(dataset: Dataset, fold: int) -> dict[str, list[dict]]:
     from biolm.cross_validation import load_fold
     from registry.sync import load_contributions
 
-    record = folds_of(dataset)["per_fold"][str(fold)]
+    folds = folds_of(dataset)
+    record = folds["per_fold"][str(fold)]
     spec = load_contributions().datasets.get(dataset.slug)
     source = Path(record["source_path"])
-    if spec is not None and source.is_dir():
-        try:
-            splits = dict(load_fold(spec, source).splits)
-        except DataFormatError:
-            splits = {}
-        if splits and fingerprint_of(splits) == record["fingerprint"]:
-            return splits
-    import datasets
-
-    stored = datasets.load_from_disk(str(Path(folds_of(dataset)["stored_path"]) / str(fold)))
-    splits = {split: stored[split].to_list() for split in stored}
-    if fingerprint_of(splits) != record["fingerprint"]:
-        raise ExportError(
-            f"dataset {dataset.slug!r}: fold {fold} no longer has its imported fingerprint {record['fingerprint']} "
-            f"at {source} nor in the stored copy; import it again with --folds"
-        )
-    return splits
+    read = (lambda: load_fold(spec, source)) if spec is not None else None
+    stored = str(Path(folds["stored_path"]) / str(fold))
+    return _exact_copy(read, source, stored, record["fingerprint"], f"dataset {dataset.slug!r}, fold {fold}")
 
 
 def selection_fold(dataset: Dataset) -> int:

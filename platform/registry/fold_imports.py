@@ -14,7 +14,6 @@ error, since the user asked for folds.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from django.conf import settings
 from biolm.cross_validation import cross_validation_of, fold_directories, load_fold
 from biolm.dataset_io import DataFormatError, LoadedDataset
 from biolm.specs import DatasetSpec
-from registry.staging import new_staging_directory, remove_abandoned_staging
+from registry.staging import write_once
 
 
 @dataclass
@@ -56,12 +55,16 @@ class Folds:
         }
 
 
+def in_data_dir(path: str | None) -> Path | None:
+    """A default location of official files: absolute, or relative to ``BIOLM_DATA_DIR``."""
+    if not path:
+        return None
+    return Path(path) if Path(path).is_absolute() else Path(settings.BIOLM_DATA_DIR) / path
+
+
 def default_folds_directory(spec: DatasetSpec) -> Path | None:
     folds = cross_validation_of(spec)
-    if folds is None or not folds.default_path:
-        return None
-    path = Path(folds.default_path)
-    return path if path.is_absolute() else Path(settings.BIOLM_DATA_DIR) / path
+    return in_data_dir(folds.default_path) if folds is not None else None
 
 
 def read_folds(spec: DatasetSpec, path: Path | None) -> tuple[Folds, dict[int, Path]]:
@@ -86,22 +89,10 @@ def store_folds(folds: Folds, parent: Path) -> tuple[Path, bool]:
     """Save the folds under ``parent/folds-<fingerprint>/<k>/``; whether this call wrote them."""
     import datasets
 
-    target = parent / f"folds-{folds.fingerprint}"
-    if target.exists():
-        return target, False
-    parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned_staging(parent)
-    staging = new_staging_directory(parent, folds.fingerprint)
-    try:
+    def write(into: Path) -> None:
         datasets.disable_progress_bars()
         for k, data in folds.loaded.items():
-            data.to_datasetdict().save_to_disk(str(staging / "folds" / str(k)))
-        try:
-            (staging / "folds").rename(target)
-        except OSError:
-            if not target.is_dir():  # not a concurrent import of the same folds finishing first
-                raise
-            return target, False
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target, True
+            data.to_datasetdict().save_to_disk(str(into / str(k)))
+
+    target = parent / f"folds-{folds.fingerprint}"
+    return target, write_once(target, folds.fingerprint, write)

@@ -21,10 +21,10 @@ from django.db import transaction
 from biolm.dataset_io import DataFormatError, LoadedDataset, load_dataset_files
 from biolm.plugins import Contributions
 from biolm.specs import DatasetSpec
-from registry.fold_imports import read_folds, store_folds
+from registry.fold_imports import in_data_dir, read_folds, store_folds
 from registry.locks import hold_for_transaction
 from registry.models import Dataset, DatasetImport
-from registry.staging import new_staging_directory, remove_abandoned_staging
+from registry.staging import write_once
 from registry.sync import load_contributions
 
 logger = logging.getLogger("biolm.imports")
@@ -58,10 +58,7 @@ def dataset_spec(slug: str, contributions: Contributions | None = None) -> Datas
 
 def default_directory(spec: DatasetSpec) -> Path | None:
     """Where the dataset's files are expected when no --path is given."""
-    if spec.adapter is None or not spec.adapter.default_path:
-        return None
-    path = Path(spec.adapter.default_path)
-    return path if path.is_absolute() else Path(settings.BIOLM_DATA_DIR) / path
+    return in_data_dir(spec.adapter.default_path) if spec.adapter is not None else None
 
 
 def import_dataset(
@@ -85,22 +82,8 @@ def import_dataset(
     loaded = load_dataset_files(spec, directory)  # raises DataFormatError before anything is written
     folds, fold_dirs = read_folds(spec, folds_path)  # so do the folds
     target = datasets_root() / slug / loaded.fingerprint
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned_staging(target.parent)
-    created_dir = False
-    if not target.exists():
-        staging = new_staging_directory(target.parent, loaded.fingerprint)
-        try:
-            datasets.disable_progress_bars()  # the command prints one line per dataset instead
-            loaded.to_datasetdict().save_to_disk(str(staging / "data"))
-            try:
-                (staging / "data").rename(target)
-                created_dir = True
-            except OSError:
-                if not target.is_dir():  # not another import of the same content finishing first
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    datasets.disable_progress_bars()  # the command prints one line per dataset instead
+    created_dir = write_once(target, loaded.fingerprint, lambda into: loaded.to_datasetdict().save_to_disk(str(into)))
     written: list[Path] = [target] if created_dir else []
     try:
         defaults = {

@@ -17,6 +17,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 logger = logging.getLogger("biolm.imports")
@@ -29,6 +30,31 @@ def new_staging_directory(parent: Path, fingerprint: str) -> Path:
     owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
     (staging / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
     return staging
+
+
+def write_once(target: Path, name: str, write: Callable[[Path], None]) -> bool:
+    """Create ``target`` by ``write(staging / "data")`` and a rename; whether this call created it.
+
+    Nothing half-written is ever visible at ``target``. An existing ``target`` (the same content,
+    by its fingerprinted name) is kept, also when a concurrent import renames it into place first.
+    """
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(parent)
+    if target.exists():
+        return False
+    staging = new_staging_directory(parent, name)
+    try:
+        write(staging / "data")
+        try:
+            (staging / "data").rename(target)
+        except OSError:
+            if not target.is_dir():  # not another import of the same content finishing first
+                raise
+            return False
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return True
 
 
 def remove_abandoned_staging(parent: Path) -> list[Path]:
