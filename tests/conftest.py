@@ -1,4 +1,4 @@
-"""Shared fixtures: the plugin registry synced once per session, and the usual personas.
+"""Shared fixtures: the plugin registry synced once per session, the usual personas, the official files.
 
 alice submits models, bob is another user, staff administers (healthchecks' habit).
 """
@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from official_data import OfficialData
 
 pytest_plugins = ["biolm.testing"]  # the plugin authors' kit: register_plugin and friends
 
@@ -29,6 +30,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
     assert not report.problems, report.problems
 
 
+@pytest.fixture(scope="session")
+def official_data() -> OfficialData:
+    """The official files (tests/official_data.py): ``official_data("HoC", "blurb", "train.tsv")`` is that
+    path under BIOLM_DATA_DIR, and skips the test when it is absent. A test using it, even through a
+    fixture, is marked ``official_data``."""
+    return OfficialData()
+
+
 @pytest.fixture
 def artefact_store(settings, tmp_path) -> Path:
     """A platform of the test's own: ``BIOLM_VAR_DIR`` and the artefact store under ``tmp_path``."""
@@ -41,6 +50,15 @@ def artefact_store(settings, tmp_path) -> Path:
         },
     }
     return tmp_path
+
+
+@pytest.fixture
+def against_postgres(platform):
+    """Fault tests run against PostgreSQL, as production does (CI's first pass); ``platform`` is the module's."""
+    from bench.harness import POSTGRES_ONLY
+
+    if not platform.postgres:
+        pytest.skip(POSTGRES_ONLY)
 
 
 @pytest.fixture
@@ -76,7 +94,11 @@ def _reaches_the_platform(item) -> bool:
     return bool(_PLATFORM_IMPORT.search(source)) or "manage.py" in source or "call_command" in source
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marker must be there when it does
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "official_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.official_data)
     if os.environ.get("BIOLM_TESTS_BACKEND_ONLY") != "1":
         return
     kept = [item for item in items if _reaches_the_platform(item)]

@@ -16,14 +16,12 @@ import pytest
 from bench import common, finetune_throughput, inference_throughput, jobs, pretrain_throughput
 from bench.__main__ import main
 
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 TOP_LEVEL = {"name", "ratio", "arms", "machine", "versions", "settings", "data", "model", "goals"}
 
 
 @pytest.fixture(autouse=True)
-def bc5_chem():
-    if not (DATA_DIR / "BC5-chem" / "blurb").is_dir():
-        pytest.skip(f"{DATA_DIR}/BC5-chem/blurb is absent (set BIOLM_DATA_DIR to the shared data folder)")
+def bc5_chem(official_data):
+    official_data("BC5-chem", "blurb")
 
 
 def check_written(result: dict, out: Path, name: str, arms: set[str]) -> dict:

@@ -1,4 +1,4 @@
-"""Seed 001's cross-validation as jobs: the folds are imported, sent to a worker, and scored on the platform.
+"""Lewis et al. 2020's cross-validation as jobs: the folds are imported, sent to a worker, scored on the platform.
 
 lewis2020 reports EU-ADR (and GAD) as the median over the nine folds that fold 1 did not choose
 the hyperparameters on. A submission on it becomes one fine-tuning job that runs every fold;
@@ -29,8 +29,6 @@ from workers.runner.execution import JobRun
 
 pytestmark = pytest.mark.django_db
 API = "/internal/"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-EU_ADR_FOLDS = DATA / "EU-ADR" / "biobert-REdata"
 QUICK = {"epochs": 2, "max_train_examples": 48, "max_length": 128}
 
 
@@ -61,7 +59,9 @@ def fetch(client: APIClient, entries: list[dict], folder: Path) -> Path:
     return folder
 
 
-def test_eu_adr_is_imported_with_its_ten_folds_and_gad_without_its_incomplete_ones():
+def test_eu_adr_is_imported_with_its_ten_folds_and_gad_without_its_incomplete_ones(official_data):
+    official_data("EU-ADR", "biobert-REdata")
+    official_data("GAD", "blurb")
     eu_adr = import_dataset("eu-adr")
     assert eu_adr.folds_skipped is None and eu_adr.record.folds["count"] == 10
     sizes = {k: fold["sizes"] for k, fold in eu_adr.record.folds["per_fold"].items()}
@@ -74,14 +74,17 @@ def test_eu_adr_is_imported_with_its_ten_folds_and_gad_without_its_incomplete_on
     assert "import_dataset gad --folds DIR" in gad.folds_skipped
 
 
-def test_folds_named_explicitly_must_all_be_there_and_nothing_is_written_otherwise(tmp_path):
+def test_folds_named_explicitly_must_all_be_there_and_nothing_is_written_otherwise(tmp_path, official_data):
+    official_data("GAD", "blurb")
+    official_data("GAD", "biobert-REdata-fold1")
     with pytest.raises(ValueError, match="missing folds 2, 3, 4, 5, 6, 7, 8, 9, 10"):
-        import_dataset("gad", folds_path=DATA / "GAD" / "biobert-REdata")
+        import_dataset("gad", folds_path=official_data.root / "GAD" / "biobert-REdata")
     assert not DatasetImport.objects.filter(dataset__slug="gad").exists()
     assert not (tmp_path / "datasets" / "gad").exists() or not any((tmp_path / "datasets" / "gad").iterdir())
 
 
-def test_a_reimport_without_the_folds_keeps_those_an_earlier_import_brought(tmp_path):
+def test_a_reimport_without_the_folds_keeps_those_an_earlier_import_brought(tmp_path, official_data):
+    official_data("EU-ADR", "biobert-REdata")
     first = import_dataset("eu-adr").record
     empty = tmp_path / "elsewhere"
     empty.mkdir()
@@ -89,14 +92,19 @@ def test_a_reimport_without_the_folds_keeps_those_an_earlier_import_brought(tmp_
     assert DatasetImport.objects.get(pk=first.pk).folds == first.folds
 
 
-def test_the_import_command_reports_the_folds_and_why_they_are_missing(capsys):
+def test_the_import_command_reports_the_folds_and_why_they_are_missing(capsys, official_data):
+    official_data("EU-ADR", "biobert-REdata")
+    official_data("GAD", "blurb")
     call_command("import_dataset", "eu-adr", "gad")
     out = capsys.readouterr().out
     assert "10 cross-validation folds from" in out and "1: 318/37" in out
     assert "gad: imported" in out and "cross-validation folds not imported" in out
 
 
-def test_a_fold_dataset_without_imported_folds_is_refused_with_the_command_that_imports_them(alice, checkpoint):
+def test_a_fold_dataset_without_imported_folds_is_refused_with_the_command_that_imports_them(
+    alice, checkpoint, official_data
+):
+    official_data("GAD", "blurb")
     import_dataset("gad")
     request = SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("gad", "chemprot"))
     with pytest.raises(SubmissionError, match=r"no folds of it: import them first \(manage.py import_dataset gad"):
@@ -105,8 +113,9 @@ def test_a_fold_dataset_without_imported_folds_is_refused_with_the_command_that_
 
 
 def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_them_as_the_engine_does(
-    alice, checkpoint, isolated
+    alice, checkpoint, isolated, official_data
 ):
+    eu_adr_folds = official_data("EU-ADR", "biobert-REdata")
     import_dataset("eu-adr")
     request = SubmissionRequest(
         owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("eu-adr",), protocol=dict(QUICK)
@@ -152,7 +161,7 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     # the engine alone, on the official fold files with their gold, at the same settings
     reference_out = isolated / "reference"
     reference = ["finetune", "--model", str(checkpoint), "--dataset", "eu-adr", "--protocol", "lewis2020",
-                 "--benchmark", "lewis2020", "--data_dir", str(EU_ADR_FOLDS), "--out", str(reference_out),
+                 "--benchmark", "lewis2020", "--data_dir", str(eu_adr_folds), "--out", str(reference_out),
                  *(f"--{k}={v}" for k, v in QUICK.items())]  # fmt: skip
     assert engine(reference) == 0
     expected = json.loads((reference_out / "results.json").read_text())

@@ -1,15 +1,12 @@
 """The built-in dataset catalogue: complete, valid, faithful to BLURB's Table 3, honest about access.
 
-The expected BLURB table below is transcribed a second time from Gu et al. (seed 004, Table 3),
+The expected BLURB table below is transcribed a second time from Gu et al. 2021 (Table 3),
 independently of plugins/datasets/blurb.py, so a typo in either place shows up here.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
-
-import pytest
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import DatasetSpec
@@ -52,7 +49,7 @@ CANONICAL_SLUGS = {
     },
 }
 
-# Seed 004, Table 3: dataset -> (train, dev, test, metric as printed). Slugs stand for the row names.
+# Gu et al. 2021, Table 3: dataset -> (train, dev, test, metric as printed). Slugs stand for the row names.
 BLURB_TABLE_3 = {
     "bc5-chem": (5203, 5347, 5385, "F1 entity-level"),
     "bc5-disease": (4182, 4244, 4424, "F1 entity-level"),
@@ -91,7 +88,7 @@ TABLE_3_METRIC_SLUGS = {
     "Average Micro F1": "average-micro-f1",
     "Accuracy": "accuracy",
 }
-SEED_004 = Path("/work/shared/seeds/004_de92c2f240eb10d4.txt")
+GU_ET_AL_2021 = "Domain-Specific Language Model Pretraining for Biomedical Natural Language Processing"
 
 # Clinical sets available only under a data use agreement, and where their source must point.
 DUA_SOURCES = {
@@ -197,9 +194,8 @@ def test_blurb_split_units_are_the_instances_table_3_counts():
         assert spec.access == "public"
 
 
-@pytest.mark.skipif(not SEED_004.exists(), reason="seed papers not available")
-def test_the_expected_blurb_table_matches_the_text_of_seed_004():
-    text = SEED_004.read_text(encoding="utf-8")
+def test_the_expected_blurb_table_matches_the_text_of_gu_et_al_2021(official_data):
+    text = official_data.paper(GU_ET_AL_2021).read_text(encoding="utf-8")  # in the papers' folder (BIOLM_PAPERS_DIR)
     block = text.split("Dataset\tTask\tTrain\tDev\tTest\tEvaluation Metrics", 1)[1].split("Table 3.", 1)[0]
     rows = {}
     for line in block.strip().splitlines():

@@ -193,15 +193,11 @@ BLURB = ["bc5-chem", "bc5-disease", "ncbi-disease", "bc2gm", "jnlpba", "ebm-pico
 
 
 @pytest.mark.parametrize("dataset", BLURB)
-def test_cli_fine_tunes_a_tiny_model_on_every_real_blurb_dataset(tmp_path, dataset):
+def test_cli_fine_tunes_a_tiny_model_on_every_real_blurb_dataset(tmp_path, dataset, official_data):
     """The official files through their adapters, a tiny model and a few steps: every formulation and metric runs."""
-    from workers.engine.finetune import _default_directory
-
-    directory = _default_directory(_dataset_spec(dataset).adapter.default_path)
-    if not directory.is_dir():
-        pytest.skip(f"{directory} is absent (BIOLM_DATA_DIR holds the official files)")
+    directory = official_data(_dataset_spec(dataset).adapter.default_path)
     if dataset == "ebm-pico" and not (directory / "train.tsv").exists():
-        # This machine's BLURB copy has no train.tsv (shared/data/README.md): a stand-in train split of the
+        # BLURB's EBM PICO comes without train.tsv (the official data folder's README.md): a stand-in train split of the
         # first dev abstracts, in the official format, so the CLI still runs end to end on real files.
         directory = _ebm_pico_with_stand_in_train(directory, tmp_path / "ebm-pico")
     args = ["finetune", "--architecture", "bert:tiny", "--dataset", dataset, "--data-dir", str(directory),

@@ -1,8 +1,8 @@
-"""The papers' protocols: their grids, in-loop checkpoint selection, and seed 001's cross-validation.
+"""The papers' protocols: their grids, in-loop checkpoint selection, and the cross-validation of Lewis et al. 2020.
 
 The selection tests drive :func:`train` with a scripted dev score, so which checkpoint the run
 must end on is known in advance; the cross-validation tests run the CLI on EU-ADR's ten real
-folds and on GAD, of which only fold 1 is on this machine.
+folds and on GAD, of which the official data folder (BIOLM_DATA_DIR) holds only fold 1.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,8 +22,6 @@ from workers.engine.finetune import FinetuneSpec, choose, prepare, resolve_devic
 from workers.engine.protocol import LEWIS_CLASSIFICATION_LR, plan_for
 from workers.engine.task import Task
 from workers.engine.training import Hyperparameters, TrainingContext, train
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -214,10 +211,13 @@ def test_results_record_the_blurb_protocol_by_default(tmp_path):
     assert results["reported"] == {"statistic": "mean", "value": results["test"]["mean"]}
 
 
-# --- seed 001's cross-validation ----------------------------------------------------------------
+# --- the cross-validation of Lewis et al. 2020 ---------------------------------------------------
 
 
-def test_lewis2020_on_eu_adr_reports_the_median_over_the_nine_folds_fold_1_did_not_choose(tmp_path, capsys):
+def test_lewis2020_on_eu_adr_reports_the_median_over_the_nine_folds_fold_1_did_not_choose(
+    tmp_path, capsys, official_data
+):
+    official_data("EU-ADR", "biobert-REdata")
     out = tmp_path / "eu-adr"
     args = ["finetune", "--protocol", "lewis2020", "--dataset", "eu-adr", "--architecture", "bert:tiny",
             "--max-train-examples", "48", "--epochs", "2", "--out", str(out)]  # fmt: skip
@@ -238,13 +238,14 @@ def test_lewis2020_on_eu_adr_reports_the_median_over_the_nine_folds_fold_1_did_n
     assert "median" in printed and "over 9 folds" in printed
 
 
-def test_gad_under_lewis2020_names_the_missing_folds_instead_of_using_one(tmp_path, capsys):
+def test_gad_under_lewis2020_names_the_missing_folds_instead_of_using_one(tmp_path, capsys, official_data):
+    fold_1 = official_data("GAD", "biobert-REdata-fold1")
     args = ["finetune", "--protocol", "lewis2020", "--dataset", "gad", "--architecture", "bert:tiny",
             "--out", str(tmp_path)]  # fmt: skip
     assert main(args) == 1
     error = capsys.readouterr().err
     assert "GAD is evaluated on 10 cross-validation folds" in error
-    assert f"found fold 1 ({DATA / 'GAD' / 'biobert-REdata-fold1'})" in error
+    assert f"found fold 1 ({fold_1})" in error
     assert "missing folds 2, 3, 4, 5, 6, 7, 8, 9, 10" in error
     assert not (tmp_path / "results.json").exists()
 

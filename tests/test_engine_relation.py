@@ -7,7 +7,6 @@ the existing SequenceClassification path on real ChemProt rows. Tiny models, rea
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +35,6 @@ from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext, predict, seed_everything, train
 
 CLINICAL = Path(__file__).parent / "fixtures" / "clinical"
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-CHEMPROT = DATA_DIR / "ChemProt" / "blurb"
 CONTRIBUTIONS = collect_contributions(get_plugin_manager(load_entrypoints=False))
 DATASETS = {slug: Task.of(CONTRIBUTIONS, slug) for slug in CONTRIBUTIONS.datasets}  # slug -> Task
 MARKED = TaskOptions(relation_representation="markers", relation_features="cls+markers")
@@ -215,11 +212,10 @@ def test_a_dummified_entity_past_max_length_stays_in_the_input():
 
 
 @pytest.fixture(scope="module")
-def chemprot():
-    if not (CHEMPROT / "train.tsv").is_file():
-        pytest.skip(f"BLURB ChemProt is not in {CHEMPROT} (set BIOLM_DATA_DIR)")
+def chemprot(official_data):
+    folder = official_data("ChemProt", "blurb", "train.tsv").parent
     spec = DATASETS["chemprot"]
-    data = load_dataset_files(spec.dataset, CHEMPROT)
+    data = load_dataset_files(spec.dataset, folder)
     rows = data.splits["train"][:300]
     tokenizer = train_wordpiece((r["text"] for r in rows), vocab_size=2000)
     labels = LabelSpace(tuple(spec.dataset.labels) or tuple(data.label_set))

@@ -38,10 +38,6 @@ from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext, predict, train
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-NCBI = DATA / "NCBI-disease" / "blurb"
-EBM_PICO = DATA / "EBM-PICO" / "blurb"
-
 
 @pytest.fixture(scope="module")
 def datasets() -> dict[str, Task]:
@@ -245,10 +241,10 @@ def write_slice(source: Path, target: Path, sentences: dict[str, int]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ncbi_slice(tmp_path_factory) -> Path:
-    if not NCBI.is_dir():
-        pytest.skip(f"BLURB NCBI-disease files are not in {NCBI}")
-    return write_slice(NCBI, tmp_path_factory.mktemp("ncbi"), {"train": 80, "dev": 30, "test": 30})
+def ncbi_slice(tmp_path_factory, official_data) -> Path:
+    return write_slice(
+        official_data("NCBI-disease", "blurb"), tmp_path_factory.mktemp("ncbi"), {"train": 80, "dev": 30, "test": 30}
+    )
 
 
 def formulation_on(prepared, **options) -> TokenTagging:
@@ -457,10 +453,8 @@ def test_demo_pico_trains_with_one_sigmoid_per_element_via_the_cli(tmp_path):
     assert 0 <= results["runs"][0]["metrics"]["test"]["token-macro-f1"] <= 100
 
 
-def test_real_ebm_pico_slice_trains_and_scores_as_element_sets(datasets):
-    path = EBM_PICO / "test.tsv"
-    if not path.is_file():
-        pytest.skip(f"BLURB EBM PICO files are not in {EBM_PICO}")
+def test_real_ebm_pico_slice_trains_and_scores_as_element_sets(datasets, official_data):
+    path = official_data("EBM-PICO", "blurb", "test.tsv")
     rows = read_conll_file(path, "test", docstart="pmid")[:90]
     for row in rows:
         row.pop("_where")

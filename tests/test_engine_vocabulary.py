@@ -1,4 +1,4 @@
-"""Pretraining vocabularies: deterministic WordPiece and byte-level BPE, and seed 004's coverage report."""
+"""Pretraining vocabularies: deterministic WordPiece and byte-level BPE, and the coverage report of Gu et al. 2021."""
 
 from __future__ import annotations
 
@@ -15,12 +15,17 @@ from workers.engine.tokenization import load_tokenizer
 from workers.engine.vocabulary import DEFAULT_TERMS, compare, coverage, train_byte_level_bpe, train_vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
-HOC = ROOT.parent / "shared" / "data" / "HoC" / "blurb" / "train.tsv"
 BERT_WHOLE = ["diabetes", "leukemia", "lithium", "insulin", "DNA", "promoter"]  # Table 1's BERT column
 
 
-def hoc_sentences(n: int = 3000) -> list[str]:
-    rows = HOC.read_text(encoding="utf-8").split("\n")[1 : n + 1]
+@pytest.fixture(scope="module")
+def hoc(official_data) -> Path:
+    """HoC's BLURB training file, from the official data folder."""
+    return official_data("HoC", "blurb", "train.tsv")
+
+
+def hoc_sentences(hoc: Path, n: int = 3000) -> list[str]:
+    rows = hoc.read_text(encoding="utf-8").split("\n")[1 : n + 1]
     return [row.split("\t")[1] for row in rows if row]
 
 
@@ -41,12 +46,12 @@ def test_the_default_term_list_is_seed_004_table_1():
 def test_bert_uncased_vocabulary_reproduces_table_1s_bert_column(bert_vocabulary):
     report = coverage(bert_vocabulary)
     assert report.whole_terms == BERT_WHOLE and report.whole_share == 6 / 17
-    assert report.terms["lymphoma"] == ["l", "##ym", "##ph", "##oma"]  # seed 004 section 3's examples
+    assert report.terms["lymphoma"] == ["l", "##ym", "##ph", "##oma"]  # the examples of Gu et al. 2021, section 3
     assert len(report.terms["acetyltransferase"]) == 7
 
 
-def test_an_in_domain_vocabulary_keeps_terms_whole_that_the_starting_vocabulary_shatters(bert_vocabulary):
-    texts = hoc_sentences()
+def test_an_in_domain_vocabulary_keeps_terms_whole_that_the_starting_vocabulary_shatters(bert_vocabulary, hoc):
+    texts = hoc_sentences(hoc)
     ours = train_vocabulary(texts, "wordpiece", 4000)
     comparison = compare(ours, bert_vocabulary, texts=texts[:300])
     assert "lymphoma" in comparison["kept_whole_only_by_new"]
@@ -55,8 +60,8 @@ def test_an_in_domain_vocabulary_keeps_terms_whole_that_the_starting_vocabulary_
     assert 1.0 < comparison["new"]["pieces_per_word"] < 3.0
 
 
-def test_byte_level_bpe_round_trips_any_text_and_has_no_unknown_token():
-    tokenizer = train_byte_level_bpe(hoc_sentences(500), 800)
+def test_byte_level_bpe_round_trips_any_text_and_has_no_unknown_token(hoc):
+    tokenizer = train_byte_level_bpe(hoc_sentences(hoc, 500), 800)
     text = "Naïve T-cells \u2013 5 µg/ml 🙂 lymphoma."  # an en dash, a micro sign, an emoji
     ids = tokenizer(text)["input_ids"]
     assert tokenizer.unk_token_id not in ids
@@ -64,9 +69,9 @@ def test_byte_level_bpe_round_trips_any_text_and_has_no_unknown_token():
     assert tokenizer.convert_ids_to_tokens(ids)[0] == "<s>" and tokenizer.convert_ids_to_tokens(ids)[-1] == "</s>"
 
 
-def test_a_saved_vocabulary_loads_back_with_the_same_ids(tmp_path):
+def test_a_saved_vocabulary_loads_back_with_the_same_ids(tmp_path, hoc):
     for kind in ("wordpiece", "byte-bpe"):
-        tokenizer = train_vocabulary(hoc_sentences(300), kind, 600)
+        tokenizer = train_vocabulary(hoc_sentences(hoc, 300), kind, 600)
         tokenizer.save_pretrained(tmp_path / kind)
         loaded = load_tokenizer(tmp_path / kind)
         text = "Cisplatin induced apoptosis in lymphoma cells."
@@ -82,12 +87,12 @@ print(json.dumps({kind: train_vocabulary(texts, kind, 700).backend_tokenizer.to_
 """
 
 
-def test_the_same_corpus_gives_the_same_vocabulary_in_any_process():
+def test_the_same_corpus_gives_the_same_vocabulary_in_any_process(hoc):
     outputs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         run = subprocess.run(
-            [sys.executable, "-c", LEARN, str(HOC), "wordpiece", "byte-bpe"],
+            [sys.executable, "-c", LEARN, str(hoc), "wordpiece", "byte-bpe"],
             cwd=ROOT, env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         outputs.append(json.loads(run.stdout))

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from official_data import official
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.pretrain.contamination import MIN_WORDS, collect_test_shingles, contamination, shingles, words
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
-DIRECTORIES = {"hoc": DATA / "HoC" / "blurb", "ncbi-disease": DATA / "NCBI-disease" / "blurb"}
+FOLDERS = {"hoc": ("HoC", "blurb"), "ncbi-disease": ("NCBI-disease", "blurb")}  # under the official data folder
 
 
 @pytest.fixture(scope="module")
-def sets():
+def sets(official_data):
+    directories = {slug: official_data(*folder) for slug, folder in FOLDERS.items()}
     found, skipped = collect_test_shingles(
-        {slug: DATASETS[slug] for slug in DIRECTORIES}, lambda s: DIRECTORIES[s.slug]
+        {slug: DATASETS[slug] for slug in directories}, lambda s: directories[s.slug]
     )
     assert not skipped
     return found
@@ -26,7 +26,7 @@ def sets():
 
 def hoc_test_abstracts() -> list[str]:
     documents: dict[str, list[str]] = {}
-    for row in (DATA / "HoC" / "blurb" / "test.tsv").read_text(encoding="utf-8").split("\n")[1:]:
+    for row in official("HoC", "blurb", "test.tsv").read_text(encoding="utf-8").split("\n")[1:]:
         if row:
             _, sentence, index = row.split("\t")
             documents.setdefault(index.split("_")[0], []).append(sentence)
@@ -35,7 +35,7 @@ def hoc_test_abstracts() -> list[str]:
 
 def ncbi_test_sentences() -> list[list[str]]:
     sentences, tokens = [], []
-    for line in (DATA / "NCBI-disease" / "blurb" / "test.tsv").read_text(encoding="utf-8").split("\n"):
+    for line in official("NCBI-disease", "blurb", "test.tsv").read_text(encoding="utf-8").split("\n"):
         if line.strip():
             tokens.append(line.split("\t")[0])
         elif tokens:

@@ -1,4 +1,4 @@
-"""Seed 001's task-agnostic distillation: a student that mimics a teacher beats the same student trained alone."""
+"""Lewis et al. 2020's task-agnostic distillation: a student mimicking a teacher beats one trained alone."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import torch
 from workers.engine.__main__ import main
 from workers.engine.pretrain.distillation import Distillation
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 QUIET = {"contamination_datasets": [], "eval_every": 50, "checkpoint_every": 1000}
 
 
-def hoc_abstracts() -> list[str]:
+def hoc_abstracts(train: Path) -> list[str]:
     documents: dict[str, list[str]] = {}
-    for row in (DATA / "HoC" / "blurb" / "train.tsv").read_text(encoding="utf-8").split("\n")[1:]:
+    for row in train.read_text(encoding="utf-8").split("\n")[1:]:
         if row:
             _, sentence, index = row.split("\t")
             documents.setdefault(index.split("_")[0], []).append(sentence)
@@ -25,9 +24,10 @@ def hoc_abstracts() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
+def corpus(tmp_path_factory, official_data) -> Path:
+    train = official_data("HoC", "blurb", "train.tsv")
     path = tmp_path_factory.mktemp("corpus") / "hoc.txt"
-    path.write_text("\n".join(hoc_abstracts()) + "\n", encoding="utf-8")
+    path.write_text("\n".join(hoc_abstracts(train)) + "\n", encoding="utf-8")
     return path
 
 

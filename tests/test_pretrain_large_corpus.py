@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from official_data import data_env
 
 from workers.engine.pretrain.loop import unigram_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 # The run itself needs about 92 MB past its imports whatever the corpus's size (measured with
 # 16 MB and 128 MB corpora); the limit leaves room for a machine whose libraries allocate more.
 LIMIT = 128 * 2**20
@@ -55,10 +55,10 @@ sys.exit(status)
 """
 
 
-def write_corpus(path: Path, size: int) -> int:
-    """HoC's training abstracts, repeated until the file holds ``size`` bytes."""
+def write_corpus(path: Path, size: int, train: Path) -> int:
+    """HoC's training abstracts (``train``: its BLURB train.tsv), repeated until the file holds ``size`` bytes."""
     abstracts: dict[str, list[str]] = {}
-    for row in (DATA / "HoC" / "blurb" / "train.tsv").read_text(encoding="utf-8").split("\n")[1:]:
+    for row in train.read_text(encoding="utf-8").split("\n")[1:]:
         if row:
             _, sentence, index = row.split("\t")
             abstracts.setdefault(index.split("_")[0], []).append(sentence)
@@ -72,16 +72,16 @@ def write_corpus(path: Path, size: int) -> int:
     return written
 
 
-def test_a_corpus_larger_than_the_process_may_allocate_pretrains(tmp_path):
+def test_a_corpus_larger_than_the_process_may_allocate_pretrains(tmp_path, official_data):
     corpus = tmp_path / "corpus.txt"
-    size = write_corpus(corpus, CORPUS_BYTES)
+    size = write_corpus(corpus, CORPUS_BYTES, official_data("HoC", "blurb", "train.tsv"))
     assert size > LIMIT
     settings = json.dumps({"contamination_datasets": [], "batch_size": 8, "eval_every": 2, "eval_blocks": 16})
     command = [sys.executable, "-c", HARNESS, str(LIMIT), "pretrain", "--recipe", "tiny", "--corpus", str(corpus),
                "--steps", "2", "--precision", "fp32", "--device", "cpu", "--settings", settings,
                "--out", str(tmp_path / "out")]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MALLOC_ARENA_MAX": "2",
-           "OMP_NUM_THREADS": "2", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'platform'}"}  # fmt: skip
+    env = data_env(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", MALLOC_ARENA_MAX="2",
+                   OMP_NUM_THREADS="2", PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'platform'}")  # fmt: skip
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     report = json.loads((tmp_path / "out" / "pretraining.json").read_text())

@@ -18,18 +18,23 @@ from workers.engine.pretrain.objectives import masked_language_model
 from workers.engine.pretrain.run import PretrainArguments, pretrain
 from workers.engine.tokenization import train_wordpiece
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PREPROCESSORS = collect_contributions(get_plugin_manager(load_entrypoints=False)).preprocessors
 
 
-def abstracts(limit: int) -> list[str]:
-    entries = json.loads((DATA / "PubMedQA" / "blurb" / "pqal_fold0" / "train_set.json").read_text())
+@pytest.fixture(scope="module")
+def pubmedqa(official_data) -> Path:
+    """PubMedQA's first BLURB training fold, from the official data folder."""
+    return official_data("PubMedQA", "blurb", "pqal_fold0", "train_set.json")
+
+
+def abstracts(train_set: Path, limit: int) -> list[str]:
+    entries = json.loads(train_set.read_text())
     return [" ".join(entry["CONTEXTS"]) for entry in list(entries.values())[:limit]]
 
 
 @pytest.fixture(scope="module")
-def segmented() -> list[str]:
-    return list(apply_preprocessors(abstracts(200), [PREPROCESSORS["sentences"]]))
+def segmented(pubmedqa) -> list[str]:
+    return list(apply_preprocessors(abstracts(pubmedqa, 200), [PREPROCESSORS["sentences"]]))
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +67,11 @@ def test_sop_swaps_two_consecutive_segments_of_one_document(tmp_path, tokenizer)
         assert (order == sorted(order)) == (label == 0), (text, label)
 
 
-def test_nsp_and_sop_need_sentences_and_one_of_them_only(tmp_path, tokenizer):
+def test_nsp_and_sop_need_sentences_and_one_of_them_only(tmp_path, tokenizer, pubmedqa):
     with pytest.raises(ValueError, match="every document is one sentence here: add the 'sentences' preprocessor"):
-        write_pair_blocks(iter(abstracts(20)), tokenizer, tmp_path, block_size=96, heldout_share=0.0, task="nsp")
+        write_pair_blocks(
+            iter(abstracts(pubmedqa, 20)), tokenizer, tmp_path, block_size=96, heldout_share=0.0, task="nsp"
+        )
     with pytest.raises(ValueError, match="NSP or SOP, not both"):
         masked_language_model({}, ("mlm", "nsp", "sop"))
 
@@ -84,9 +91,11 @@ def pair_recipe(monkeypatch):
 
 
 @pytest.mark.parametrize(("objective", "architecture"), [("nsp", "bert:tiny"), ("sop", "megatron-bert:tiny")])
-def test_a_pair_recipe_trains_the_sentence_pair_head_beside_mlm(tmp_path, pair_recipe, objective, architecture):
+def test_a_pair_recipe_trains_the_sentence_pair_head_beside_mlm(
+    tmp_path, pair_recipe, objective, architecture, pubmedqa
+):
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(abstracts(150)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(abstracts(pubmedqa, 150)) + "\n", encoding="utf-8")
     slug = pair_recipe(objective, architecture)
     report = pretrain(PretrainArguments(recipe=slug, corpus=corpus, out=tmp_path / "out", steps=20,
                                         load_entrypoints=False))  # fmt: skip
@@ -95,9 +104,11 @@ def test_a_pair_recipe_trains_the_sentence_pair_head_beside_mlm(tmp_path, pair_r
     assert any("seq_relationship" in name for name in weights)
 
 
-def test_a_pair_recipe_is_refused_on_an_architecture_without_a_pair_head_before_any_work(tmp_path, pair_recipe):
+def test_a_pair_recipe_is_refused_on_an_architecture_without_a_pair_head_before_any_work(
+    tmp_path, pair_recipe, pubmedqa
+):
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(abstracts(10)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(abstracts(pubmedqa, 10)) + "\n", encoding="utf-8")
     slug = pair_recipe("sop", "roberta:tiny")
     with pytest.raises(ValueError, match="trains SOP, which needs a sentence-pair head; roberta has none"):
         pretrain(PretrainArguments(recipe=slug, corpus=corpus, out=tmp_path / "out", load_entrypoints=False))

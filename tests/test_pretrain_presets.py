@@ -17,7 +17,6 @@ from workers.engine.__main__ import main
 from workers.engine.architectures import build_config
 from workers.engine.pretrain.objectives import masked_language_model
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RECIPES = collect_contributions(get_plugin_manager(load_entrypoints=False)).recipes
 TOY = {"pubmedbert": "bert:tiny", "pubmedbert-adversarial": "bert:tiny", "roberta-biomedical": "roberta:tiny",
        "bioformer-8l": "bioformer:tiny", "bioformer-16l": "bioformer:tiny",
@@ -25,8 +24,8 @@ TOY = {"pubmedbert": "bert:tiny", "pubmedbert-adversarial": "bert:tiny", "robert
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    entries = json.loads((DATA / "PubMedQA" / "blurb" / "pqal_fold0" / "train_set.json").read_text())
+def corpus(tmp_path_factory, official_data) -> Path:
+    entries = json.loads(official_data("PubMedQA", "blurb", "pqal_fold0", "train_set.json").read_text())
     path = tmp_path_factory.mktemp("corpus") / "contexts.txt"
     path.write_text("\n".join(" ".join(e["CONTEXTS"]) for e in list(entries.values())[:120]) + "\n", encoding="utf-8")
     return path

@@ -11,28 +11,27 @@ read of the whole file into memory.
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from official_data import official
 
 from biolm.dataset_io import DataFormatError, load_dataset_files, read_lines
 from biolm.plugins import collect_contributions, get_plugin_manager
 
 TESTS = Path(__file__).parent
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", TESTS.parents[1] / "shared" / "data"))
 DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
 BOM = b"\xef\xbb\xbf"
 
 FAMILIES = [
-    # (dataset, files, CRLF too)
+    # (dataset, files, CRLF too): files given as a string are a folder in the official data folder (BIOLM_DATA_DIR)
     ("bc4chemd", TESTS / "fixtures/token_tagging/bc4chemd", True),  # CoNLL
-    ("chemprot", DATA_DIR / "ChemProt/blurb", True),  # relation TSV
-    ("biosses", DATA_DIR / "BIOSSES/blurb", True),
-    ("hoc", DATA_DIR / "HoC/blurb", True),
-    ("pubmedqa", DATA_DIR / "PubMedQA/blurb", True),  # JSON
-    ("bioasq", DATA_DIR / "BioASQ/blurb", True),
+    ("chemprot", "ChemProt/blurb", True),  # relation TSV
+    ("biosses", "BIOSSES/blurb", True),
+    ("hoc", "HoC/blurb", True),
+    ("pubmedqa", "PubMedQA/blurb", True),  # JSON
+    ("bioasq", "BioASQ/blurb", True),
     ("litcovid", TESTS / "fixtures/sentence_level/litcovid", True),  # CSV
     ("bioasq-factoid", TESTS / "fixtures/sentence_level/bioasq-factoid", True),  # SQuAD JSON
     ("ohsumed", TESTS / "fixtures/sentence_level/ohsumed", True),  # one file per document
@@ -64,10 +63,12 @@ def windows_copy(source: Path, target: Path, crlf: bool) -> Path:
     return target
 
 
-@pytest.mark.parametrize(("dataset", "files", "crlf"), FAMILIES, ids=[f[0] for f in FAMILIES])
+@pytest.mark.parametrize(
+    ("dataset", "files", "crlf"),
+    [pytest.param(*f, id=f[0], marks=pytest.mark.official_data if isinstance(f[1], str) else ()) for f in FAMILIES],
+)
 def test_a_bom_and_crlf_copy_gives_the_same_examples_and_fingerprint(tmp_path, dataset, files, crlf):
-    if not files.is_dir():
-        pytest.skip(f"{files} is absent (set BIOLM_DATA_DIR)")
+    files = official(files) if isinstance(files, str) else files
     spec = DATASETS[dataset]
     original = load_dataset_files(spec, files)
     copy = load_dataset_files(spec, windows_copy(files, tmp_path / "copy", crlf))

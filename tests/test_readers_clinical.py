@@ -5,14 +5,13 @@ small notes written for these tests, laid out and encoded exactly as the officia
 (i2b2 XML and concept files, brat standoff, MedNLI JSONL, ...); no name, date or number in them
 belongs to a real patient. Malformed-input tests copy a fixture to a temporary directory and
 break one thing, then check that the error names the file, the line and what was expected.
-The last test loads the user's own copies from BIOLM_DATA_DIR when they are there.
+The last test loads the user's own copies from the official data folder (BIOLM_DATA_DIR) when they are there.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -25,7 +24,6 @@ from plugins.datasets.readers.clinical import ADAPTERS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
 SPECS = {spec.slug: spec for spec in clinical.DATASETS}
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
 def load(slug: str, directory: Path, **options: object) -> LoadedDataset:
@@ -787,10 +785,7 @@ def test_mimic_aki_bad_encoding_empty_files_and_missing_splits_are_reported(tmp_
 
 
 @pytest.mark.parametrize("slug", sorted(ADAPTERS))
-def test_the_real_files_load_when_the_user_has_put_them_in_the_data_directory(slug):
-    directory = DATA_DIR / ADAPTERS[slug].default_path
-    if not directory.is_dir():
-        why = "is licence-restricted and" if SPECS[slug].access == "restricted" else "is"
-        pytest.skip(f"{slug} {why} not shipped with biolm; put your copy at {directory} to test it")
+def test_the_real_files_load_when_the_user_has_put_them_in_the_data_directory(slug, official_data):
+    directory = official_data(ADAPTERS[slug].default_path)  # not shipped with biolm: the user's copy, if any
     dataset = load(slug, directory)
     assert all(dataset.sizes.values())

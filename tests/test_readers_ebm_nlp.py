@@ -1,6 +1,6 @@
 """BLURB's EBM PICO splits from the original EBM-NLP 2.0 release, by BLURB's procedure.
 
-The release archive itself is 4 MiB and not on this machine, so each test writes an archive in
+The release archive itself is 4 MiB and not in the official data folder, so each test writes an archive in
 exactly its layout (``ebm_nlp_2_00/documents/<PMID>.tokens``, ``annotations/aggregated/
 starting_spans/<element>/{train,test/gold}/<PMID>.AGGREGATED.ann``). The strongest check turns
 BLURB's own dev and test files back into such an archive and rebuilds them byte for byte.
@@ -20,8 +20,13 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from plugins.datasets.readers.conll import read_conll_file
 from plugins.datasets.readers.ebm_nlp import main, read_ebm_pico, write_splits
 
-BLURB = Path(__file__).resolve().parents[2] / "shared" / "data" / "EBM-PICO" / "blurb"
 TAG_OF = {"participants": "I-PAR", "interventions": "I-INT", "outcomes": "I-OUT"}
+
+
+@pytest.fixture(scope="module")
+def blurb(official_data) -> Path:
+    """BLURB's EBM PICO folder in the official data folder (dev and test, no train)."""
+    return official_data("EBM-PICO", "blurb")
 
 
 def documents_of(path: Path) -> dict[str, tuple[list[str], list[str]]]:
@@ -69,13 +74,15 @@ def release_labels(tags: list[str]) -> dict[str, list[int]]:
 
 
 @pytest.mark.parametrize("split, part", [("dev", "train"), ("test", "test/gold")])
-def test_blurbs_dev_and_test_files_are_rebuilt_byte_for_byte_from_a_release_of_their_abstracts(tmp_path, split, part):
-    documents = documents_of(BLURB / f"{split}.tsv")
+def test_blurbs_dev_and_test_files_are_rebuilt_byte_for_byte_from_a_release_of_their_abstracts(
+    tmp_path, split, part, blurb
+):
+    documents = documents_of(blurb / f"{split}.tsv")
     write_release(tmp_path, {pmid: (tokens, release_labels(tags)) for pmid, (tokens, tags) in documents.items()}, part)
-    shutil.copy(BLURB / f"{split}_pmid.tsv", tmp_path)
+    shutil.copy(blurb / f"{split}_pmid.tsv", tmp_path)
     (written,) = write_splits(tmp_path)
     assert written == tmp_path / f"{split}.tsv"
-    assert written.read_bytes() == (BLURB / f"{split}.tsv").read_bytes()
+    assert written.read_bytes() == (blurb / f"{split}.tsv").read_bytes()
 
 
 def test_where_elements_overlap_the_later_of_participants_interventions_outcomes_wins(tmp_path):
@@ -94,27 +101,27 @@ def test_where_elements_overlap_the_later_of_participants_interventions_outcomes
 
 
 @pytest.mark.parametrize("packed", [True, False], ids=["archive", "extracted folder"])
-def test_the_adapter_builds_the_train_split_from_the_release_next_to_blurbs_pmid_lists(tmp_path, packed):
-    documents = documents_of(BLURB / "dev.tsv")
+def test_the_adapter_builds_the_train_split_from_the_release_next_to_blurbs_pmid_lists(tmp_path, packed, blurb):
+    documents = documents_of(blurb / "dev.tsv")
     train_pmids = list(documents)[:40]
     write_release(tmp_path, {p: (documents[p][0], release_labels(documents[p][1])) for p in train_pmids}, packed=packed)
     for split in ("dev", "test"):
-        shutil.copy(BLURB / f"{split}.tsv", tmp_path)
+        shutil.copy(blurb / f"{split}.tsv", tmp_path)
     (tmp_path / "train_pmid.tsv").write_text(",".join(train_pmids))
     spec = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets["ebm-pico"]
     loaded = load_dataset_files(spec, tmp_path)
     assert set(loaded.splits) == {"train", "dev", "test"} and not loaded.notes
     expected = [
-        s for s in read_conll_file(BLURB / "dev.tsv", "dev", docstart="pmid") if s["document_id"] in train_pmids
+        s for s in read_conll_file(blurb / "dev.tsv", "dev", docstart="pmid") if s["document_id"] in train_pmids
     ]
     assert [(s["document_id"], s["tokens"], s["tags"]) for s in loaded.splits["train"]] == [
         (s["document_id"], s["tokens"], s["tags"]) for s in expected
     ]
 
 
-def test_without_the_release_train_is_reported_absent_and_dev_and_test_still_load():
+def test_without_the_release_train_is_reported_absent_and_dev_and_test_still_load(blurb):
     spec = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets["ebm-pico"]
-    loaded = load_dataset_files(spec, BLURB)
+    loaded = load_dataset_files(spec, blurb)
     assert set(loaded.splits) == {"dev", "test"} and loaded.notes == ["train split absent from this distribution"]
 
 

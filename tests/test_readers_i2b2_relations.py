@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from plugins.datasets.readers.clinical.i2b2_relations import read_i2b2_2010_rela
 
 FIXTURE = Path(__file__).parent / "fixtures" / "clinical" / "i2b2_2010_re"
 SPECS = {spec.slug: spec for spec in clinical.DATASETS}
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 SLUG = "i2b2-2010-re"
 LABELS = ["PIP", "TeCP", "TeRP", "TrAP", "TrCP", "TrIP", "TrNAP", "TrWP", "false"]
 
@@ -302,10 +300,8 @@ def test_an_unknown_pairs_option_is_reported(tmp_path):
 # --- the user's own copy ----------------------------------------------------------------------
 
 
-def test_the_real_release_gives_the_relations_blue_counts():
-    directory = DATA_DIR / ADAPTERS[SLUG].default_path
-    if not directory.is_dir():
-        pytest.skip(f"{SLUG} is licence-restricted and not shipped with biolm; put your copy at {directory}")
+def test_the_real_release_gives_the_relations_blue_counts(official_data):
+    directory = official_data(ADAPTERS[SLUG].default_path)  # licence-restricted: the user's copy, if any
     dataset = load(directory)
     assert dataset.label_set == LABELS
     # BLUE (Peng et al. 2019, Table 1) counts 6,293 test relations; ours can only be lower by the

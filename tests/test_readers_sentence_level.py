@@ -1,7 +1,7 @@
 """Sentence- and document-level readers: real BLURB files load with the data README's counts, and
 malformed input is reported with its file, its line and what was expected.
 
-The real files are read from BIOLM_DATA_DIR (default: ../shared/data next to the repository) and
+The real files are read from the official data folder (BIOLM_DATA_DIR, tests/official_data.py) and
 each dataset is parsed once per module; tests that need them skip when the folder is absent.
 LitCovid and BioASQ factoid are absent there and use the invented fixtures in
 tests/fixtures/sentence_level/.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
-import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -23,7 +22,6 @@ from biolm.dataset_io import DataFormatError, load_dataset_files
 from plugins.datasets import biomedical, blurb
 from plugins.datasets.readers import bioasq, biosses, hoc, litcovid, ohsumed, pubmedqa, relation_tsv, squad
 
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 FIXTURES = Path(__file__).parent / "fixtures" / "sentence_level"
 CATALOGUE = {spec.slug: spec for spec in [*blurb.biolm_datasets(), *biomedical.biolm_datasets()]}
 ADAPTERS = {
@@ -49,11 +47,9 @@ def load(slug: str, directory: Path, **options):
     return load_dataset_files(spec_for(slug, **options), directory)
 
 
-def real_dir(slug: str) -> Path:
-    directory = DATA_DIR / ADAPTERS[slug].default_path
-    if not directory.is_dir():
-        pytest.skip(f"{directory} is absent (set BIOLM_DATA_DIR to the shared data folder to run this test)")
-    return directory
+def real_dir(official_data, slug: str) -> Path:
+    """``slug``'s folder in the official data folder (``official_data``: the fixture); the test skips if absent."""
+    return official_data(ADAPTERS[slug].default_path)
 
 
 def label_counts(rows: list[dict]) -> dict[str, int]:
@@ -87,43 +83,43 @@ def assert_reported(excinfo: pytest.ExceptionInfo, path: Path, line: int | None,
 
 
 @pytest.fixture(scope="module")
-def chemprot():
-    return load("chemprot", real_dir("chemprot"))
+def chemprot(official_data):
+    return load("chemprot", real_dir(official_data, "chemprot"))
 
 
 @pytest.fixture(scope="module")
-def ddi():
-    return load("ddi", real_dir("ddi"))
+def ddi(official_data):
+    return load("ddi", real_dir(official_data, "ddi"))
 
 
 @pytest.fixture(scope="module")
-def gad():
-    return load("gad", real_dir("gad"))
+def gad(official_data):
+    return load("gad", real_dir(official_data, "gad"))
 
 
 @pytest.fixture(scope="module")
-def euadr():
-    return load("eu-adr", real_dir("eu-adr"))
+def euadr(official_data):
+    return load("eu-adr", real_dir(official_data, "eu-adr"))
 
 
 @pytest.fixture(scope="module")
-def biosses_data():
-    return load("biosses", real_dir("biosses"))
+def biosses_data(official_data):
+    return load("biosses", real_dir(official_data, "biosses"))
 
 
 @pytest.fixture(scope="module")
-def hoc_data():
-    return load("hoc", real_dir("hoc"))
+def hoc_data(official_data):
+    return load("hoc", real_dir(official_data, "hoc"))
 
 
 @pytest.fixture(scope="module")
-def pubmedqa_data():
-    return load("pubmedqa", real_dir("pubmedqa"))
+def pubmedqa_data(official_data):
+    return load("pubmedqa", real_dir(official_data, "pubmedqa"))
 
 
 @pytest.fixture(scope="module")
-def bioasq_data():
-    return load("bioasq", real_dir("bioasq"))
+def bioasq_data(official_data):
+    return load("bioasq", real_dir(official_data, "bioasq"))
 
 
 def test_chemprot_loads_with_the_readme_row_and_label_counts(chemprot):
@@ -207,14 +203,14 @@ def test_eu_adr_fold_1_holds_out_the_last_tenth_of_train_as_dev(euadr):
             assert row["text"][row["tail"]["start"] : row["tail"]["end"]] == "@DISEASE$"
 
 
-def test_eu_adr_without_a_dev_fraction_is_biobert_train_and_test_with_a_note():
-    loaded = load("eu-adr", real_dir("eu-adr"), dev_fraction=0)
+def test_eu_adr_without_a_dev_fraction_is_biobert_train_and_test_with_a_note(official_data):
+    loaded = load("eu-adr", real_dir(official_data, "eu-adr"), dev_fraction=0)
     assert loaded.sizes == {"train": 318, "test": 37}
     assert loaded.notes == ["dev split absent from this distribution"]
 
 
-def test_every_eu_adr_fold_covers_the_355_sentences():
-    directory = real_dir("eu-adr")
+def test_every_eu_adr_fold_covers_the_355_sentences(official_data):
+    directory = real_dir(official_data, "eu-adr")
     for fold in range(1, 11):
         assert sum(load("eu-adr", directory, fold=fold).sizes.values()) == 355, fold
 
@@ -235,8 +231,11 @@ def test_hoc_loads_one_example_per_abstract_with_blurb_counts(hoc_data):
     assert label_counts(hoc_data.splits["train"])["sustaining proliferative signaling"] == 315
 
 
-def test_hoc_abstract_is_its_sentences_in_order_with_the_or_of_their_labels(hoc_data):
-    rows = [line.split("\t") for line in (real_dir("hoc") / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+def test_hoc_abstract_is_its_sentences_in_order_with_the_or_of_their_labels(hoc_data, official_data):
+    rows = [
+        line.split("\t")
+        for line in (real_dir(official_data, "hoc") / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    ]
     pmid = rows[0][2].split("_")[0]
     sentences = [row for row in rows if row[2].startswith(f"{pmid}_s")]
     flagged = {i for row in sentences for i, flag in enumerate(row[0].split(",")) if flag.endswith("_1")}
@@ -254,8 +253,8 @@ def test_pubmedqa_loads_450_50_500_questions_with_the_readme_decisions(pubmedqa_
     assert pubmedqa_data.label_set == ["maybe", "no", "yes"]
 
 
-def test_pubmedqa_input_is_question_and_contexts_never_the_long_answer(pubmedqa_data):
-    raw = json.loads((real_dir("pubmedqa") / "test_set.json").read_text(encoding="utf-8"))
+def test_pubmedqa_input_is_question_and_contexts_never_the_long_answer(pubmedqa_data, official_data):
+    raw = json.loads((real_dir(official_data, "pubmedqa") / "test_set.json").read_text(encoding="utf-8"))
     for row in pubmedqa_data.splits["test"]:
         entry = raw[row["id"]]
         assert row["text"] == entry["QUESTION"]
@@ -263,13 +262,13 @@ def test_pubmedqa_input_is_question_and_contexts_never_the_long_answer(pubmedqa_
         assert entry["LONG_ANSWER"] not in row["text_pair"]
 
 
-def test_bioasq_yesno_loads_670_75_140_questions_with_the_readme_answers(bioasq_data):
+def test_bioasq_yesno_loads_670_75_140_questions_with_the_readme_answers(bioasq_data, official_data):
     assert bioasq_data.sizes == {"train": 670, "dev": 75, "test": 140}
     assert label_counts(bioasq_data.splits["train"]) == {"yes": 552, "no": 118}
     assert label_counts(bioasq_data.splits["dev"]) == {"yes": 62, "no": 13}
     assert label_counts(bioasq_data.splits["test"]) == {"yes": 94, "no": 46}
     assert bioasq_data.label_set == ["no", "yes"]
-    listed = (real_dir("bioasq") / "dev_id.tsv").read_text(encoding="utf-8").strip().split(",")
+    listed = (real_dir(official_data, "bioasq") / "dev_id.tsv").read_text(encoding="utf-8").strip().split(",")
     assert [row["id"] for row in bioasq_data.splits["dev"]] == listed
     assert all(row["text"] and row["text_pair"] for row in bioasq_data.splits["dev"])
 
@@ -748,7 +747,7 @@ def test_a_missing_litcovid_test_file_names_the_gold_standard_file(tmp_path):
     assert_reported(excinfo, directory, None, "no test file: looked for 'BC7-LitCovid-Test-GS.csv'")
 
 
-# --- OHSUMed (seed 000): the public ohsumed-first-20000-docs layout ------------------------------
+# --- OHSUMed (Li et al. 2022): the public ohsumed-first-20000-docs layout ------------------------------
 
 
 def test_ohsumed_keeps_single_category_abstracts_and_carves_dev_out_of_training():

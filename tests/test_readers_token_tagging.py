@@ -1,6 +1,6 @@
 """The token-tagging readers (plugins/datasets/readers/conll.py) on the real files and on broken ones.
 
-Expected counts are those of /work/shared/data/README.md ("mentions" = B tags; EBM PICO counts
+Expected counts are those of the official data folder's README.md (BIOLM_DATA_DIR; "mentions" = B tags; EBM PICO counts
 non-O tokens). Each real dataset is parsed once per module, because the big files take seconds.
 Malformed-input tests write small files to tmp_path and check that the error names the file,
 the line and what was expected.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from biolm.specs import DatasetSpec
 from plugins.datasets import biomedical, blurb
 from plugins.datasets.readers import all_adapters
 
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 FIXTURES = Path(__file__).parent / "fixtures" / "token_tagging"
 SPECS: dict[str, DatasetSpec] = {s.slug: s for s in (*blurb.DATASETS, *biomedical.DATASETS)}
 
@@ -45,16 +43,13 @@ def spec_for(slug: str) -> DatasetSpec:
 
 
 @pytest.fixture(scope="module")
-def real():
-    """``real(slug)`` -> the LoadedDataset of the shared data, parsed once per module."""
+def real(official_data):
+    """``real(slug)`` -> the LoadedDataset of the official files, parsed once per module (skips if absent)."""
     cache: dict[str, LoadedDataset] = {}
 
     def load(slug: str) -> LoadedDataset:
         if slug not in cache:
-            directory = DATA_DIR / ADAPTERS[slug].default_path
-            if not directory.is_dir():
-                pytest.skip(f"{directory} is absent (set BIOLM_DATA_DIR to the shared data directory)")
-            cache[slug] = load_dataset_files(spec_for(slug), directory)
+            cache[slug] = load_dataset_files(spec_for(slug), official_data(ADAPTERS[slug].default_path))
         return cache[slug]
 
     return load
@@ -105,10 +100,10 @@ def test_ebm_pico_loads_dev_and_test_with_the_data_readme_counts_and_no_train(re
     assert loaded.notes == ["train split absent from this distribution"]
 
 
-def test_ebm_pico_document_ids_are_the_blurb_pmid_lists_in_order(real):
+def test_ebm_pico_document_ids_are_the_blurb_pmid_lists_in_order(real, official_data):
     loaded = real("ebm-pico")
     for split, rows in loaded.splits.items():
-        listed = (DATA_DIR / "EBM-PICO/blurb" / f"{split}_pmid.tsv").read_text().strip().split(",")
+        listed = official_data("EBM-PICO", "blurb", f"{split}_pmid.tsv").read_text().strip().split(",")
         assert list(dict.fromkeys(row["document_id"] for row in rows)) == listed
 
 
@@ -153,13 +148,10 @@ def test_catalogue_split_sizes_match_the_files_except_the_documented_paper_figur
         assert (split.size, count) == expected, (slug, split.name)
 
 
-def test_bc4chemd_real_files_load_when_present(real):
-    directory = DATA_DIR / ADAPTERS["bc4chemd"].default_path
-    if not directory.is_dir():
-        pytest.skip(
-            f"{directory} is absent: every BC4CHEMD copy is >= 4 MiB and was not in the data snapshots "
-            "(data README, 'Not found'); the adapter is tested on tests/fixtures/token_tagging/bc4chemd"
-        )
+def test_bc4chemd_real_files_load_when_present(official_data):
+    # Every BC4CHEMD copy is >= 4 MiB and was not in the data snapshots (the official data folder's README,
+    # 'Not found'): this skips there, and the adapter is tested on tests/fixtures/token_tagging/bc4chemd.
+    directory = official_data(ADAPTERS["bc4chemd"].default_path)
     loaded = load_dataset_files(spec_for("bc4chemd"), directory)
     assert loaded.label_set == ["B", "I", "O"]
 

@@ -8,29 +8,29 @@ that line. Where an example is one line the check still pins the line.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from official_data import official
 
 from biolm.dataset_io import DataFormatError, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
 
 TESTS = Path(__file__).parent
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", TESTS.parents[1] / "shared" / "data"))
 FIXTURES = TESTS / "fixtures"
 DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
 
-# (family, dataset, source directory, file to edit, text to replace, replacement, marker on the bad value's line)
+# (family, dataset, source directory, file to edit, text to replace, replacement, marker on the bad value's line);
+# a source given as a string is a folder in the official data folder (BIOLM_DATA_DIR), a Path one of the repository's
 CASES = [
     ("conll", "bc4chemd", FIXTURES / "token_tagging/bc4chemd", "train.tsv", None, "X-BAD", "X-BAD"),
-    ("relation-tsv", "chemprot", DATA_DIR / "ChemProt/blurb", "dev.tsv", "\tCPR:4\n", "\tCPR:99\n", "CPR:99"),
-    ("biosses", "biosses", DATA_DIR / "BIOSSES/blurb", "dev.tsv", None, "not-a-score", "not-a-score"),
-    ("hoc", "hoc", DATA_DIR / "HoC/blurb", "dev.tsv", "0_0,1_0,", "0_0,1_7,", "1_7"),
-    ("pubmedqa-json", "pubmedqa", DATA_DIR / "PubMedQA/blurb", "pqal_fold0/dev_set.json",
+    ("relation-tsv", "chemprot", "ChemProt/blurb", "dev.tsv", "\tCPR:4\n", "\tCPR:99\n", "CPR:99"),
+    ("biosses", "biosses", "BIOSSES/blurb", "dev.tsv", None, "not-a-score", "not-a-score"),
+    ("hoc", "hoc", "HoC/blurb", "dev.tsv", "0_0,1_0,", "0_0,1_7,", "1_7"),
+    ("pubmedqa-json", "pubmedqa", "PubMedQA/blurb", "pqal_fold0/dev_set.json",
      '"final_decision": "no"', '"final_decision": "perhaps"', '"perhaps"'),
-    ("bioasq-tsv", "bioasq", DATA_DIR / "BioASQ/blurb", "dev.tsv", "\tno\n", "\tperhaps\n", "\tperhaps"),
+    ("bioasq-tsv", "bioasq", "BioASQ/blurb", "dev.tsv", "\tno\n", "\tperhaps\n", "\tperhaps"),
     ("litcovid-csv", "litcovid", FIXTURES / "sentence_level/litcovid", "BC7-LitCovid-Train.csv",
      "Prevention;Transmission", "Prevention;Astrology", "Astrology"),
     ("squad-json", "bioasq-factoid", FIXTURES / "sentence_level/bioasq-factoid", "BioASQ-train-factoid-7b.json",
@@ -84,10 +84,14 @@ def break_second_row(path: Path, value: str) -> int:
 
 
 @pytest.mark.parametrize(
-    ("family", "dataset", "source", "file", "old", "new", "marker"), CASES, ids=[case[0] for case in CASES]
+    ("family", "dataset", "source", "file", "old", "new", "marker"),
+    [
+        pytest.param(*case, id=case[0], marks=pytest.mark.official_data if isinstance(case[2], str) else ())
+        for case in CASES
+    ],
 )
 def test_the_error_names_the_line_that_holds_the_bad_value(tmp_path, family, dataset, source, file, old, new, marker):
-    directory = shutil.copytree(source, tmp_path / "data")
+    directory = shutil.copytree(official(source) if isinstance(source, str) else source, tmp_path / "data")
     path = directory / file
     if family == "conll":
         line = break_conll_tag(path)

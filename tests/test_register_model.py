@@ -13,13 +13,13 @@ from workers.engine.__main__ import main
 from workers.engine.architectures import count_parameters, load_config
 
 pytestmark = pytest.mark.django_db
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
-def pretrained(tmp_path_factory) -> Path:
+def pretrained(tmp_path_factory, official_data) -> Path:
+    train_set = official_data("PubMedQA", "blurb", "pqal_fold0", "train_set.json")
     corpus = tmp_path_factory.mktemp("corpus") / "pubmedqa.txt"
-    entries = json.loads((DATA / "PubMedQA" / "blurb" / "pqal_fold0" / "train_set.json").read_text())
+    entries = json.loads(train_set.read_text())
     corpus.write_text("\n".join(" ".join(e["CONTEXTS"]) for e in entries.values()) + "\n", encoding="utf-8")
     out = tmp_path_factory.mktemp("model") / "tiny-pubmedqa"
     args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "5", "--out", str(out),
