@@ -44,11 +44,11 @@ ALL_PRESETS = [f"{spec.slug}:{preset}" for spec in ARCHITECTURES for preset in s
 PUBLISHED_SIZES = [
     ("bert:base", 110e6, 0.02, "Devlin et al. 2019: BERT-base 110M"),
     ("bert:large", 340e6, 0.02, "Devlin et al. 2019: BERT-large 340M"),
-    ("bioformer:8l", 43e6, 0.02, "seed 003, Table 1: Bioformer-8L 43M"),
-    ("bioformer:16l", 42e6, 0.02, "seed 003, Table 1: Bioformer-16L 42M"),
-    ("megatron-bert:gatortron-base", 345e6, 0.035, "seed 002: GatorTron-base 345M"),
-    ("megatron-bert:gatortron-medium", 3.9e9, 0.02, "seed 002: GatorTron-medium 3.9B"),
-    ("megatron-bert:gatortron-large", 8.9e9, 0.02, "seed 002: GatorTron-large 8.9B"),
+    ("bioformer:8l", 43e6, 0.02, "Fang et al. 2023, Table 1: Bioformer-8L 43M"),
+    ("bioformer:16l", 42e6, 0.02, "Fang et al. 2023, Table 1: Bioformer-16L 42M"),
+    ("megatron-bert:gatortron-base", 345e6, 0.035, "Yang et al. 2022: GatorTron-base 345M"),
+    ("megatron-bert:gatortron-medium", 3.9e9, 0.02, "Yang et al. 2022: GatorTron-medium 3.9B"),
+    ("megatron-bert:gatortron-large", 8.9e9, 0.02, "Yang et al. 2022: GatorTron-large 8.9B"),
 ]
 
 SDPA_FAMILIES = {"bert", "bioformer", "roberta"}  # transformers 5.x: _supports_sdpa on the model class

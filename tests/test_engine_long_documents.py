@@ -1,4 +1,4 @@
-"""Long documents for sequence tasks (seed 000 section 3.5): snippets pooled, or the whole note in a long model.
+"""Long documents for sequence tasks (Li et al. 2022, section 3.5): snippets pooled, or the whole note in a long model.
 
 Real tiny models and real tokenizers, no mocks; the documents are synthetic (a few hundred to a
 thousand tokens) because the clinical fixtures' notes are mostly short.

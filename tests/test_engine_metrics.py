@@ -2,7 +2,7 @@
 
 References: seqeval (entity level), scikit-learn (classification, AUC), scipy (Pearson), the
 official SQuAD v1.1 evaluation functions transcribed below, and plain loops written from
-METRICS.md (BLUE's HoC) and the BioASQ measure definitions (seed 003).
+METRICS.md (BLUE's HoC) and the BioASQ measure definitions (Fang et al. 2023).
 """
 
 from __future__ import annotations
@@ -514,7 +514,7 @@ def test_squad_edge_cases():
 
 
 def bioasq_reference(gold: list[list[str]], pred: list[list[str]]) -> tuple[float, float, float]:
-    """Strict/lenient accuracy and MRR over the top 5, written as plain loops (seed 003's measures)."""
+    """Strict/lenient accuracy and MRR over the top 5, written as plain loops (the measures of Fang et al. 2023)."""
     strict = lenient = reciprocal = 0.0
     for synonyms, answers in zip(gold, pred, strict=True):
         lowered = [s.lower() for s in synonyms]

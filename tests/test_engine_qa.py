@@ -1,4 +1,4 @@
-"""Extractive QA (seed 002 Methods; BioASQ factoid of seed 003) on tiny models, real fixtures, no mocks."""
+"""Extractive QA (Yang et al. 2022; BioASQ factoid of Fang et al. 2023) on tiny models, real fixtures, no mocks."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_qa_datasets_select_the_extractive_formulation():
 
 def test_windows_cover_every_context_token_with_seed_002_lengths(word_tokenizer):
     qa = formulation("emrqa-medication", word_tokenizer)
-    # Seed 002: 446 tokens per window *including* [CLS], [SEP], [SEP]; so 443 context tokens.
+    # Yang et al. 2022: 446 tokens per window *including* [CLS], [SEP], [SEP]; so 443 context tokens.
     per_window, stride = 446 - 3, 396
     for n_words in (1, 443, 444, 839, 840, 2000):
         row = synthetic_row(n_words, None, question_words=100)

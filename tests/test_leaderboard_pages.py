@@ -21,7 +21,7 @@ def test_blurb_page_ranks_reported_models_by_their_published_blurb_score(client)
     page = client.get("/leaderboard/blurb/").content.decode()
     rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<th scope=\"row\">([^<]+)", page)
     names = [name.strip() for _, name in rows]
-    # Seed 004: PubMed+PMC with longer training (Table 8, 81.45) > PubMedBERT (Table 6, 81.10) > BioBERT (80.29).
+    # Gu et al. 2021: PubMed+PMC with longer training (Table 8, 81.45) > PubMedBERT (Table 6, 81.10) > BioBERT (80.29).
     assert names[0] == "PubMedBERT (PubMed + PMC, longer training)"
     assert names.index("PubMedBERT") < names.index("BioBERT") < names.index("BERT (uncased)")
     assert [rank for rank, _ in rows] == [str(i) for i in range(1, len(rows) + 1)]

@@ -1,4 +1,4 @@
-"""Adversarial pretraining (seed 004 section 2.4, ALUM): the perturbation, the loss and their determinism.
+"""Adversarial pretraining (Gu et al. 2021, section 2.4, ALUM): the perturbation, the loss and their determinism.
 
 The models are tiny BERTs in fp32 without dropout, so that what the tests compare is the
 perturbation's effect and not rounding or dropout noise.

@@ -1,4 +1,4 @@
-"""Long models from short ones (seed 000 section 3.2): weights copied, positions tiled, outputs unchanged."""
+"""Long models from short ones (Li et al. 2022, section 3.2): weights copied, positions tiled, outputs unchanged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Bioformer benchmark (seed 003, Tables 2-3) and its published results.
+"""The Bioformer benchmark (Fang et al. 2023, Tables 2-3) and its published results.
 
 ``TABLE_3`` below is a second, complete transcription of Table 3, typed row by row as the paper
 prints it (one row per dataset/metric, one column per model), independently of the per-model

@@ -1,4 +1,4 @@
-"""The BLURB benchmark (seed 004, Tables 3 and 6-9) and its published results.
+"""The BLURB benchmark (Gu et al. 2021, Tables 3 and 6-9) and its published results.
 
 ``TABLE_6`` and ``ABLATIONS`` below are a second transcription of the paper's tables, typed row by
 row as printed (one row per dataset, one column per model), independently of the per-model JSON

@@ -201,7 +201,7 @@ def test_published_models(gt: BenchmarkSpec, cl: BenchmarkSpec) -> None:
         "clinical-longformer": "longformer",
         "clinical-bigbird": "big-bird",
     }
-    assert all(m.parameters is None for m in cl.published), "seed 000 states no parameter counts"
+    assert all(m.parameters is None for m in cl.published), "Li et al. 2022 state no parameter counts"
     lengths = {m.slug: m.max_sequence_length for m in cl.published}
     assert lengths["clinical-longformer"] == lengths["clinical-bigbird"] == 4096
     assert lengths["bert"] == 512

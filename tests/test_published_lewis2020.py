@@ -1,4 +1,4 @@
-"""The Lewis et al. 2020 benchmark (seed 001, Tables 1-4, 6, 7) and its published results.
+"""The Lewis et al. 2020 benchmark (Tables 1-4, 6, 7) and its published results.
 
 ``TABLE_2`` and ``TABLE_7`` below are second transcriptions of the paper's Table 2 and appendix
 Table 7, one row per task as printed (columns in the printed order), independent of the per-model

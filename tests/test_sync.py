@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
+from django.apps import apps
+from django.db import models
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import SummarySpec
@@ -81,6 +84,37 @@ def test_a_corrected_transcription_updates_the_result_and_the_score():
     assert result.value == pytest.approx(first.scores["biosses"] + 10)
     after = Score.objects.get(language_model__slug=f"blurb--{first.slug}").score
     assert after == pytest.approx(before + 10 / 6)  # BIOSSES alone is one of six task types
+
+
+def test_a_resync_writes_a_reworded_source_over_the_stored_published_rows():
+    """A database synced from an older wording of the published sources takes the new one."""
+    older = "an older wording of the source"
+    Benchmark.objects.filter(slug="lewis2020").update(published_source=older)
+    LanguageModel.objects.filter(reported_in__slug="lewis2020").update(source_paper=older)
+    stored = Result.objects.filter(scope="lewis2020").update(source=older)
+    report = sync_contributions(builtin_contributions())
+    lewis = builtin_contributions().benchmarks["lewis2020"]
+    assert Benchmark.objects.get(slug="lewis2020").published_source == lewis.published_source
+    for published in lewis.published:
+        expected = (published.source or lewis.published_source or lewis.source_paper)[:300]
+        model = LanguageModel.objects.get(slug=f"lewis2020--{published.slug}")
+        assert model.source_paper == expected
+        assert set(model.results.filter(scope="lewis2020").values_list("source", flat=True)) == {expected}
+    assert report.updated["results"] == stored
+    assert not Result.objects.filter(source=older).exists()
+
+
+def test_no_synced_text_cites_a_paper_by_its_file_number():
+    """Sources, descriptions and citations on the pages cite papers by authors and year."""
+    file_number = re.compile(r"\bse" + r"eds?[ \t-]?0" + r"0\d", re.IGNORECASE)
+    found = []
+    for model in (*apps.get_app_config("registry").get_models(), *apps.get_app_config("leaderboard").get_models()):
+        texts = [f.name for f in model._meta.fields if isinstance(f, models.CharField | models.TextField)]
+        for row in model.objects.values("pk", *texts):
+            for name in texts:
+                if file_number.search(row[name] or ""):
+                    found.append(f"{model.__name__} {row['pk']} {name}: {row[name]}")
+    assert not found, "\n".join(found)
 
 
 def test_a_contribution_that_disappears_is_deactivated_not_deleted():

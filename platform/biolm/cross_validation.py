@@ -1,4 +1,4 @@
-"""A dataset's k-fold distribution, read fold by fold (seed 001 scores GAD and EU-ADR this way).
+"""A dataset's k-fold distribution, read fold by fold (Lewis et al. 2020 score GAD and EU-ADR this way).
 
 Each fold is read and validated exactly as a dataset's own split files are (same schema
 checks, same fingerprint), with the fold reader the adapter's :class:`CrossValidationSpec`

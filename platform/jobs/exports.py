@@ -10,8 +10,8 @@ platform scores the worker's test predictions against the gold, which only it re
 
 Cross-validation folds (imported with the dataset, :mod:`registry.fold_imports`) are exported the
 same way under ``.../folds-<fingerprint>/withheld/folds/<k>/{train,test}.jsonl``. The reported
-folds' tests are withheld; the first fold's test keeps its gold, because seed 001's protocol
-selects its hyperparameters and stopping step on it (the engine scores it, and never reports it).
+folds' tests are withheld; the first fold's test keeps its gold, because the protocol of
+Lewis et al. 2020 selects its hyperparameters and stopping step on it (the engine scores it, and never reports it).
 Under cross-validation every example is in some other fold's train, so withholding cannot keep a
 label from a worker that looks for it; what it keeps is the scoring, which is the platform's.
 """

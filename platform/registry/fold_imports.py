@@ -1,6 +1,6 @@
 """A dataset's cross-validation folds, imported with it for the protocols that score on folds.
 
-Seed 001 (lewis2020) reports GAD and EU-ADR as the median over BioBERT's ten folds, so a job
+Lewis et al. 2020 (``lewis2020``) report GAD and EU-ADR as the median over BioBERT's ten folds, so a job
 running that protocol needs every fold, validated like the dataset's own files. Folds are read
 from ``--folds DIR`` or from the adapter's default location; every fold is validated before
 anything is written, and they are stored as one unit (``folds-<fingerprint>/<k>/``, renamed into

@@ -5,10 +5,10 @@ class: ``tiny`` (2 layers, hidden 64) exists for tests on a CPU, the others are
 the published sizes. Parameter counts are deliberately absent: the engine
 computes them from the built model, so a typo here cannot mislabel a model.
 
-Sources: BERT base/large (Devlin et al. 2019); Bioformer 8L/16L (seed 003,
-Table 1: 8L/512H/8A and 16L/384H/6A, vocabulary 32,768); GatorTron
-base/medium/large (seed 002, Table 3: 24/1024/16, 48/2560/40, 56/3584/56);
-Clinical-Longformer and Clinical-BigBird at 4,096 tokens (seed 000).
+Sources: BERT base/large (Devlin et al. 2019); Bioformer 8L/16L (Fang et al.
+2023, Table 1: 8L/512H/8A and 16L/384H/6A, vocabulary 32,768); GatorTron
+base/medium/large (Yang et al. 2022, Table 3: 24/1024/16, 48/2560/40, 56/3584/56);
+Clinical-Longformer and Clinical-BigBird at 4,096 tokens (Li et al. 2022).
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ ARCHITECTURES = (
         slug="bioformer",
         name="Bioformer (compact BERT)",
         model_type="bert",
-        description="Deep-and-narrow compact BERT with a 32,768 cased WordPiece biomedical vocabulary (seed 003).",
+        description=(
+            "Deep-and-narrow compact BERT with a 32,768 cased WordPiece biomedical vocabulary (Fang et al. 2023)."
+        ),
         presets={
             "tiny": {**_TINY, "vocab_size": 1024},
             "8l": _size(8, 512, 8, vocab_size=32768),
@@ -62,7 +64,9 @@ ARCHITECTURES = (
         slug="roberta",
         name="RoBERTa",
         model_type="roberta",
-        description="BERT trained with dynamic masking and a byte-level BPE vocabulary (seed 001's models).",
+        description=(
+            "BERT trained with dynamic masking and a byte-level BPE vocabulary (the models of Lewis et al. 2020)."
+        ),
         presets={
             "tiny": {**_TINY, "vocab_size": 1024, "max_position_embeddings": 514},
             "base": _size(12, 768, 12, max_position_embeddings=514, vocab_size=50265),
@@ -98,7 +102,9 @@ ARCHITECTURES = (
         slug="megatron-bert",
         name="Megatron-BERT (GatorTron)",
         model_type="megatron-bert",
-        description="BERT with pre-layer-norm blocks as trained by Megatron-LM; the GatorTron family (seed 002).",
+        description=(
+            "BERT with pre-layer-norm blocks as trained by Megatron-LM; the GatorTron family (Yang et al. 2022)."
+        ),
         presets={
             "tiny": {**_TINY, "vocab_size": 1024},
             "gatortron-base": _size(24, 1024, 16, vocab_size=50176),

@@ -1,4 +1,4 @@
-"""The Bioformer evaluation: 15 biomedical datasets of Fang et al. (seed 003, Tables 2-3).
+"""The Bioformer evaluation: 15 biomedical datasets of Fang et al. 2023 (Tables 2-3).
 
 Entries are the 20 numeric rows of the paper's Table 3: eight NER datasets (F1), four relation
 extraction datasets, two document classification datasets and BioASQ-7b factoid question

@@ -1,4 +1,4 @@
-"""BLURB, the Biomedical Language Understanding & Reasoning Benchmark of Gu et al. 2021 (seed 004).
+"""BLURB, the Biomedical Language Understanding & Reasoning Benchmark of Gu et al. 2021.
 
 Entries are the 13 datasets of the paper's Table 3, in the row order of Table 6, each scored with
 the metric Table 3 gives it (mapped to the slugs of ``plugins/tasks/metrics.py``):

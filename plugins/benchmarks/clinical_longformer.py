@@ -1,4 +1,4 @@
-"""The Clinical-Longformer benchmark: the clinical tasks of Li et al. 2022 (seed 000).
+"""The Clinical-Longformer benchmark: the clinical tasks of Li et al. 2022.
 
 Entries are the columns of the paper's three results tables: Table 2, question answering (emrQA
 Medication, Relation and Heart Disease, each with exact match and F1); Table 3, named entity

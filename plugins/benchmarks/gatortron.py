@@ -1,4 +1,4 @@
-"""The GatorTron clinical benchmark: five clinical NLP tasks of Yang et al. 2022 (seed 002).
+"""The GatorTron clinical benchmark: five clinical NLP tasks of Yang et al. 2022.
 
 Entries are the columns of the paper's Table 1 (clinical concept extraction on 2010 i2b2, 2012
 i2b2 and 2018 n2c2, each with precision, recall and F1; drug-ADE relation extraction on 2018

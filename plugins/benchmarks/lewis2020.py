@@ -1,4 +1,4 @@
-"""The 18 biomedical and clinical tasks of Lewis et al. 2020 (seed 001, Tables 1, 2, 4 and 7).
+"""The 18 biomedical and clinical tasks of Lewis et al. 2020 (Tables 1, 2, 4 and 7).
 
 Entries are the 18 task rows of Table 2, in its order, each scored with the metric Table 1 names.
 Published rows (``published/lewis2020.json``, digits as printed) are every model column of Table 2

@@ -1,21 +1,21 @@
-"""Biomedical datasets outside BLURB, used by Lewis et al. (seed 001), Bioformer (seed 003) and seed 000.
+"""Biomedical datasets outside BLURB, used by Lewis et al. 2020, Bioformer (Fang et al. 2023) and Li et al. 2022.
 
 Why these values:
 
-* Split sizes are those of the seed papers' dataset tables. Bioformer's Table 2 (seed 003) gives
+* Split sizes are those of the papers' dataset tables. Bioformer's Table 2 (Fang et al. 2023) gives
   train/valid/test for BC4CHEMD, LINNAEUS, S800 and BioCreative VII LitCovid; their NER counts are
-  entity mentions (the LINNAEUS and S800 numbers equal the B-tag counts of the files in
-  /work/shared/data). Lewis et al. (seed 001) give only corpus totals, and seed 000 Table 1 only a
-  total sample size (OHSUMed), so those splits are ``None`` and the totals go in the description.
-* EU-ADR: seed 003 Table 2 prints ``euadr 4796 / 0 / 535`` and ``GAD-10 318 / 0 / 38``. These two
+  entity mentions (the LINNAEUS and S800 numbers equal the B-tag counts of the files in the official
+  data folder, BIOLM_DATA_DIR). Lewis et al. 2020 give only corpus totals, and Li et al. 2022 (Table 1)
+  only a total sample size (OHSUMed), so those splits are ``None`` and the totals go in the description.
+* EU-ADR: Fang et al. 2023 (Table 2) print ``euadr 4796 / 0 / 535`` and ``GAD-10 318 / 0 / 38``. These two
   rows are evidently swapped: 4,796 + 534 is BioBERT's GAD fold, while BioBERT's EU-ADR folds
-  have 318-320 training and 35-37 test sentences (/work/shared/data/EU-ADR). We therefore take
+  have 318-320 training and 35-37 test sentences (EU-ADR in the official data folder). We therefore take
   318 / 38 for EU-ADR, and record no dev split (the table's 0; the dev files are empty).
-* BioASQ factoid is modelled as extractive QA scored by strict accuracy (seed 003 also reports
-  lenient accuracy and MRR); no split sizes are given in the seeds.
-* OHSUMed follows seed 000: single-label abstracts over the 23 MeSH disease categories, accuracy.
-* Licences repeat /work/shared/data/README.md where it covers the dataset; otherwise "not stated".
-* Citations come from the seeds' reference lists, except OHSUMed: the seed 000 text we have has no
+* BioASQ factoid is modelled as extractive QA scored by strict accuracy (Fang et al. 2023 also
+  report lenient accuracy and MRR); no split sizes are given in the papers.
+* OHSUMed follows Li et al. 2022: single-label abstracts over the 23 MeSH disease categories, accuracy.
+* Licences repeat the official data files' README where it covers the dataset; otherwise "not stated".
+* Citations come from the papers' reference lists, except OHSUMed: the text of Li et al. 2022 we have has no
   reference list, so its citation is the collection's standard paper (Hersh et al. 1994).
 """
 
@@ -56,7 +56,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="biomedical",
         description=(
             "Chemical and drug mention recognition in the 10,000 PubMed abstracts of the BioCreative IV CHEMDNER "
-            "corpus (84,310 annotations, seed 001). Split sizes: seed 003 Table 2."
+            "corpus (84,310 annotations, Lewis et al. 2020). Split sizes: Fang et al. 2023, Table 2."
         ),
         splits=_splits(29478, 29486, 25346, "mentions"),
         source=(
@@ -77,8 +77,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         metric="entity-f1",
         domain="biomedical",
         description=(
-            "Species mention recognition in 153 full-text articles (4,077 annotations, seed 001). "
-            "Split sizes: seed 003 Table 2, equal to the B-Species counts of Crichton et al.'s files."
+            "Species mention recognition in 153 full-text articles (4,077 annotations, Lewis et al. 2020). "
+            "Split sizes: Fang et al. 2023, Table 2, equal to the B-Species counts of Crichton et al.'s files."
         ),
         splits=_splits(2119, 711, 1433, "mentions"),
         source=(
@@ -99,8 +99,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         metric="entity-f1",
         domain="biomedical",
         description=(
-            "Species mention recognition in 800 PubMed abstracts (3,708 annotations, seed 001). "
-            "Split sizes: seed 003 Table 2, equal to the B counts of BioBERT's preprocessed files."
+            "Species mention recognition in 800 PubMed abstracts (3,708 annotations, Lewis et al. 2020). "
+            "Split sizes: Fang et al. 2023, Table 2, equal to the B counts of BioBERT's preprocessed files."
         ),
         splits=_splits(2557, 384, 767, "mentions"),
         source="S800 corpus (Pafilis et al.) as preprocessed for NER by BioBERT (Lee et al.), datasets/NER/s800",
@@ -118,9 +118,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
         metric="binary-f1",
         domain="biomedical",
         description=(
-            "Small binary gene-disease relation extraction set (355 annotated sentences, seed 001), evaluated "
-            "with BioBERT's 10-fold cross-validation. Sizes are one fold as in seed 003 Table 2, whose EU-ADR and "
-            "GAD rows we read as swapped (318 train / 38 test here); there is no dev split."
+            "Small binary gene-disease relation extraction set (355 annotated sentences, Lewis et al. 2020), "
+            "evaluated with BioBERT's 10-fold cross-validation. Sizes are one fold as in Fang et al. 2023, Table 2, "
+            "whose EU-ADR and GAD rows we read as swapped (318 train / 38 test here); there is no dev split."
         ),
         splits=(SplitSpec("train", 318, "relations"), SplitSpec("test", 38, "relations")),
         source="EU-ADR corpus (van Mulligen et al.) as BioBERT's 10 cross-validation folds, datasets/RE/euadr",
@@ -140,8 +140,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="biomedical",
         description=(
             "Multi-label topic classification of COVID-19 articles (title and abstract) into seven LitCovid "
-            "topics, from the BioCreative VII LitCovid track. Split sizes: seed 003 Table 2; seed 003 reports "
-            "results on the dev set."
+            "topics, from the BioCreative VII LitCovid track. Split sizes: Fang et al. 2023, Table 2; "
+            "the paper reports results on the dev set."
         ),
         splits=_splits(24960, 6239, 2500, "documents"),
         source="BioCreative VII LitCovid track data released by NCBI (LitCovid, ftp.ncbi.nlm.nih.gov/pub/lu/LitCovid)",
@@ -162,7 +162,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         description=(
             "Factoid questions from BioASQ Task 7b answered by extracting a span from the gold snippets, in "
             "BioBERT's preprocessing that drops about 30% unanswerable questions; scored by strict accuracy, "
-            "lenient accuracy and MRR (seed 003). The seeds give no split sizes."
+            "lenient accuracy and MRR (Fang et al. 2023). The papers give no split sizes."
         ),
         splits=_splits(None, None, None, "questions"),
         source=(
@@ -183,13 +183,13 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="biomedical",
         description=(
             "Single-label classification of MEDLINE cardiovascular-disease abstracts into the 23 MeSH disease "
-            "categories (C01-C23), keeping only abstracts with exactly one category, as in seed 000. Seed 000 "
-            "Table 1 gives 4,056 samples in total and no per-split sizes. Read from the public "
+            "categories (C01-C23), keeping only abstracts with exactly one category, as in Li et al. 2022, "
+            "whose Table 1 gives 4,056 samples in total and no per-split sizes. Read from the public "
             "ohsumed-first-20000-docs release (training/ and test/ with one directory per category); its "
             "training documents give 10% to a dev split, chosen by a hash of their ids."
         ),
         splits=_splits(None, None, None, "abstracts"),
-        source="OHSUMED test collection of MEDLINE references (Hersh et al.), subset as described in seed 000",
+        source="OHSUMED test collection of MEDLINE references (Hersh et al.), subset as described in Li et al. 2022",
         licence="not stated",
         citation=(
             "Hersh W, Buckley C, Leone TJ, Hickam D. OHSUMED: an interactive retrieval evaluation and new large "
@@ -202,5 +202,5 @@ DATASETS: tuple[DatasetSpec, ...] = (
 
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
-    """Biomedical datasets of seeds 000, 001 and 003 that BLURB does not include."""
+    """Biomedical datasets of Li et al. 2022, Lewis et al. 2020 and Fang et al. 2023 that BLURB does not include."""
     return list(with_adapters(DATASETS, all_adapters()))

@@ -1,21 +1,21 @@
-"""The 13 BLURB datasets (Gu et al., seed 004), as a built-in dataset plugin.
+"""The 13 BLURB datasets (Gu et al. 2021), as a built-in dataset plugin.
 
 Why these values:
 
-* Split sizes and their units are Table 3 of seed 004 exactly as printed. Its caption counts
+* Split sizes and their units are Table 3 of Gu et al. 2021 exactly as printed. Its caption counts
   "instances": entity mentions for NER and PICO elements for EBM PICO; the relation-extraction
   rows count candidate relation instances, BIOSSES counts sentence pairs, HoC abstracts and the
   two QA sets questions (section 4.6 says "450, 50, and 500 questions").
-* Where the files in /work/shared/data/<Dataset>/blurb disagree with Table 3 we keep the paper's
+* Where the official files (BIOLM_DATA_DIR/<Dataset>/blurb) disagree with Table 3 we keep the paper's
   number and say so in the description, so a reader can see both (BC5-disease dev, EBM PICO dev,
   the DDI train/dev split, and GAD dev/test, whose two numbers the table appears to swap).
 * ``labels`` is the label set found in those files (data README), not the paper's prose: NER
   files use untyped B/I/O, EBM PICO uses IO-only I-PAR/I-INT/I-OUT/O, ChemProt has the five CPR
   groups the files contain plus ``false``, and so on. BIOSSES is a regression task: no labels.
 * ``metric`` is the BLURB metric of Table 3 mapped to the slugs of plugins/tasks/metrics.py.
-* ``licence`` repeats what /work/shared/data/README.md states, including "not stated".
-* Citations come from seed 004's reference list (HoC: seed 004 prints 2015, the journal issue
-  and seeds 001/003 say 2016; we give 2016).
+* ``licence`` repeats what the official files' README states, including "not stated".
+* Citations come from the reference list of Gu et al. 2021 (HoC: they print 2015, the journal issue,
+  Lewis et al. 2020 and Fang et al. 2023 say 2016; we give 2016).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="biomedical",
         description=(
             "Disease mention recognition on the same BioCreative V CDR abstracts and split as BC5-chem. "
-            "Seed 004 Table 3 gives 4,244 dev mentions; the BLURB dev file has 4,246 B tags."
+            "Gu et al. 2021 (Table 3) give 4,244 dev mentions; the BLURB dev file has 4,246 B tags."
         ),
         splits=_splits(4182, 4244, 4424, "mentions"),
         source=CRICHTON.format(corpus="BC5CDR", folder="BC5CDR-disease-IOB") + "; BLURB strips the entity type",
@@ -243,7 +243,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="biosses",
-        seeds=10,  # seed 004 section 6.2: small and high-variance
+        seeds=10,  # Gu et al. 2021, section 6.2: small and high-variance
         name="BIOSSES",
         task_type="sentence-similarity",
         metric="pearson",
@@ -284,7 +284,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="pubmedqa",
-        seeds=10,  # seed 004 section 6.2: small and high-variance
+        seeds=10,  # Gu et al. 2021, section 6.2: small and high-variance
         name="PubMedQA",
         task_type="question-answering",
         metric="accuracy",
@@ -304,7 +304,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="bioasq",
-        seeds=10,  # seed 004 section 6.2: small and high-variance
+        seeds=10,  # Gu et al. 2021, section 6.2: small and high-variance
         name="BioASQ 7b yes/no",
         task_type="question-answering",
         metric="accuracy",
@@ -330,5 +330,5 @@ DATASETS: tuple[DatasetSpec, ...] = (
 
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
-    """The BLURB datasets with the split sizes and metrics of seed 004 Table 3."""
+    """The BLURB datasets with the split sizes and metrics of Gu et al. 2021, Table 3."""
     return list(with_adapters(DATASETS, all_adapters()))

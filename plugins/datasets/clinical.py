@@ -1,29 +1,30 @@
-"""Clinical datasets of Lewis et al. (seed 001), GatorTron (seed 002) and Clinical-Longformer (seed 000).
+"""Clinical datasets of Lewis et al. 2020, GatorTron (Yang et al. 2022) and Clinical-Longformer (Li et al. 2022).
 
 Why these values:
 
 * Access. Everything here except OpenI is built from patient records and is only available under
   a data use agreement, so it is ``restricted`` and ``source`` says where to apply: the i2b2/n2c2
   sets (and emrQA, generated from i2b2 annotations) through the n2c2 DBMI Data Portal; MedNLI
-  and MIMIC-derived sets through PhysioNet credentialed access. This follows seed 002's "Data
-  availability" section. OpenI (Indiana University chest X-ray reports) is a public download from
+  and MIMIC-derived sets through PhysioNet credentialed access. This follows the "Data
+  availability" section of Yang et al. 2022. OpenI (Indiana University chest X-ray reports) is a public download from
   NLM Open-i, so it is ``public``.
-* Split sizes. None of the seeds gives per-split sizes for these sets: seed 001 gives corpus
-  sizes in its prose, seed 000 Table 1 a total "sample size" (unit unstated), seed 002 nothing.
+* Split sizes. None of the papers gives per-split sizes for these sets: Lewis et al. 2020 give
+  corpus sizes in their prose, Li et al. 2022 (Table 1) a total "sample size" (unit unstated), Yang
+  et al. 2022 nothing.
   Splits are therefore ``None`` and the totals are quoted in the descriptions. The one exception
-  is OpenI, which seed 000 uses as a test set only (its models are fine-tuned on MIMIC-CXR), so
+  is OpenI, which Li et al. 2022 use as a test set only (their models are fine-tuned on MIMIC-CXR), so
   its whole 3,684 reports are the test split.
 * Metrics. De-identification and concept extraction: entity-level F1; i2b2 2010 relations: micro
   F1 over the relation types; the n2c2 2018 drug-ADE relation: F1 of the positive class; STS:
   Pearson; MedNLI: accuracy; emrQA: SQuAD token F1 (exact match is also reported); OpenI and
-  MIMIC-AKI: ROC AUC (seed 000 also reports F1 for MIMIC-AKI).
+  MIMIC-AKI: ROC AUC (Li et al. 2022 also report F1 for MIMIC-AKI).
 * Labels are the annotation categories of each challenge written as BIO tags for the tagging
-  tasks. The papers' preprocessing may use subsets (seed 002 tags only problems, treatments and
-  tests in i2b2 2012); the file readers of a later issue will derive the exact set from the data.
-* Citations: seed 001's and seed 002's reference lists where they cite the dataset paper. The
-  seed 000 text we have has no reference list, so i2b2 2006, OpenI and MIMIC-AKI cite the usual
-  dataset papers; for n2c2 2018 seed 002 cites its own earlier system (Yang et al. 2020), and we
-  cite the challenge overview (Henry et al. 2020) instead.
+  tasks. The papers' preprocessing may use subsets (Yang et al. 2022 tag only problems, treatments
+  and tests in i2b2 2012); the file readers of a later issue will derive the exact set from the data.
+* Citations: the reference lists of Lewis et al. 2020 and Yang et al. 2022 where they cite the
+  dataset paper. The text of Li et al. 2022 we have has no reference list, so i2b2 2006, OpenI and
+  MIMIC-AKI cite the usual dataset papers; for n2c2 2018 Yang et al. 2022 cite their own earlier
+  system (Yang et al. 2020), and we cite the challenge overview (Henry et al. 2020) instead.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Tagging of protected health information in discharge summaries (2006 i2b2 de-identification "
-            "challenge), converted to IOB as in ClinicalBERT. Seed 000 Table 1: sample size 66,034; no per-split sizes."
+            "challenge), converted to IOB as in ClinicalBERT. Li et al. 2022, Table 1: sample size 66,034; no "
+            "per-split sizes."
         ),
         splits=_unknown_splits("examples"),
         source=N2C2_SOURCE,
@@ -94,7 +96,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Extraction of medical problems, treatments and tests from clinical reports (2010 i2b2/VA challenge; "
-            "871 reports per seed 001). Seed 000 Table 1: sample size 43,947; no per-split sizes."
+            "871 reports per Lewis et al. 2020). Li et al. 2022, Table 1: sample size 43,947; no per-split sizes."
         ),
         splits=_unknown_splits("examples"),
         source=N2C2_SOURCE,
@@ -114,8 +116,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Classification of the relation between a medical problem and a treatment, test or other problem in "
-            "the same sentence (8 relation types, seed 001), with 'false' for pairs without a relation. "
-            "The seeds give no split sizes."
+            "the same sentence (8 relation types, Lewis et al. 2020), with 'false' for pairs without a relation. "
+            "The papers give no split sizes."
         ),
         splits=_unknown_splits("relations"),
         source=N2C2_SOURCE,
@@ -136,8 +138,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Recognition of clinical events and temporal expressions in discharge summaries (2012 i2b2 temporal "
-            "relations challenge; 310 summaries per seed 001). Seed 000 Table 1: sample size 13,108; no per-split "
-            "sizes. Seed 002 tags only problems, treatments and tests."
+            "relations challenge; 310 summaries per Lewis et al. 2020). Li et al. 2022, Table 1: sample size "
+            "13,108; no per-split sizes. Yang et al. 2022 tag only problems, treatments and tests."
         ),
         splits=_unknown_splits("examples"),
         source=N2C2_SOURCE,
@@ -168,8 +170,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Tagging of protected health information in longitudinal medical records (2014 i2b2/UTHealth track 1; "
-            "1,304 records per seed 001). Seed 000 Table 1: sample size 83,466; no per-split sizes. Labels are the "
-            "seven top-level PHI categories."
+            "1,304 records per Lewis et al. 2020). Li et al. 2022, Table 1: sample size 83,466; no per-split "
+            "sizes. Labels are the seven top-level PHI categories."
         ),
         splits=_unknown_splits("examples"),
         source=N2C2_SOURCE,
@@ -190,7 +192,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Extraction of drugs, adverse drug events and drug attributes (dose, route, ...) from discharge "
-            "summaries (2018 n2c2 track 2), as used by seed 002. The seeds give no split sizes."
+            "summaries (2018 n2c2 track 2), as used by Yang et al. 2022. The papers give no split sizes."
         ),
         splits=_unknown_splits("examples"),
         source=N2C2_SOURCE,
@@ -205,7 +207,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="n2c2-2018-ade-re",
-        # GatorTron (seed 002, Table 2) reports precision and recall beside F1.
+        # GatorTron (Yang et al. 2022, Table 2) reports precision and recall beside F1.
         companion_metrics=("accuracy", "macro-f1", "precision", "recall"),
         name="n2c2 2018 drug-ADE relation extraction",
         task_type="relation-extraction",
@@ -213,8 +215,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Deciding whether a drug caused an adverse drug event for candidate drug-ADE pairs from the 2018 n2c2 "
-            "track 2 corpus, marked with entity markers as in seed 002; F1 of the ADE-Drug relation. "
-            "The seeds give no split sizes."
+            "track 2 corpus, marked with entity markers as in Yang et al. 2022; F1 of the ADE-Drug relation. "
+            "The papers give no split sizes."
         ),
         splits=_unknown_splits("relations"),
         source=N2C2_SOURCE,
@@ -236,7 +238,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Regression of the semantic similarity (0-5) of sentence pairs from clinical notes (2019 n2c2/OHNLP "
-            "ClinicalSTS, built on MedSTS), scored by Pearson correlation. The seeds give no split sizes."
+            "ClinicalSTS, built on MedSTS), scored by Pearson correlation. The papers give no split sizes."
         ),
         splits=_unknown_splits("pairs"),
         source=N2C2_SOURCE,
@@ -255,8 +257,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Three-way natural language inference on premise/hypothesis pairs written by clinicians from "
-            "MIMIC-III past-medical-history sentences. Seed 000 Table 1: 14,049 pairs; the original release splits "
-            "them 11,232/1,395/1,422, which the seeds do not print."
+            "MIMIC-III past-medical-history sentences. Li et al. 2022, Table 1: 14,049 pairs; the original "
+            "release splits them 11,232/1,395/1,422, which the papers do not print."
         ),
         splits=_unknown_splits("pairs"),
         source=(
@@ -276,7 +278,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Extractive QA over long clinical notes with question-answer pairs generated from the i2b2 2009 "
-            "medication annotations; scored by token F1 and exact match. Seed 000 Table 1: sample size 255,908; "
+            "medication annotations; scored by token F1 and exact match. Li et al. 2022, Table 1: sample size 255,908; "
             "its training set is under-sampled and no per-split sizes are given."
         ),
         splits=_unknown_splits("question-answer pairs"),
@@ -293,7 +295,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Extractive QA over long clinical notes with question-answer pairs generated from the i2b2 2010 "
-            "relation annotations; scored by token F1 and exact match. Seed 000 Table 1: sample size 141,243; "
+            "relation annotations; scored by token F1 and exact match. Li et al. 2022, Table 1: sample size 141,243; "
             "its training set is under-sampled and no per-split sizes are given."
         ),
         splits=_unknown_splits("question-answer pairs"),
@@ -310,7 +312,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Extractive QA over long clinical notes with question-answer pairs generated from the i2b2 2014 heart "
-            "disease risk factor annotations; scored by token F1 and exact match. Seed 000 Table 1: sample size "
+            "disease risk factor annotations; scored by token F1 and exact match. Li et al. 2022, Table 1: sample size "
             "30,731; no per-split sizes."
         ),
         splits=_unknown_splits("question-answer pairs"),
@@ -327,7 +329,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Multi-label detection of thoracic findings in Indiana University chest X-ray reports, scored by the "
-            "sample-weighted mean ROC AUC. Seed 000 fine-tunes on MIMIC-CXR (PhysioNet credentialed access) and "
+            "sample-weighted mean ROC AUC. Li et al. 2022 fine-tune on MIMIC-CXR (PhysioNet credentialed access) and "
             "uses all 3,684 OpenI reports (Table 1) as the test set. The data itself is public."
         ),
         splits=(SplitSpec("test", 3684, "reports"),),
@@ -335,7 +337,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
             "Public download from NLM Open-i (https://openi.nlm.nih.gov/), Indiana University chest X-ray "
             "collection reports"
         ),
-        licence="public download from NLM Open-i; no licence stated in the seeds - check Open-i's terms before reuse",
+        licence="public download from NLM Open-i; no licence stated in the papers - check Open-i's terms before reuse",
         citation=(
             "Demner-Fushman D, Kohli MD, Rosenman MB, et al. Preparing a collection of radiology examinations for "
             "distribution and retrieval. Journal of the American Medical Informatics Association 23(2), 2016."
@@ -353,7 +355,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="mimic-aki",
-        # Clinical-Longformer (seed 000, Table 4) reports F1 of AKI beside the AUC.
+        # Clinical-Longformer (Li et al. 2022, Table 4) reports F1 of AKI beside the AUC.
         companion_metrics=("accuracy", "macro-f1", "binary-f1"),
         name="MIMIC-AKI",
         task_type="document-classification",
@@ -361,8 +363,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
         domain="clinical",
         description=(
             "Binary prediction of acute kidney injury in critically ill patients from the clinical notes of the "
-            "first 24 hours after ICU admission (label 1 = AKI); ROC AUC, with F1 also reported in seed 000. "
-            "Seed 000 Table 1: 16,536 samples; no per-split sizes."
+            "first 24 hours after ICU admission (label 1 = AKI); ROC AUC, with F1 also reported by Li et al. 2022. "
+            "Their Table 1: 16,536 samples; no per-split sizes."
         ),
         splits=_unknown_splits("examples"),
         source=(
@@ -384,5 +386,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
 
 @hookimpl
 def biolm_datasets() -> list[DatasetSpec]:
-    """Clinical datasets of seeds 000-002; all but OpenI need a data use agreement."""
+    """Clinical datasets of Li et al. 2022, Lewis et al. 2020 and Yang et al. 2022.
+
+    All but OpenI need a data use agreement.
+    """
     return list(with_adapters(DATASETS, all_adapters()))

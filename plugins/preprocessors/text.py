@@ -1,4 +1,4 @@
-"""Corpus preprocessors: the minimal cleaning the seed papers apply before pretraining.
+"""Corpus preprocessors: the minimal cleaning the papers apply before pretraining.
 
 Each preprocessor takes and returns an iterable of documents (strings), so they
 compose and stream over corpora far larger than memory.
@@ -23,7 +23,7 @@ _SPACES = re.compile(r"\s+")
 
 
 def clinical_longformer_clean(documents: Iterable[str]) -> Iterator[str]:
-    """Seed 000, Section 3.1: drop MIMIC de-identification placeholders (``[**...**]``),
+    """Li et al. 2022, Section 3.1: drop MIMIC de-identification placeholders (``[**...**]``),
     replace characters other than alphanumerics and punctuation with a space, lower-case,
     and collapse white space. Documents left empty are dropped."""
     for text in documents:
@@ -35,7 +35,7 @@ def clinical_longformer_clean(documents: Iterable[str]) -> Iterator[str]:
 
 
 def drop_empty_documents(documents: Iterable[str]) -> Iterator[str]:
-    """Seed 001, Section 3: empty abstracts and paragraphs are removed before pretraining."""
+    """Lewis et al. 2020, Section 3: empty abstracts and paragraphs are removed before pretraining."""
     for text in documents:
         if text.strip():
             yield text
@@ -46,7 +46,7 @@ _UNICODE_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205
 
 
 def gatortron_clean(documents: Iterable[str]) -> Iterator[str]:
-    """Seed 002, "Preprocessing": drop empty and duplicated documents, remove what is not valid text
+    """Yang et al. 2022, "Preprocessing": drop empty and duplicated documents, remove what is not valid text
     (control characters; U+FFFD, which is what invalid UTF-8 decodes to when the corpus is read with
     ``invalid_utf8: replace``), and normalise special characters: HTML entities to their characters
     (``&amp;`` to ``&``) and Unicode spaces (``\xa0``) to a space.
@@ -168,7 +168,7 @@ def biolm_corpus_preprocessors() -> list[PreprocessorSpec]:
             name="GatorTron minimal cleaning",
             description=(
                 "Drop empty and duplicate documents, remove invalid characters, unescape HTML entities, "
-                "turn Unicode spaces into spaces (seed 002)."
+                "turn Unicode spaces into spaces (Yang et al. 2022)."
             ),
             implementation="plugins.preprocessors.text:gatortron_clean",
         ),

@@ -1,4 +1,4 @@
-"""Pretraining recipes as the seed papers describe them.
+"""Pretraining recipes as the papers describe them.
 
 The settings record what each paper reports, so a reproduced model can be
 compared with the published one on equal terms.
@@ -13,7 +13,7 @@ from biolm.specs import RecipeSpec
 hookimpl = pluggy.HookimplMarker("biolm")
 MLM = "workers.engine.pretrain.objectives:masked_language_model"
 
-# PubMedBERT's settings (seed 004 sections 3 and 6.1), which its adversarial variant extends.
+# PubMedBERT's settings (Gu et al. 2021, sections 3 and 6.1), which its adversarial variant extends.
 PUBMEDBERT = {
     "architecture": "bert:base",
     "vocabulary": "wordpiece",
@@ -59,8 +59,8 @@ RECIPES = (
         name="PubMedBERT: from scratch, in-domain vocabulary, WWM",
         description=(
             "BERT-base MLM (whole-word, 15%) + NSP from scratch on PubMed abstracts with a 30,522-entry uncased "
-            "PubMed WordPiece vocabulary; peak learning rate 6e-4, 10% warm-up, 62,500 steps of 8,192 (seed 004 "
-            "sections 3 and 6.1)."
+            "PubMed WordPiece vocabulary; peak learning rate 6e-4, 10% warm-up, 62,500 steps of 8,192 (Gu et al. "
+            "2021, sections 3 and 6.1)."
         ),
         objectives=("mlm-whole-word", "nsp"),
         settings=PUBMEDBERT,
@@ -71,7 +71,7 @@ RECIPES = (
         slug="pubmedbert-adversarial",
         name="PubMedBERT + adversarial pretraining (ALUM)",
         description=(
-            "PubMedBERT's recipe with ALUM's adversarial term (seed 004 section 2.4 and Table 9): the input "
+            "PubMedBERT's recipe with ALUM's adversarial term (Gu et al. 2021, section 2.4 and Table 9): the input "
             "embeddings are perturbed within 1e-5 (noise 1e-5, one l-infinity step of 1e-3) to maximise the "
             "symmetric KL of the MLM predictions, and 10 x that divergence is added to the loss."
         ),
@@ -85,7 +85,7 @@ RECIPES = (
             "adversarial_steps": 1,
         },
         citation=(
-            "Gu et al. 2021 (seed 004) section 2.4; Liu et al. 2020, Adversarial Training for Large Neural Language "
+            "Gu et al. 2021, section 2.4; Liu et al. 2020, Adversarial Training for Large Neural Language "
             "Models, arXiv:2004.08994."
         ),
         implementation=MLM,
@@ -94,8 +94,8 @@ RECIPES = (
         slug="biobert-continual",
         name="BioBERT-style continual pretraining from a general checkpoint",
         description=(
-            "Continue a BERT checkpoint's MLM + NSP on biomedical text with its own vocabulary (seed 004 section 3: "
-            "BioBERT ran 1M further steps of 192 sequences; give the checkpoint with --model)."
+            "Continue a BERT checkpoint's MLM + NSP on biomedical text with its own vocabulary (Gu et al. 2021, "
+            "section 3: BioBERT ran 1M further steps of 192 sequences; give the checkpoint with --model)."
         ),
         objectives=("mlm", "nsp"),
         settings={
@@ -115,7 +115,7 @@ RECIPES = (
         name="RoBERTa with dynamic masking and a domain BPE vocabulary",
         description=(
             "RoBERTa-base MLM with dynamic masking from scratch on PubMed/PMC/MIMIC-III with a 50k byte-level BPE "
-            "vocabulary; batches of 8,192, 500k steps, peak 6e-4 after 5% warm-up (seed 001 section 5.1)."
+            "vocabulary; batches of 8,192, 500k steps, peak 6e-4 after 5% warm-up (Lewis et al. 2020, section 5.1)."
         ),
         objectives=("mlm-dynamic",),
         settings={
@@ -139,7 +139,7 @@ RECIPES = (
             name=f"Bioformer {size.upper()}: compact BERT, WWM + NSP",
             description=(
                 f"Bioformer {size.upper()} from scratch with a cased 32,768-entry WordPiece vocabulary, whole-word "
-                f"masking (15%) and NSP, {length}-token inputs, 2M steps of 256 (seed 003 Table 1). The paper "
+                f"masking (15%) and NSP, {length}-token inputs, 2M steps of 256 (Fang et al. 2023, Table 1). The paper "
                 "gives no learning rate; BERT's 1e-4 is used."
             ),
             objectives=("mlm-whole-word", "nsp"),
@@ -167,8 +167,8 @@ RECIPES = (
         name="GatorTron: Megatron-BERT with MLM + SOP",
         description=(
             "Megatron-BERT (GatorTron-base) from scratch with a byte-level BPE vocabulary learned on the corpus, "
-            "MLM (15%) + sentence-order prediction, after GatorTron's cleaning and sentence detection (seed 002). "
-            "The paper gives no batch, steps or learning rate; the engine's defaults apply."
+            "MLM (15%) + sentence-order prediction, after GatorTron's cleaning and sentence detection (Yang et al. "
+            "2022). The paper gives no batch, steps or learning rate; the engine's defaults apply."
         ),
         objectives=("mlm", "sop"),
         settings={
@@ -186,7 +186,7 @@ RECIPES = (
         slug="lewis2020-distillation",
         name="Task-agnostic distillation of a large teacher into a pretrained student",
         description=(
-            "Seed 001 section 7: the student (an MLM-pretrained base model, --model; or an architecture from "
+            "Lewis et al. 2020, section 7: the student (an MLM-pretrained base model, --model; or an architecture from "
             "scratch) mimics a --teacher on dynamic MLM: 5.0 x MLM cross-entropy + 2.0 x KL at temperature 2 + "
             "1.0 x cosine of last hidden states through a learned projection; 50k steps of 8,192, 5e-4, 5% warm-up."
         ),
@@ -214,7 +214,7 @@ RECIPES = (
         description=(
             "Continual MLM on MIMIC-III notes at 4,096 tokens from a general checkpoint converted to a long model "
             "(python -m workers.engine convert-long, then --model): 200,000 steps of 6 x 3 sequences at 3e-5, "
-            "after seed 000's cleaning (seed 000 section 3.2)."
+            "after the cleaning of Li et al. 2022 (section 3.2)."
         ),
         objectives=("mlm",),
         settings={

@@ -170,7 +170,7 @@ METRICS = (
         "roc-auc",
         "ROC AUC",
         "Area under the ROC curve of the model's scores; for multi-label tasks the label-frequency-weighted mean "
-        "(OpenI as seed 000).",
+        "(OpenI as in Li et al. 2022).",
         f"{CLASSIFICATION}:roc_auc",
         inputs="scores",
         sample=MetricSample(gold=("1", "0", "1", "0"), predictions=(2.5, -1.0, 0.7, 0.1), options={"positive": "1"}),

@@ -2,9 +2,9 @@
 metrics and its protocol defaults, contributed exactly as a third-party task type would be.
 
 Formulations are named by ``"module:Class"`` path, so this plugin loads without torch.
-Epochs are the platform's defaults inside seed 004's tuned range of 2-60 (the paper does not
-print its choice): more epochs for small datasets. Seeds: 5 (seed 004 section 6.2; datasets
-that need 10 say so themselves).
+Epochs are the platform's defaults inside the tuned range of 2-60 of Gu et al. 2021 (the paper does
+not print its choice): more epochs for small datasets. Seeds: 5 (Gu et al. 2021, section 6.2;
+datasets that need 10 say so themselves).
 """
 
 from __future__ import annotations

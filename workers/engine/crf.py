@@ -1,6 +1,6 @@
 """A linear-chain conditional random field over per-word emission scores (Lafferty et al. 2001).
 
-Seed 004 section 5 lists the CRF as an alternative classification layer for NER and PICO
+Gu et al. 2021 (section 5) list the CRF as an alternative classification layer for NER and PICO
 (linear layer is BLURB's default). The CRF here scores a tag sequence as the sum of the
 encoder's linear-head emissions, start and end scores and tag-to-tag transition scores; the
 loss is the negative log-likelihood (forward algorithm), decoding is Viterbi with the trained

@@ -1,4 +1,4 @@
-"""Efficiency figures and provenance reported with every result (seed 003's speed comparison).
+"""Efficiency figures and provenance reported with every result (the speed comparison of Fang et al. 2023).
 
 Throughput counts real (non-padding) tokens, so a faster padding strategy cannot inflate it.
 Peak memory is the device allocator's peak on GPUs and the process's resident peak on CPUs.

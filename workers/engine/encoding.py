@@ -1,7 +1,7 @@
 """Turn canonical examples into model inputs, and model outputs back into per-example predictions.
 
-Token tasks label the first sub-token of each word and predict per word (seed 004,
-section 5). Inputs longer than the model are split into windows of whole words, never
+Token tasks label the first sub-token of each word and predict per word (Gu et al.
+2021, section 5). Inputs longer than the model are split into windows of whole words, never
 truncated: the Hugging Face NER example silently drops gold entities past the maximum
 length from scoring (METRICS.md), which inflates F1.
 """

@@ -6,22 +6,22 @@ points searched on dev, how a checkpoint is chosen inside a run, how many seeds 
 the statistic the paper reports over them, and whether the dataset is scored on its
 cross-validation folds.
 
-* ``blurb`` (seed 004 section 6.2): learning rate {1e-5, 3e-5, 5e-5} x batch {16, 32} at the
+* ``blurb`` (Gu et al. 2021, section 6.2): learning rate {1e-5, 3e-5, 5e-5} x batch {16, 32} at the
   task's epochs, the final checkpoint of each run, chosen on dev; the task's seeds (5, or 10
   on BIOSSES, BioASQ and PubMedQA); the mean.
-* ``lewis2020`` (seed 001 section 5.2): sequence labelling at learning rate 1e-5, batch 32,
+* ``lewis2020`` (Lewis et al. 2020, section 5.2): sequence labelling at learning rate 1e-5, batch 32,
   20 epochs, keeping the best checkpoint on dev evaluated every 500 steps; classification at
   batch 16 for up to 10 epochs, evaluating on dev every 200 steps and stopping early after
   :data:`LEWIS_PATIENCE` evaluations without improvement. The paper prints the classification
   learning rate as 0.002; biolm reads it as 2e-5 (see :data:`LEWIS_CLASSIFICATION_LR`). Five
   seeds, the median. GAD and EU-ADR run on their 10 cross-validation folds: the early-stopping
   point is chosen on fold 1, and the median over the other 9 folds is reported.
-* ``bioformer`` (seed 003): batch {8, 16, 32} x learning rate {1e-5, 3e-5, 5e-5}, up to 20
+* ``bioformer`` (Fang et al. 2023): batch {8, 16, 32} x learning rate {1e-5, 3e-5, 5e-5}, up to 20
   epochs, the best epoch's checkpoint on dev; five seeds, the mean.
-* ``clinical-longformer`` (seed 000 section 3.5): learning rate {1e-5, 2e-5, 5e-5}, 6 epochs,
+* ``clinical-longformer`` (Li et al. 2022, section 3.5): learning rate {1e-5, 2e-5, 5e-5}, 6 epochs,
   the best epoch's checkpoint on dev, at batch 16 (the paper's 4 GPUs x 4 for
   Clinical-Longformer); the task's seeds, the mean.
-* ``gatortron`` (seed 002): the paper's formulations, which the task types already implement,
+* ``gatortron`` (Yang et al. 2022): the paper's formulations, which the task types already implement,
   and no published grid: biolm uses BLURB's, so GatorTron rows are tuned exactly like BLURB
   rows of the same encoder.
 """
@@ -41,7 +41,7 @@ __all__ = ["PROTOCOL_NAMES", "Plan", "Summary", "plan_for"]
 
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BLURB_BATCH_SIZES = (16, 32)
-# Seed 001 prints "a learning rate of 0.002" for classification. AdamW at 2e-3 drives a pretrained
+# Lewis et al. 2020 print "a learning rate of 0.002" for classification. AdamW at 2e-3 drives a pretrained
 # BERT or RoBERTa encoder to a constant prediction within the first epoch, and every other
 # figure in the section is on the 1e-5 scale, so the printed value is read as a dropped
 # exponent: 2e-5, the rate BERT's authors recommend. --learning-rate 0.002 runs the literal figure.
@@ -102,7 +102,7 @@ def _blurb(task: Task) -> Plan:
         _grid(BLURB_LEARNING_RATES, BLURB_BATCH_SIZES, epochs=task.epochs),
         task.seeds,
         "mean",
-        description="seed 004 section 6.2: lr x batch grid on dev, final checkpoints, mean over seeds",
+        description="Gu et al. 2021, section 6.2: lr x batch grid on dev, final checkpoints, mean over seeds",
     )
 
 
@@ -110,7 +110,7 @@ def _gatortron(task: Task) -> Plan:
     return dataclasses.replace(
         _blurb(task),
         protocol="gatortron",
-        description="seed 002's formulations; the paper gives no grid, so BLURB's grid and seeds",
+        description="Yang et al. 2022's formulations; the paper gives no grid, so BLURB's grid and seeds",
     )
 
 
@@ -118,11 +118,13 @@ def _lewis2020(task: Task) -> Plan:
     folds = task.dataset.adapter is not None and task.dataset.adapter.cross_validation is not None
     if task.task_type.schema in SEQUENCE_LABELLING_SCHEMAS:
         point = Hyperparameters(1e-5, 32, 20, evaluate_every_steps=500)
-        description = "seed 001 section 5.2: lr 1e-5, batch 32, 20 epochs, best dev checkpoint every 500 steps"
+        description = (
+            "Lewis et al. 2020, section 5.2: lr 1e-5, batch 32, 20 epochs, best dev checkpoint every 500 steps"
+        )
     else:
         point = Hyperparameters(LEWIS_CLASSIFICATION_LR, 16, 10, evaluate_every_steps=200, patience=LEWIS_PATIENCE)
         description = (
-            "seed 001 section 5.2: lr 2e-5 (printed 0.002), batch 16, up to 10 epochs, "
+            "Lewis et al. 2020, section 5.2: lr 2e-5 (printed 0.002), batch 16, up to 10 epochs, "
             f"early stopping on dev every 200 steps (patience {LEWIS_PATIENCE})"
         )
     if folds:
@@ -139,7 +141,9 @@ def _bioformer(task: Task) -> Plan:
         ),
         5,
         "mean",
-        description="seed 003: batch {8,16,32} x lr {1e-5,3e-5,5e-5}, up to 20 epochs, best dev epoch, mean of 5",
+        description=(
+            "Fang et al. 2023: batch {8,16,32} x lr {1e-5,3e-5,5e-5}, up to 20 epochs, best dev epoch, mean of 5"
+        ),
     )
 
 
@@ -152,7 +156,7 @@ def _clinical_longformer(task: Task) -> Plan:
         ),
         task.seeds,
         "mean",
-        description="seed 000 section 3.5: lr {1e-5,2e-5,5e-5}, batch 16, 6 epochs, best dev epoch",
+        description="Li et al. 2022, section 3.5: lr {1e-5,2e-5,5e-5}, batch 16, 6 epochs, best dev epoch",
     )
 
 

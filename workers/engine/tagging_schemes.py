@@ -1,7 +1,7 @@
 """Tagging schemes for token tasks: BIO, BIOUL and IO, and exact conversions between them.
 
-Seed 004 (section 5 and the tagging-scheme ablation, Table 11 of the paper's text) trains NER
-under three schemes and finds the difference minuscule: BIO (B begins an entity, I continues
+Gu et al. 2021 (section 5 and the tagging-scheme ablation, Table 11 of the paper's text) train NER
+under three schemes and find the difference minuscule: BIO (B begins an entity, I continues
 it), BIOUL (adds L for an entity's last word and U for a one-word entity; the paper's text
 swaps the two letters, we use the usual reading: U = unit, L = last) and IO (only inside or
 outside). Every scheme is scored the same way: the model's tags are converted back to the

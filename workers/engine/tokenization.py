@@ -1,8 +1,8 @@
 """Tokenizers for the engine: a checkpoint's own, or a WordPiece vocabulary trained on the task's text.
 
 A model built from scratch from an architecture preset has no vocabulary; rather than
-download one (impossible offline, and wrong for a biomedical model anyway, seed 004
-section 3), we learn a WordPiece vocabulary of the preset's size on the training texts,
+download one (impossible offline, and wrong for a biomedical model anyway, Gu et al.
+2021, section 3), we learn a WordPiece vocabulary of the preset's size on the training texts,
 as BERT and PubMedBERT do on their corpora.
 
 The vocabulary is learned here rather than by ``tokenizers.trainers.WordPieceTrainer``:

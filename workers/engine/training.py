@@ -1,10 +1,10 @@
 """The fine-tuning loop: AdamW, linear warm-up and decay, bf16 autocast, length-grouped batches.
 
-Written for throughput without giving up the papers' protocol (seed 004 section 6.2):
+Written for throughput without giving up the papers' protocol (Gu et al. 2021, section 6.2):
 AdamW with linear warm-up over the first 10% of steps and linear decay to zero, dropout
 0.1 (set in the model config). Evaluation inside the loop happens only when the protocol asks
-for it (seed 001 every 500 or 200 steps, seeds 003 and 000 every epoch): the best checkpoint on
-dev is kept in memory and restored at the end, training stops early after ``patience``
+for it (Lewis et al. 2020 every 500 or 200 steps, Fang et al. 2023 and Li et al. 2022 every
+epoch): the best checkpoint on dev is kept in memory and restored at the end, training stops early after ``patience``
 evaluations without improvement, and the evaluations' time is part of the run's seconds, so
 the efficiency figures count what checkpoint selection costs. BLURB's protocol keeps the final
 checkpoint and evaluates nothing in the loop.

@@ -1,6 +1,6 @@
 """Pretraining vocabularies and the report that says how well one covers the domain.
 
-Seed 004 (section 3.2, Table 1) argues for an in-domain vocabulary by showing which common
+Gu et al. 2021 (section 3.2, Table 1) argue for an in-domain vocabulary by showing which common
 biomedical terms a vocabulary keeps whole: BERT's splits ``lymphoma`` into four pieces and
 ``acetyltransferase`` into seven. :func:`coverage` measures exactly that for any tokenizer (the
 share of a term list that stays one token, and the mean pieces per term) and the mean pieces
@@ -13,7 +13,7 @@ process to process):
 
 * ``wordpiece``: BERT, Bioformer and PubMedBERT style, cased or uncased, ``##`` continuations
   (:func:`workers.engine.tokenization.train_wordpiece`);
-* ``byte-bpe``: RoBERTa and Clinical-Longformer style byte-level BPE (seed 001 learns one over
+* ``byte-bpe``: RoBERTa and Clinical-Longformer style byte-level BPE (Lewis et al. 2020 learn one over
   PubMed), no unknown token, with the library's byte-level pre-tokenizer and decoder.
 """
 
@@ -32,7 +32,7 @@ from workers.engine.tokenization import greedy_merges, train_wordpiece
 KINDS = ("wordpiece", "byte-bpe")
 BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
-# Seed 004 Table 1: common biomedical terms, and the categories the paper gives them.
+# Gu et al. 2021, Table 1: common biomedical terms, and the categories the paper gives them.
 PUBMEDBERT_TABLE_1_TERMS: tuple[tuple[str, str], ...] = (
     ("diabetes", "disease"),
     ("leukemia", "disease"),
@@ -123,7 +123,7 @@ def pieces(tokenizer: PreTrainedTokenizerBase, word: str) -> list[str]:
 
 @dataclass
 class CoverageReport:
-    """How a vocabulary splits a domain term list (seed 004 Table 1) and a corpus's words."""
+    """How a vocabulary splits a domain term list (Gu et al. 2021, Table 1) and a corpus's words."""
 
     vocabulary_size: int
     terms: dict[str, list[str]]
@@ -140,7 +140,7 @@ class CoverageReport:
 def coverage(
     tokenizer: PreTrainedTokenizerBase, terms: Sequence[str] = DEFAULT_TERMS, texts: Iterable[str] = ()
 ) -> CoverageReport:
-    """Seed 004's vocabulary comparison for ``tokenizer``: which ``terms`` stay whole, and pieces per word."""
+    """Gu et al. 2021's vocabulary comparison for ``tokenizer``: which ``terms`` stay whole, pieces per word."""
     if not terms:
         raise ValueError("the term list is empty")
     split = {term: pieces(tokenizer, term) for term in terms}

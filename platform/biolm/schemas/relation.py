@@ -1,7 +1,7 @@
 """``relation``: a text, two typed entity spans (character offsets, end exclusive) and a label.
 
 BLURB distributes ChemProt, DDI and GAD with each entity already replaced by a dummy such as
-``@CHEMICAL$`` or, for two overlapping mentions, ``@CHEM-GENE$`` (seed 004 section 5); such a
+``@CHEMICAL$`` or, for two overlapping mentions, ``@CHEM-GENE$`` (Gu et al. 2021, section 5); such a
 dummy matches :data:`PLACEHOLDER`. The BLURB readers find the entities through it, and the
 engine's relation formulation leaves text that is dummified already as it is.
 """

@@ -1,6 +1,6 @@
 """``token-tagging``: NER, de-identification and PICO, as words with one tag per word.
 
-A word in several PICO elements (seed 004 section 5) joins its tags with ``|``
+A word in several PICO elements (Gu et al. 2021, section 5) joins its tags with ``|``
 (``I-PAR|I-INT``); each part must be a label of the dataset. Papers count these splits in
 entity mentions (B tags) or PICO elements (non-O words), not sentences (:meth:`count`).
 """

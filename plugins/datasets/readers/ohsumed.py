@@ -1,4 +1,4 @@
-"""OHSUMed in its public distribution into the single-label ``classification`` schema (seed 000).
+"""OHSUMed in its public distribution into the single-label ``classification`` schema (as Li et al. 2022 use it).
 
 The distribution (``ohsumed-first-20000-docs``: the first 20,000 cardiovascular-disease abstracts
 of the OHSUMED collection, Joachims' text-categorisation release) is two directories,
@@ -6,7 +6,7 @@ of the OHSUMED collection, Joachims' text-categorisation release) is two directo
 ``C23`` holding one plain-text file per document, named by the document's id; a document filed
 under several categories appears in each of their directories.
 
-Seed 000 follows its reference [44]: "only those cardiovascular diseases abstracts that are
+Li et al. 2022 follow their reference [44]: "only those cardiovascular diseases abstracts that are
 associated with one and only one of the 23 disease categories are included". So a document found
 in more than one category directory of its split is left out, and the others become one example
 each: ``text`` is the file's text with its white space collapsed, ``labels`` its one category.
@@ -62,7 +62,7 @@ def _read_split(directory: Path) -> list[dict]:
     rows = []
     for document, places in sorted(filed.items()):
         if len(places) > 1:
-            continue  # filed under several categories: not single-label (seed 000, following [44])
+            continue  # filed under several categories: not single-label (Li et al. 2022, following [44])
         category, path = places[0]
         text = _SPACES.sub(" ", decode_utf8(path)).strip()
         rows.append({"id": document, "text": text, "text_pair": "", "labels": [category], "_where": f"{path}:1"})

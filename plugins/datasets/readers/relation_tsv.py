@@ -31,7 +31,7 @@ rows. ``dev_fraction=0`` gives BioBERT's own train 318 / test 37 with no dev (he
 optional split of the adapter).
 
 GAD and EU-ADR also declare their 10-fold distribution (``cross_validation``): the protocol of
-seed 001 reads every fold as BioBERT ships it (``<root>/<k>/{train,test}.tsv``), and a copy of
+Lewis et al. 2020 reads every fold as BioBERT ships it (``<root>/<k>/{train,test}.tsv``), and a copy of
 a single fold as ``<root>-fold<k>/`` (GAD's ``biobert-REdata-fold1`` under ../shared/data) is
 found as that fold, so the missing ones can be named.
 """

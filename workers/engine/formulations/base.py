@@ -1,11 +1,12 @@
 """What every task formulation provides: examples in, model inputs out, and back to scored predictions.
 
-A formulation is the paper's way of casting a dataset's task onto an encoder (seed 004 section 5,
-seed 002 Methods, seed 000 section 3.5): how examples become token ids, which head sits on the
-encoder, how the head's outputs become per-example predictions, and how those are scored. The
-training loop (:mod:`workers.engine.training`) only sees :class:`Feature` lists, a collate
-function and a model whose output has ``.loss`` and ``.logits``; everything task-specific lives
-behind this interface, one module per family, so adding a formulation touches no other.
+A formulation is the paper's way of casting a dataset's task onto an encoder (Gu et al. 2021,
+section 5; Yang et al. 2022, Methods; Li et al. 2022, section 3.5): how examples become token
+ids, which head sits on the encoder, how the head's outputs become per-example predictions,
+and how those are scored. The training loop (:mod:`workers.engine.training`) only sees
+:class:`Feature` lists, a collate function and a model whose output has ``.loss`` and
+``.logits``; everything task-specific lives behind this interface, one module per family, so
+adding a formulation touches no other.
 """
 
 from __future__ import annotations
@@ -47,41 +48,47 @@ def _option(default: Any, help_text: str) -> Any:
 
 @dataclass(frozen=True)
 class TaskOptions:
-    """The formulation choices a user can make; defaults are BLURB's (seed 004 section 6.2).
+    """The formulation choices a user can make; defaults are BLURB's (Gu et al. 2021, section 6.2).
 
     Each one is a command-line flag of ``python -m workers.engine finetune`` and part of the
-    results' provenance, because the papers' ablations (seed 004 Tables 7-9) show they move
+    results' provenance, because the papers' ablations (Gu et al. 2021, Tables 7-9) show they move
     scores by points.
     """
 
-    tagging_scheme: str = _option("bio", "Token tasks: bio, bioul or io (seed 004 tagging-scheme ablation, Table 11).")
+    tagging_scheme: str = _option(
+        "bio", "Token tasks: bio, bioul or io (tagging-scheme ablation of Gu et al. 2021, Table 11)."
+    )
     crf: bool = _option(False, "Token tasks: a linear-chain CRF over the linear head's scores.")
     crf_learning_rate: float = _option(
         1e-3, "Token tasks with --crf: the CRF transitions' learning rate (at 1e-5..5e-5 they would barely move)."
     )
     pico_elements: str = _option(
         "multi",
-        "PICO: multi (one sigmoid per element, a word may carry several, seed 004 section 5) "
+        "PICO: multi (one sigmoid per element, a word may carry several, Gu et al. 2021, section 5) "
         "or single (one softmax tag per word, as the BLURB files).",
     )
     relation_representation: str = _option(
         "dummify", "Relations: dummify (@GENE$ for each entity, BLURB) or markers ([E1] ... [/E1], GatorTron)."
     )
     relation_features: str = _option(
-        "cls", "Relations: cls ([CLS] vector) or cls+markers ([CLS] + both entities' start markers, seed 002)."
+        "cls", "Relations: cls ([CLS] vector) or cls+markers ([CLS] + both entities' start markers, Yang et al. 2022)."
     )
     long_documents: str = _option(
         "truncate", "Sequence tasks: truncate, snippets (512-token snippets + pooling) or full (up to 4096)."
     )
-    snippet_pooling: str = _option("max", "How snippet [CLS] vectors are pooled: max or mean (seed 000 3.5).")
+    snippet_pooling: str = _option(
+        "max", "How snippet [CLS] vectors are pooled: max or mean (Li et al. 2022, section 3.5)."
+    )
     snippet_length: int = _option(512, "Tokens per snippet, special tokens included.")
     max_snippets: int = _option(8, "Snippets per document at most (8 x 512 = 4096, the long models' length).")
-    max_question_length: int = _option(64, "Extractive QA: question tokens kept (seed 002).")
+    max_question_length: int = _option(64, "Extractive QA: question tokens kept (Yang et al. 2022).")
     qa_window: int = _option(
-        446, "Extractive QA: tokens per context window, [CLS] and [SEP]s included (seed 002: 446, so 443 of context)."
+        446,
+        "Extractive QA: tokens per context window, [CLS] and [SEP]s included "
+        "(Yang et al. 2022: 446, so 443 of context).",
     )
-    qa_stride: int = _option(396, "Extractive QA: context tokens between window starts (seed 002).")
-    max_answer_length: int = _option(32, "Extractive QA: tokens in a predicted answer at most (seed 002).")
+    qa_stride: int = _option(396, "Extractive QA: context tokens between window starts (Yang et al. 2022).")
+    max_answer_length: int = _option(32, "Extractive QA: tokens in a predicted answer at most (Yang et al. 2022).")
     n_best: int = _option(5, "Extractive QA: ranked answers kept per question (lenient accuracy and MRR use 5).")
 
     def __post_init__(self) -> None:
@@ -211,7 +218,7 @@ class Formulation(abc.ABC):
 
     @classmethod
     def long_document_variant(cls) -> type[Formulation] | None:
-        """The formulation that reads whole documents in this one's place (seed 000 section 3.5), if any."""
+        """The formulation that reads whole documents in this one's place (Li et al. 2022, section 3.5), if any."""
         return None
 
     @property

@@ -1,6 +1,6 @@
 """Extractive question answering: the answer is a span of the context, found by start and end scores.
 
-Seed 002 (GatorTron, Methods, "Fine-Tune GatorTron for Medical Question Answering") packs the question
+Yang et al. 2022 (GatorTron, Methods, "Fine-Tune GatorTron for Medical Question Answering") packs the question
 and the context into one sequence, ``[CLS] question [SEP] context [SEP]``, and puts two linear layers
 on the encoder to score each token as the answer's start and its end. Its numbers are ours:
 
@@ -22,14 +22,14 @@ and the [CLS] position (0) for both otherwise. Evaluation never drops a question
 at least one window, and its prediction is the best span over all of its windows, ranked by start
 logit + end logit, with ``start <= end``, at most ``max_answer_length`` tokens, inside the context.
 
-emrQA (seed 000, seed 002) is scored by SQuAD v1.1 token F1 and exact match against all gold answers;
-BioASQ factoid (seed 003, Bioformer) by strict accuracy, lenient accuracy and MRR over the ``n_best``
+emrQA (Li et al. 2022, Yang et al. 2022) is scored by SQuAD v1.1 token F1 and exact match against all gold answers;
+BioASQ factoid (Fang et al. 2023, Bioformer) by strict accuracy, lenient accuracy and MRR over the ``n_best``
 ranked answers. BioBERT's BioASQ data has one example per (question, snippet) with ids
 ``<question id>_<nnn>``; as BioBERT's ``transform_n2b_factoid.py`` does, a question's answers are
 merged over its snippets by probability (softmax over each snippet's n-best scores, as BERT's
 ``run_squad``), case-insensitive duplicates removed, and each question is scored once.
 
-Longformer (seed 000's Clinical-Longformer) gets global attention on [CLS] and the question tokens,
+Longformer (Clinical-Longformer of Li et al. 2022) gets global attention on [CLS] and the question tokens,
 as Beltagy et al. do for QA; the batch always carries the ``global_attention_mask`` and the model
 wrapper passes it on only to Longformer.
 """
@@ -124,7 +124,7 @@ def window_starts(context_tokens: int, window: int, stride: int) -> list[int]:
 
 
 class ExtractiveQA(Formulation):
-    """Span extraction over sliding windows (seed 002 Methods); emrQA and BioASQ factoid."""
+    """Span extraction over sliding windows (Yang et al. 2022, Methods); emrQA and BioASQ factoid."""
 
     name = "extractive-qa"
     schemas = ("extractive-qa",)
@@ -354,7 +354,7 @@ def question_key(example_id: str) -> str:
 
 
 def _first_answer(row: dict) -> tuple[int, int] | None:
-    """Character span of the first gold answer (seed 002 trains on one), or None without answers."""
+    """Character span of the first gold answer (Yang et al. 2022 train on one), or None without answers."""
     answers = row["answers"]
     if not answers["text"]:
         return None

@@ -1,16 +1,16 @@
 """Long documents for sequence-level tasks: 512-token snippets pooled, or the whole note in one long model.
 
 Clinical notes (MIMIC-AKI, OpenI reports, HoC abstracts, discharge summaries) often exceed the
-512 tokens of BERT-style encoders. Seed 000 (Clinical-Longformer and Clinical-BigBird, section
-3.5) compares two ways past the limit, and ``--long-documents`` selects them (``truncate``, the
+512 tokens of BERT-style encoders. Li et al. 2022 (Clinical-Longformer and Clinical-BigBird, section
+3.5) compare two ways past the limit, and ``--long-documents`` selects them (``truncate``, the
 first 512 tokens, stays :class:`~workers.engine.formulations.sequence.SequenceClassification`):
 
 ``snippets`` (for short-context models such as BERT)
     Each document is cut into consecutive snippets of at most ``--snippet-length`` tokens (512,
-    special tokens included), at most ``--max-snippets`` of them (8: seed 000 first truncates
+    special tokens included), at most ``--max-snippets`` of them (8: Li et al. 2022 first truncate
     every document to 4,096 tokens, then segments it into 512-token snippets). The encoder
     reads every snippet on its own; the snippets' [CLS] hidden states are pooled across the
-    document (``--snippet-pooling`` max or mean, padding snippets masked out: seed 000's
+    document (``--snippet-pooling`` max or mean, padding snippets masked out: Li et al.'s
     "pooling layer ... to aggregate the output from short snippets"), then dropout 0.1 and a
     linear classifier. **The tail is dropped**: tokens after the first ``max_snippets``
     snippets' worth of the split text are never read; :meth:`LongDocumentClassification.describe`
@@ -75,7 +75,7 @@ from workers.engine.special_tokens import SpecialTemplate
 logger = logging.getLogger("biolm.engine")
 
 SHORT_MODEL_TOKENS = 512  # the BERT-family limit that ``full`` is meant to go beyond
-SNIPPET_DROPOUT = 0.1  # seed 004 section 6.2's dropout, on the pooled vector as on BERT's pooler
+SNIPPET_DROPOUT = 0.1  # the dropout of Gu et al. 2021, section 6.2, on the pooled vector as on BERT's pooler
 
 # Families whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids):
 # max_position_embeddings - (pad_token_id + 1) positions are usable (514 -> 512 for RoBERTa, 4098 -> 4096).
@@ -367,7 +367,7 @@ class LongDocumentClassification(SequenceClassification):
                 raise ValueError(
                     f"--long-documents full needs a model that reads more than {SHORT_MODEL_TOKENS} tokens, but "
                     f"{_name(self.source)} reads {self.model_limit}: use --long-documents snippets with it "
-                    "(512-token snippets pooled, seed 000 section 3.5), or a long-input architecture such as "
+                    "(512-token snippets pooled, Li et al. 2022, section 3.5), or a long-input architecture such as "
                     "longformer or big-bird"
                 )
         self.stats = {"documents": 0, "documents_cut": 0, "tokens_dropped": 0, "pair_members_cut": 0}

@@ -1,13 +1,13 @@
 """Relation extraction: how the two entities are shown to the encoder and which vectors classify them.
 
 Every ``relation`` example is a text with two typed character spans (``head``, ``tail``) and a
-label. Two choices shape the formulation, and seed 004's ablation (section 6.5, Table 12: ChemProt
+label. Two choices shape the formulation, and the ablation of Gu et al. 2021 (section 6.5, Table 12: ChemProt
 77.24 / DDI 82.36 with dummification and [CLS], 77.72 / 82.22 with entity markers and [CLS],
 77.58 / 82.18 with markers and the entity-start tokens) shows they move scores by tenths of a
 point, while the original text without either falls to 50.52 / 37.00:
 
 ``relation_representation``
-    ``dummify`` (BLURB's default, seed 004 section 5): each entity is replaced by ``@TYPE$``, so the
+    ``dummify`` (BLURB's default, Gu et al. 2021, section 5): each entity is replaced by ``@TYPE$``, so the
     model cannot memorise entity pairs. BLURB's ChemProt, DDI and GAD files come dummified already
     (the readers' spans cover ``@CHEMICAL$`` ...); that text is used unchanged, so BLURB runs are
     the [CLS] classifier BLURB describes. Clinical corpora (i2b2 2010, n2c2 2018) give the
@@ -16,8 +16,8 @@ point, while the original text without either falls to 50.52 / 37.00:
 
     ``markers``: the entity words stay and four marker tokens surround them, ``[E1] ... [/E1]``
     around the head and ``[E2] ... [/E2]`` around the tail. They are untyped and name the
-    argument's role, as both papers do: seed 002 (Methods, MRE) uses ``[S1]/[E1]`` and ``[S2]/[E2]``,
-    seed 004's ablation start/end tags. Untyped markers are a fixed set of four new tokens whatever
+    argument's role, as both papers do: Yang et al. 2022 (Methods, MRE) use ``[S1]/[E1]`` and ``[S2]/[E2]``,
+    Gu et al. 2021 start/end tags in their ablation. Untyped markers are a fixed set of four new tokens whatever
     the dataset (typed ones would add tokens per entity type, some unseen in training), the role
     keeps the direction of asymmetric relations (i2b2's TrAP is treatment -> problem), and the type
     stays visible in the words or, for BLURB text, in the dummy the markers surround.
@@ -25,9 +25,9 @@ point, while the original text without either falls to 50.52 / 37.00:
 ``relation_features``
     ``cls``: the architecture's own sequence classifier on [CLS] (BERT's pooler, RoBERTa's head), so
     ``dummify`` + ``cls`` is exactly the [CLS] formulation used for BLURB.
-    ``cls+markers`` (seed 002 Methods): the last hidden states of [CLS], ``[E1]`` and ``[E2]`` are
-    concatenated, then dropout 0.1 and one linear layer with cross-entropy. Seed 002 also
-    concatenates the two end markers; we follow seed 004's "entity start" encoding (and Baldini
+    ``cls+markers`` (Yang et al. 2022, Methods): the last hidden states of [CLS], ``[E1]`` and ``[E2]`` are
+    concatenated, then dropout 0.1 and one linear layer with cross-entropy. Yang et al. 2022
+    also concatenate the two end markers; we follow the "entity start" encoding of Gu et al. 2021 (and Baldini
     Soares et al. 2019, its reference [7]) and keep the two start markers only.
 
 Markers are spliced in at the token level: the text is tokenized once with character offsets and
@@ -237,10 +237,10 @@ def add_marker_tokens(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
 
 
 class MarkerRelationClassifier(torch.nn.Module):
-    """[CLS] + ``[E1]`` + ``[E2]`` hidden states -> dropout 0.1 -> linear -> cross-entropy (seed 002, MRE).
+    """[CLS] + ``[E1]`` + ``[E2]`` hidden states -> dropout 0.1 -> linear -> cross-entropy (Yang et al. 2022, MRE).
 
     The encoder is the bare one (:meth:`ModelSource.encoder`, no pooler): the three vectors are
-    the top layer's, as seed 002 and seed 004's "entity start" encoding use them.
+    the top layer's, as Yang et al. 2022 and the "entity start" encoding of Gu et al. 2021 use them.
     """
 
     def __init__(self, encoder: torch.nn.Module, num_labels: int, dropout: float = 0.1) -> None:

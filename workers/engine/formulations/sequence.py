@@ -1,6 +1,6 @@
 """Sequence-level tasks on the [CLS] vector: single texts, pairs, multi-label, regression.
 
-Seed 004 section 5: sentence pairs are joined with [SEP] (BIOSSES, PubMedQA, BioASQ, MedNLI);
+Gu et al. 2021, section 5: sentence pairs are joined with [SEP] (BIOSSES, PubMedQA, BioASQ, MedNLI);
 multi-label documents (HoC, OpenI) get one sigmoid per label, decided at logit > 0; regression
 (BIOSSES, clinical STS) is a single output trained with mean squared error. Relations in the
 BLURB form arrive with their entities already dummified (``@GENE$``), so they are single texts.

@@ -1,11 +1,11 @@
 """Token classification (NER, de-identification, PICO): a linear head on every first sub-token.
 
-Seed 004 section 5: each word's first sub-token carries the word's tag and the model predicts
+Gu et al. 2021, section 5: each word's first sub-token carries the word's tag and the model predicts
 per word; inputs longer than the model are split into windows of whole words
 (:func:`workers.engine.encoding.encode_token_tagging`) so no gold word is ever dropped. The
 section's modelling choices are options here:
 
-* ``--tagging-scheme bio|bioul|io`` (seed 004's ablation: the difference is minuscule). The
+* ``--tagging-scheme bio|bioul|io`` (the ablation of Gu et al. 2021: the difference is minuscule). The
   model trains on the dataset's tags rewritten in the scheme
   (:mod:`workers.engine.tagging_schemes`), and its predictions are rewritten in the dataset's
   own form before scoring, so every scheme is scored by the same conlleval entity reading
@@ -77,7 +77,7 @@ class TokenTagging(Formulation):
         self.output_scheme = dataset_scheme(self.labels.names)
 
     def describe(self) -> dict:
-        """The choices that change scores (seed 004 section 5), as the results JSON records them."""
+        """The choices that change scores (Gu et al. 2021, section 5), as the results JSON records them."""
         return {
             "name": self.name,
             # one sigmoid per element is IO per element: no boundaries are modelled

@@ -202,9 +202,9 @@ def _auc(truth: np.ndarray, scores: np.ndarray) -> float:
 
 
 def roc_auc(gold: Any, pred: Any, *, positive: Any = None, average: Literal["weighted", "macro"] = "weighted") -> float:
-    """ROC AUC of scores (MIMIC-AKI); for multi-label rows the mean over labels (OpenI, seed 000).
+    """ROC AUC of scores (MIMIC-AKI); for multi-label rows the mean over labels (OpenI, Li et al. 2022).
 
-    ``pred`` holds scores (probabilities or logits). Seed 000's "sample number weighted average"
+    ``pred`` holds scores (probabilities or logits). Li et al. 2022's "sample number weighted average"
     weights each label's AUC by its gold positives, scikit-learn's ``average="weighted"``. A label
     with no gold positive has weight 0 and is skipped (scikit-learn raises instead).
     """

@@ -40,7 +40,7 @@ def _mean_over_questions(gold: Sequence, pred: Sequence, score: Callable[[str, s
 
 
 def exact_match(gold: Sequence[str | Iterable[str]], pred: Sequence[str]) -> float:
-    """SQuAD v1.1 exact match, best over a question's gold answers (emrQA with seed 000)."""
+    """SQuAD v1.1 exact match, best over a question's gold answers (emrQA as in Li et al. 2022)."""
     return _mean_over_questions(gold, pred, lambda p, a: float(normalize_answer(p) == normalize_answer(a)))
 
 
@@ -74,7 +74,7 @@ def _first_correct_ranks(gold: Sequence[Any], pred: Sequence[Any], k: int) -> li
 
 
 def strict_accuracy(gold: Sequence[Any], pred: Sequence[Any]) -> float:
-    """BioASQ factoid strict accuracy: the top answer is a gold synonym (Bioformer, seed 003)."""
+    """BioASQ factoid strict accuracy: the top answer is a gold synonym (Bioformer, Fang et al. 2023)."""
     ranks = _first_correct_ranks(gold, pred, 1)
     return 100 * sum(r is not None for r in ranks) / len(ranks)
 

@@ -1,4 +1,4 @@
-"""Adversarial pretraining as seed 004 section 2.4 uses it: ALUM (Liu et al. 2020) on top of MLM.
+"""Adversarial pretraining as Gu et al. 2021 use it (section 2.4): ALUM (Liu et al. 2020) on top of MLM.
 
 Each step perturbs the word embeddings of the input by the ``delta`` that most changes the
 model's predictions, within a small box, and trains the model to predict the same under it:

@@ -1,4 +1,4 @@
-"""Task-agnostic distillation as seed 001 section 7 gives it (after DistilBERT).
+"""Task-agnostic distillation as Lewis et al. 2020 give it (section 7, after DistilBERT).
 
 The student learns masked language modelling from the corpus and from a teacher at once, with
 the loss weighted as the paper's:

@@ -1,4 +1,4 @@
-"""Long-sequence models from short ones, as seed 000 section 3.2 builds Clinical-Longformer and -BigBird.
+"""Long-sequence models from short ones, as Li et al. 2022 (section 3.2) build Clinical-Longformer and -BigBird.
 
 A RoBERTa checkpoint becomes a Longformer (and a BERT checkpoint a BigBird) of ``max_length``
 tokens by copying every weight across and extending the position embeddings: the learned 512

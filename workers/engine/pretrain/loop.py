@@ -1,6 +1,6 @@
 """The pretraining loop: AdamW, warm-up and linear decay, accumulation, bf16, checkpoints, exact resume.
 
-The optimiser is the one seeds 001 and 004 use for pretraining: AdamW with betas (0.9, 0.98),
+The optimiser is the one Lewis et al. 2020 and Gu et al. 2021 use for pretraining: AdamW with betas (0.9, 0.98),
 eps 1e-6 and weight decay 0.01, a linear warm-up then linear decay to zero, gradient clipping at
 1.0, and bf16 autocast where the hardware runs it natively.
 
@@ -55,7 +55,7 @@ class LoopSettings:
     eps: float = 1e-6
     mask_rate: float = 0.15
     whole_word: bool = False
-    rate_schedule: bool = False  # seed 004 section 2.3: 5% to 25%
+    rate_schedule: bool = False  # Gu et al. 2021, section 2.3: 5% to 25%
     seed: int = 42
     checkpoint_every: int = 100
     eval_every: int = 50
@@ -163,7 +163,7 @@ def pretrain_loop(
 ) -> dict:
     """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary.
 
-    With ``distillation`` the step's loss is seed 001's distillation loss from its teacher (and the
+    With ``distillation`` the step's loss is the distillation loss of Lewis et al. 2020 from its teacher (and the
     projection it learns is trained and checkpointed with the model); with ``adversarial`` it is
     ALUM's (MLM plus the adversarial term). Held-out loss stays MLM's.
     """

@@ -8,10 +8,10 @@
   (``word_ids``), which come from offsets, not from ``##``: the same code serves WordPiece
   and byte-level BPE, where a word's first piece carries the space (``Ġlymph``, ``oma``).
   Each word is chosen with probability ``rate``, so on average ``rate`` of the pieces are masked.
-* **Dynamic masking** (RoBERTa, seed 001): the mask is drawn when a batch is made, from a
+* **Dynamic masking** (RoBERTa, Lewis et al. 2020): the mask is drawn when a batch is made, from a
   generator seeded by (seed, step), so every epoch sees a new mask and a resumed run draws
   exactly the masks the uninterrupted one would have.
-* **Schedule** (seed 004 section 2.3): the rate rises from 5% to 25%, by 5 points every 20% of
+* **Schedule** (Gu et al. 2021, section 2.3): the rate rises from 5% to 25%, by 5 points every 20% of
   training (:func:`scheduled_rate`).
 """
 
@@ -30,7 +30,7 @@ def masking_generator(seed: int, step: int) -> torch.Generator:
 
 
 def scheduled_rate(step: int, total_steps: int, start: float = 0.05, end: float = 0.25, stages: int = 5) -> float:
-    """Seed 004's masking-rate schedule: ``start`` rising by equal steps to ``end`` over ``stages`` parts."""
+    """The masking-rate schedule of Gu et al. 2021: ``start`` rising by equal steps to ``end`` over ``stages`` parts."""
     if total_steps <= 0:
         return end
     stage = min(stages - 1, int(stages * step / total_steps))

@@ -10,14 +10,14 @@ what it returns. Objective names:
   a generator seeded by the step), so static masking as BERT's data preparation did it, with
   ``dupe_factor`` copies, is the one thing not reproduced; the name is accepted for the recipes
   that state it;
-* ``mlm-rate-schedule``: seed 004's rate schedule, 5% rising to 25%;
+* ``mlm-rate-schedule``: the rate schedule of Gu et al. 2021, 5% rising to 25%;
 * ``nsp``: next-sentence prediction beside MLM (BERT, PubMedBERT, Bioformer);
 * ``sop``: sentence-order prediction beside MLM (GatorTron, after ALBERT). Both train on
   sentence pairs (the ``sentences`` preprocessor) and need a model with a sentence-pair head
   (BERT, Megatron-BERT, BigBird); the engine refuses them on RoBERTa or Longformer;
-* ``distillation``: seed 001 section 7's task-agnostic distillation from a ``--teacher``
+* ``distillation``: the task-agnostic distillation of Lewis et al. 2020 (section 7) from a ``--teacher``
   checkpoint (:mod:`workers.engine.pretrain.distillation`), MLM beside it;
-* ``adversarial``: seed 004 section 2.4's adversarial pretraining, ALUM's perturbation of the
+* ``adversarial``: the adversarial pretraining of Gu et al. 2021 (section 2.4), ALUM's perturbation of the
   input embeddings (:mod:`workers.engine.pretrain.adversarial`), on top of MLM (and NSP/SOP).
 
 An objective this module does not know is refused by name, so a recipe asking for one never
@@ -56,7 +56,7 @@ def masked_language_model(settings: Mapping[str, object], objectives: Sequence[s
             f"this implementation trains {', '.join(sorted(known))}"
         )
     if "distillation" in objectives and set(objectives) & PAIR_OBJECTIVES:
-        raise ValueError("distillation trains on MLM only (seed 001 section 7), without NSP or SOP")
+        raise ValueError("distillation trains on MLM only (Lewis et al. 2020, section 7), without NSP or SOP")
     if {"distillation", "adversarial"} <= set(objectives):
         raise ValueError("a recipe distils a teacher or trains adversarially (ALUM), not both: their losses differ")
     pairs = sorted(set(objectives) & PAIR_OBJECTIVES)

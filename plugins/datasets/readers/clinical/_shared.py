@@ -17,7 +17,7 @@ and to i2b2 2010 once its line:token offsets are turned into characters):
 * Units. ``"line"``: one example per non-empty line (a mention crossing a line break is tagged
   as one piece per line, each starting with B-); ``"sentence"``: blank lines, and ``[.!?]`` after a
   letter followed by white space and a capital letter, end a sentence, except inside a mention;
-  ``"document"``: the whole note as one example, never truncated (seed 000's point is that
+  ``"document"``: the whole note as one example, never truncated (the point of Li et al. 2022 is that
   long notes stay long; cutting them to a model's window is the engine's job).
 * Dev splits. The i2b2/n2c2 releases have train and test only. Unless a ``dev/`` directory (or
   file) is given, dev is carved out of train by document (by patient for i2b2 2014, whose

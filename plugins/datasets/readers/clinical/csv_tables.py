@@ -1,6 +1,6 @@
 """Report-level CSV tables (OpenI / MIMIC-CXR findings, MIMIC-AKI) into the ``classification`` schema.
 
-Neither set has an official distribution file: seed 000 builds them from the reports (OpenI,
+Neither set has an official distribution file: Li et al. 2022 build them from the reports (OpenI,
 MIMIC-CXR) or from MIMIC-III notes (the AKI cohort of Li et al. 2018), so we read the tables
 its code works with. ``train.csv``, ``dev.csv`` and ``test.csv`` (comma-separated, a header
 line, quoted fields may span lines, UTF-8), one row per report or admission:
@@ -12,7 +12,7 @@ line, quoted fields may span lines, UTF-8), one row per report or admission:
   nameless, the text column ``text``, ``txt`` or ``report`` (any case), every other column is a
   finding. ``labels`` lists the findings marked 1 (empty for a normal report). A value other than
   0/1 (e.g. CheXpert's -1 for "uncertain": map those first) is an error with file, line and
-  column. Seed 000 only tests on OpenI (all 3,684 reports), so train and dev are optional.
+  column. Li et al. 2022 only test on OpenI (all 3,684 reports), so train and dev are optional.
 * **MIMIC-AKI** (``mimic-aki``): columns ``id``, ``text`` and ``label`` (0/1, ``0.0``/``1.0``
   accepted); the text is all notes of the first 24 hours, often very long, and is kept whole
   (the CSV field size limit is raised for it).

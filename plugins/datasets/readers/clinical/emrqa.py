@@ -3,7 +3,7 @@
 emrQA itself is one ``data.json`` generated from the i2b2 annotations (contexts as lists of
 lines, questions as lists of paraphrases, answers as line/token positions), with no split.
 Everyone evaluates the SQuAD conversion of Yue et al. 2020 (CliniRC,
-github.com/sunlab-osu/CliniRC), which seed 000 uses too: ``{"data": [{"title", "paragraphs":
+github.com/sunlab-osu/CliniRC), which Li et al. 2022 use too: ``{"data": [{"title", "paragraphs":
 [{"context", "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}`` with
 train/dev/test files per subset, named ``medication-train.json``, ``relation-dev.json``,
 ``risk-dataset-test.json`` and so on (``risk-dataset`` is the heart-disease subset). We read

@@ -32,7 +32,7 @@ ignored. Quirks of the official files that decide how we read them:
   the test set. Offsets are range-checked.
 * A few EVENTs have an empty ``type``; they cannot be tagged and are skipped.
 
-Option ``types`` keeps only some types (seed 002 tags only PROBLEM, TEST and TREATMENT).
+Option ``types`` keeps only some types (Yang et al. 2022 tag only PROBLEM, TEST and TREATMENT).
 
 Splits: ``train/``, ``test/`` and optionally ``dev/`` directories, searched recursively (2012: the
 XML files of ``2012-07-15.original-annotation.release`` in ``train/``, those of the ground truth's

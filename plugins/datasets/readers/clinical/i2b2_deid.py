@@ -1,6 +1,6 @@
 """i2b2 2006 and i2b2 2014 de-identification into the ``token-tagging`` schema (BIO of PHI types).
 
-Long records are the point (seed 000 compares long-context models on them), so by default each
+Long records are the point (Li et al. 2022 compare long-context models on them), so by default each
 record is ONE example with every token of the note (option ``unit="line"`` gives one example per
 line instead). Notes are raw text: tokens are words and single punctuation marks, split further
 where a PHI boundary falls inside a word (see ``_shared``). Nothing is truncated.
