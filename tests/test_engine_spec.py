@@ -242,3 +242,44 @@ def test_a_checkpoint_without_weights_or_tokenizer_is_named_before_any_training(
     assert "a tokenizer (tokenizer.json or" in err and "it holds config.json" in err
     assert main([*args[:2], str(tmp_path / "nowhere"), *args[3:]]) == 1
     assert "no such directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("refusal", "expected"),
+    [
+        ("incomplete checkpoint", "not a complete checkpoint"),
+        ("missing checkpoint", "no such directory"),
+        ("unknown dataset", "unknown dataset 'nope'"),
+        ("missing data dir", "nowhere"),
+    ],
+)
+def test_a_refused_finetune_leaves_no_out_directory_it_created(tmp_path, capsys, refusal, expected):
+    from transformers import BertConfig
+
+    from workers.engine.__main__ import main
+
+    checkpoint = tmp_path / "ckpt"
+    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2).save_pretrained(checkpoint)
+    model = {
+        "incomplete checkpoint": ["--model", str(checkpoint)],
+        "missing checkpoint": ["--model", str(tmp_path / "no-checkpoint")],
+    }.get(refusal, ["--architecture", "bert:tiny"])
+    data = {
+        "unknown dataset": ["--dataset", "nope"],
+        "missing data dir": ["--dataset", "demo-ner", "--data_dir", str(tmp_path / "nowhere")],
+    }.get(refusal, ["--dataset", "demo-ner"])
+    common = ["finetune", *model, *data, "--grid", "single", "--seeds", "1", "--epochs", "1"]
+
+    assert main([*common, "--out", str(tmp_path / "x" / "out")]) == 1
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # neither --out nor the parent the run made for it
+
+    existing = tmp_path / "existing"  # a directory that was there before: it and its contents stay
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    assert main([*common, "--out", str(existing)]) == 1
+    assert [p.name for p in existing.iterdir()] == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*common, "--out", str(empty)]) == 1
+    assert empty.is_dir()

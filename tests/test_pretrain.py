@@ -1,6 +1,6 @@
 """Pretraining: masking as the papers define it, corpus blocks on disk, the CLI, and exact resume after SIGKILL.
 
-Real tokenizers (learned on real HoC and PubMedQA text from ../shared/data), real models, real
+Real tokenizers (learned on real HoC text from the official data folder, BIOLM_DATA_DIR), real models, real
 processes: the resume test kills a running ``python -m workers.engine pretrain`` with SIGKILL
 and compares the resumed run's weights with an uninterrupted run's, tensor by tensor.
 """
@@ -8,7 +8,6 @@ and compares the resumed run's weights with an uninterrupted run's, tensor by te
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from official_data import data_env
 from safetensors.torch import load_file
 
 from workers.engine.__main__ import main
@@ -29,14 +29,19 @@ from workers.engine.tokenization import train_wordpiece
 from workers.engine.vocabulary import train_byte_level_bpe
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 NO_CONTAMINATION = json.dumps({"contamination_datasets": []})  # its own tests below; it reads every dataset
 
 
-def hoc_abstracts(limit: int | None = None) -> list[str]:
+@pytest.fixture(scope="module")
+def hoc_train(official_data) -> Path:
+    """HoC's BLURB training file, from the official data folder."""
+    return official_data("HoC", "blurb", "train.tsv")
+
+
+def hoc_abstracts(train: Path, limit: int | None = None) -> list[str]:
     """HoC's training abstracts (sentences joined per PMID): real biomedical text, no test split."""
     documents: dict[str, list[str]] = {}
-    for row in (DATA / "HoC" / "blurb" / "train.tsv").read_text(encoding="utf-8").split("\n")[1:]:
+    for row in train.read_text(encoding="utf-8").split("\n")[1:]:
         if row:
             _, sentence, index = row.split("\t")
             documents.setdefault(index.split("_")[0], []).append(sentence)
@@ -45,9 +50,9 @@ def hoc_abstracts(limit: int | None = None) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
+def corpus(tmp_path_factory, hoc_train) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "hoc.txt"
-    path.write_text("\n".join(hoc_abstracts(400)) + "\n", encoding="utf-8")
+    path.write_text("\n".join(hoc_abstracts(hoc_train, 400)) + "\n", encoding="utf-8")
     return path
 
 
@@ -71,8 +76,8 @@ def test_mlm_masks_the_rate_of_maskable_tokens_80_10_10_and_never_a_special_one(
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "byte-bpe"])
-def test_whole_word_masking_masks_every_piece_of_a_chosen_word(kind):
-    texts = hoc_abstracts(200)
+def test_whole_word_masking_masks_every_piece_of_a_chosen_word(kind, hoc_train):
+    texts = hoc_abstracts(hoc_train, 200)
     tokenizer = train_wordpiece(texts, 600) if kind == "wordpiece" else train_byte_level_bpe(texts, 600)
     encoded = tokenizer(texts[:32], truncation=True, max_length=128, padding="max_length")
     ids = torch.tensor(encoded["input_ids"])
@@ -118,8 +123,8 @@ def test_recipes_name_their_objectives_and_unknown_ones_are_refused():
 # --- corpus blocks -------------------------------------------------------------------------------
 
 
-def test_documents_become_framed_blocks_with_a_deterministic_held_out_part(tmp_path):
-    texts = hoc_abstracts(300)
+def test_documents_become_framed_blocks_with_a_deterministic_held_out_part(tmp_path, hoc_train):
+    texts = hoc_abstracts(hoc_train, 300)
     tokenizer = train_wordpiece(texts, 800)
     first = write_blocks(iter(texts), tokenizer, tmp_path / "a", block_size=64, heldout_share=0.1)
     second = write_blocks(iter(texts), tokenizer, tmp_path / "b", block_size=64, heldout_share=0.1)
@@ -146,7 +151,8 @@ def test_every_block_is_seen_once_per_epoch_in_a_seeded_order():
 # --- the command ---------------------------------------------------------------------------------
 
 
-def test_pretrain_writes_a_checkpoint_that_the_engine_fine_tunes_unchanged(corpus, tmp_path):
+def test_pretrain_writes_a_checkpoint_that_the_engine_fine_tunes_unchanged(corpus, tmp_path, official_data):
+    official_data("HoC", "blurb", "test.tsv")  # the contamination report reads HoC's test split
     out = tmp_path / "tiny"
     only_hoc = json.dumps({"contamination_datasets": ["hoc"]})
     args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "30", "--settings", only_hoc]
@@ -180,6 +186,25 @@ def test_bad_corpora_are_refused_with_the_reason(tmp_path, capsys, content, expe
     assert expected in capsys.readouterr().err
 
 
+def test_a_refused_pretraining_leaves_no_out_directory_it_created(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Aspirin inhibits cyclooxygenase.\n")
+    refusals = [
+        (["--recipe", "tiny", "--corpus", str(tmp_path / "missing.txt")], "no such file"),
+        (["--recipe", "no-such-recipe", "--corpus", str(corpus)], "unknown recipe 'no-such-recipe'"),
+        (["--recipe", "tiny", "--corpus", str(corpus), "--model", str(tmp_path / "nowhere")], "no such directory"),
+    ]
+    existing = tmp_path / "existing"  # a directory that was there before: it and its contents stay
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    for args, expected in refusals:
+        assert main(["pretrain", *args, "--out", str(tmp_path / "x" / "out")]) == 1
+        assert expected in capsys.readouterr().err
+        assert not (tmp_path / "x").exists()  # neither --out nor the parent the run made for it
+        assert main(["pretrain", *args, "--out", str(existing)]) == 1
+        assert [p.name for p in existing.iterdir()] == ["notes.txt"]
+
+
 def test_a_vocabulary_too_small_and_a_recipe_without_an_implementation_are_refused(
     corpus, tmp_path, capsys, monkeypatch
 ):
@@ -206,7 +231,7 @@ def run_pretrain(corpus: Path, out: Path, *extra: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "workers.engine", "pretrain", "--recipe", "tiny", "--corpus", str(corpus),
                "--steps", "70", "--device", "cpu", "--out", str(out), "--settings", NO_CONTAMINATION,
                *extra]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = data_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -245,7 +270,7 @@ def test_two_processes_under_torchrun_end_with_the_weights_of_one_process_with_t
     )
     common = ["-m", "workers.engine", "pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "20",
               "--precision", "fp32", "--device", "cpu", "--settings", settings]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = data_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     one = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "one")], cwd=ROOT, env=env,
                          capture_output=True, text=True)  # fmt: skip
     assert one.returncode == 0, one.stdout + one.stderr

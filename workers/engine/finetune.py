@@ -91,8 +91,15 @@ def load_task(spec: FinetuneSpec) -> tuple[Any, Contributions, Task]:
 
 
 def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
-    """Data, tokenizer, formulation and features for ``spec``; ``fold``: one cross-validation fold's directory."""
-    preflight.check_output_directory(spec.protocol.out)
+    """Data, tokenizer, formulation and features for ``spec``; ``fold``: one cross-validation fold's directory.
+
+    Refused, it leaves no ``--out`` directory that it created (:func:`preflight.output_directory`).
+    """
+    with preflight.output_directory(spec.protocol.out):
+        return _prepare(spec, fold)
+
+
+def _prepare(spec: FinetuneSpec, fold: Path | None) -> Prepared:
     if spec.model.model is not None:
         preflight.check_checkpoint(spec.model.model)
     manager, _, task = load_task(spec)
@@ -324,11 +331,19 @@ class Runner:
 
 
 def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
-    """Fine-tune and evaluate by the chosen protocol; returns (and writes) the results."""
+    """Fine-tune and evaluate by the chosen protocol; returns (and writes) the results.
+
+    Refused (a bad checkpoint, an unknown dataset, no data), it leaves no ``--out`` directory that it
+    created (:func:`preflight.output_directory`).
+    """
+    with preflight.output_directory(spec.protocol.out):
+        return _finetune(spec, progress_factory)
+
+
+def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None) -> dict:
     protocol = spec.protocol
     device = resolve_device(protocol.device)
     dtype = resolve_dtype(protocol.precision, device)
-    preflight.check_output_directory(protocol.out)
     _, contributions, task = load_task(spec)
     choice = choose(spec, contributions, task)
     plan = plan_for(choice.protocol, task, epochs=protocol.epochs, seeds=protocol.seeds)
@@ -406,7 +421,7 @@ def _dev_then_test(
 def _cross_validate(
     spec: FinetuneSpec, task: Task, metric: str, points: list[Hyperparameters], seeds: list[int], runner: Runner
 ) -> tuple[dict, Prepared]:
-    """Seed 001's folds: the point and its stopping step chosen on fold 1's test, reported on the other folds.
+    """The folds of Lewis et al. 2020: point and stopping step chosen on fold 1's test, reported on the others.
 
     The folds have no dev split, so the first fold's test plays dev: that is why its score is
     never reported. The other folds train at the chosen point up to the chosen step (the

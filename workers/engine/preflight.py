@@ -3,13 +3,16 @@
 A grid on a large dataset is hours of GPU time; discovering then that ``--out`` is read-only or
 that the checkpoint directory lacks its tokenizer wastes all of it. So the output directory is
 created and written to, and a checkpoint directory is checked for the three things a
-fine-tuning run reads from it, naming what is missing.
+fine-tuning run reads from it, naming what is missing. A run that is then refused (or fails)
+before writing anything takes away the directories it created: it leaves no empty ``--out``.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CONFIG_FILES = ("config.json",)
@@ -36,6 +39,37 @@ def check_output_directory(out: Path) -> None:
         raise ValueError(f"--out {out}: cannot be written to: {exc.strerror or exc}") from None
     os.close(handle)
     os.unlink(probe)
+
+
+@contextmanager
+def output_directory(out: Path) -> Iterator[None]:
+    """``check_output_directory(out)`` for the length of a run: if the run raises, the directories it created
+    (``out`` and any missing parents) are removed again, innermost first, as long as they are still empty.
+
+    A directory that existed before, and anything the run wrote (the finished runs an interrupted grid
+    reuses, a pretraining corpus's blocks), stay.
+    """
+    created = _missing_directories(out)
+    try:
+        check_output_directory(out)
+        yield
+    except BaseException:
+        for directory in created:
+            try:
+                directory.rmdir()
+            except OSError:  # not empty (or not ours to remove): it and its parents stay
+                break
+        raise
+
+
+def _missing_directories(out: Path) -> list[Path]:
+    """``out`` and those of its parents that do not exist yet, innermost first."""
+    missing = []
+    path = Path(os.path.abspath(out))
+    while not os.path.lexists(path) and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def check_checkpoint(directory: Path) -> None:

@@ -5,8 +5,8 @@ The recipe (a plugin contribution) gives the objective's implementation and the 
 architecture, vocabulary, block size, batch, learning rate, steps, preprocessors. The run:
 
 1. streams the corpus through the recipe's preprocessors and learns the vocabulary on the
-   training documents (or keeps a continual run's checkpoint vocabulary), with seed 004's
-   coverage report beside the starting vocabulary when there is one;
+   training documents (or keeps a continual run's checkpoint vocabulary), with the
+   coverage report of Gu et al. 2021 beside the starting vocabulary when there is one;
 2. packs the documents into token blocks on disk (training and held-out parts, fingerprinted);
 3. trains (:mod:`workers.engine.pretrain.loop`), checkpointing for exact resume;
 4. writes a Hugging Face checkpoint into ``--out`` (safetensors, config, tokenizer) with
@@ -97,9 +97,18 @@ class PretrainArguments:
 
 
 def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) -> dict:
+    """Pretrain by ``args.recipe``; returns (and writes to ``args.out``) the report.
+
+    Refused (a bad corpus, recipe or checkpoint), it leaves no ``--out`` directory that it created
+    (:func:`preflight.output_directory`).
+    """
+    with preflight.output_directory(args.out):
+        return _pretrain(args, progress)
+
+
+def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dict:
     from workers.engine.finetune import resolve_device, resolve_dtype
 
-    preflight.check_output_directory(args.out)
     if args.model is not None:
         preflight.check_checkpoint(args.model)
     if not args.corpus.is_file():
@@ -112,7 +121,9 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     settings = {**recipe.settings, **json.loads(args.settings or "{}")}
     objective = recipe.resolve()(settings=settings, objectives=recipe.objectives)
     if not isinstance(objective, MaskedLanguageModel):
-        raise ImplementationError(f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}")
+        raise ImplementationError(
+            f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}", ("recipes", recipe.slug)
+        )
     preprocessors = [_preprocessor(contributions, slug) for slug in settings.get("preprocessors", ())]
     rank, world = start_processes()
     device = resolve_device(args.device)
@@ -150,7 +161,7 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
     ]
     if base_tokenizer is None:
         vocabulary = {"new": coverage(tokenizer, texts=sample).to_dict()}
-    else:  # continual: the kept vocabulary beside one learned on this corpus, as seed 004 Table 1 compares them
+    else:  # continual: the kept vocabulary beside one learned on this corpus, as Gu et al. 2021 compare them (Table 1)
         domain = _domain_vocabulary(documents(), base_tokenizer, heldout_share)
         vocabulary = {"kept": "the starting checkpoint's", **compare(domain, base_tokenizer, texts=sample)}
     data_dir = args.out / "data"

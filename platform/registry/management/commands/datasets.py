@@ -89,4 +89,5 @@ class Command(BaseCommand):
                 elif status == "missing":
                     where = "restricted: bring your own files" if row["access"] == "restricted" else "files not found"
                     how = "" if row["readable"] else " (no reader yet)"
-                    self.stdout.write(f"      {where}{how}; source: {row['source']}")
+                    source = f"; source: {row['source']}" if row["source"] else ""  # a spec need not name one
+                    self.stdout.write(f"      {where}{how}{source}")

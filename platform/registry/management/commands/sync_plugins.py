@@ -15,7 +15,7 @@ class Command(BaseCommand):
         for label, bucket in (
             ("created", report.created),
             ("updated", report.updated),
-            ("removed", report.deactivated),
+            ("marked inactive (no longer contributed; kept with their results)", report.deactivated),
         ):
             if bucket:
                 parts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(bucket.items()))
