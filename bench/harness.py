@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
+POSTGRES_ONLY = "fault tests run against PostgreSQL (set DATABASE_URL=postgres://...), as CI's first pass does"
 
 
 def free_port() -> int:
@@ -76,10 +77,14 @@ class Redis:
 
 
 class Platform:
-    def __init__(self, directory: Path, database_server: str | None = None, timings: dict | None = None) -> None:
+    def __init__(
+        self, directory: Path, database_server: str | None = None, timings: dict | None = None, python: str = PYTHON
+    ) -> None:
         """``database_server``: a PostgreSQL server URL to create the database on (default: ``DATABASE_URL``'s);
-        ``timings``: environment values replacing the shortened heartbeat and tick settings."""
+        ``timings``: environment values replacing the shortened heartbeat and tick settings; ``python``: the
+        interpreter of every process (a virtualenv of the test's own, to install plugins into while it runs)."""
         self.directory = directory
+        self.python = python
         self.var = directory / "var"
         self.redis = Redis(directory / "redis")
         self.port = free_port()
@@ -124,16 +129,16 @@ class Platform:
         self.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('alice')")
         # gunicorn, as in production: a bounded number of processes and database connections
         # (runserver opens a thread, and a persistent connection, per request).
-        self.spawn("web", [PYTHON, "-m", "gunicorn", "biolm_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-                           "--workers", "3", "--timeout", "120"])  # fmt: skip
+        self.spawn("web", [self.python, "-m", "gunicorn", "biolm_site.wsgi:application",
+                           "--bind", f"127.0.0.1:{self.port}", "--workers", "3", "--timeout", "120"])  # fmt: skip
         wait_until(self._web_answers, 60, "the web app")
         self.start_cpu_worker()
         return self
 
     def start_cpu_worker(self, beat: bool = True) -> subprocess.Popen:
         """The platform's CPU worker; ``beat=False`` leaves out its embedded beat (the watchdog must tick)."""
-        command = [PYTHON, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-c", "2", "-n", "cpu@harness",
-                   "--without-gossip", "--without-mingle"]  # fmt: skip
+        command = [self.python, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-c", "2",
+                   "-n", "cpu@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
         if beat:
             command += ["-B", "--schedule", str(self.var / "celerybeat-schedule")]
         return self.spawn("cpu", command)
@@ -161,7 +166,7 @@ class Platform:
     # -- processes ------------------------------------------------------------------------------
 
     def manage(self, *arguments: str) -> str:
-        result = subprocess.run([PYTHON, "manage.py", *arguments], cwd=ROOT, env=self.environment,
+        result = subprocess.run([self.python, "manage.py", *arguments], cwd=ROOT, env=self.environment,
                                 capture_output=True, text=True, timeout=600)  # fmt: skip
         assert result.returncode == 0, f"manage.py {' '.join(arguments)}:\n{result.stdout}\n{result.stderr}"
         return result.stdout
@@ -176,8 +181,14 @@ class Platform:
     def start_gpu_worker(self, name: str, app: str = "workers.runner.app", **extra: str) -> subprocess.Popen:
         """A database-free worker: DATABASE_URL is not in its environment at all."""
         environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"} | extra
-        command = [PYTHON, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
+        command = [self.python, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
                    "-n", f"{name}@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
+        return self.spawn(name, command, environment)
+
+    def start_supervised_gpu_workers(self, name: str, gpus: int = 0, **extra: str) -> subprocess.Popen:
+        """``python -m workers.runner``, as operators run it: its Celery workers are ``<name><i>@<host>``."""
+        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"} | extra
+        command = [self.python, "-m", "workers.runner", "--gpus", str(gpus), "--name", name]
         return self.spawn(name, command, environment)
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
@@ -185,6 +196,14 @@ class Platform:
         if process.poll() is None:
             os.killpg(process.pid, signum)
             process.wait(timeout=30)
+
+    def children(self, name: str) -> list[int]:
+        """The pids of a process's children (a supervisor's workers)."""
+        pid = self.processes[name].pid
+        try:
+            return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except FileNotFoundError:
+            return []
 
     def log(self, name: str) -> str:
         return (self.directory / f"{name}.log").read_text(errors="replace")

@@ -36,13 +36,6 @@ def checkpoint(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def against_postgres(platform):
-    """The fault tests run against PostgreSQL, as production does (CI's first pass); the happy path runs on both."""
-    if not platform.postgres:
-        pytest.skip("fault tests run against PostgreSQL (set DATABASE_URL=postgres://...), as CI's first pass does")
-
-
-@pytest.fixture
 def workers(platform):
     started: list[str] = []
 

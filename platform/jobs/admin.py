@@ -6,13 +6,15 @@ loop at its next heartbeat exactly as any other cancellation does.
 
 from __future__ import annotations
 
+import threading
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, F
 from django.utils import timezone
 from django.utils.html import format_html
 
-from jobs import dispatch, lifecycle
+from jobs import dispatch, lifecycle, waiting
 from jobs.models import FINISHED, WAITING, Job, Run, Worker
 
 
@@ -33,8 +35,8 @@ class OwnerFilter(admin.SimpleListFilter):
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = (
-        "id", "kind", "language_model", "dataset", "queue", "status", "progress_bar", "eta", "priority", "attempts",
-        "worker", "heartbeat_age", "created_at",
+        "id", "kind", "language_model", "dataset", "queue", "status", "waiting_on", "progress_bar", "eta", "priority",
+        "attempts", "worker", "heartbeat_age", "created_at",
     )  # fmt: skip
     list_filter = ("status", "queue", "kind", OwnerFilter, "failure_cause", "submission")
     search_fields = ("language_model__name", "dataset__slug", "worker", "error")
@@ -47,6 +49,16 @@ class JobAdmin(admin.ModelAdmin):
     exclude = ("log",)
     actions = ("cancel_jobs", "retry_jobs", "requeue_jobs", "raise_priority")
     change_list_template = "admin/jobs/job/change_list.html"
+    _rendering = threading.local()  # what one request's rows share (the admin object serves every thread)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(blocked=lifecycle.blocked_by_dependencies())
+
+    @admin.display(description="waiting on")
+    def waiting_on(self, job: Job) -> str:
+        # The queues' workers are read once per request (changelist_view), not once per row.
+        states = getattr(self._rendering, "states", None) or waiting.queue_states(settings.BIOLM_HEARTBEAT_STALE_S)
+        return waiting.reason(job, states, blocked=getattr(job, "blocked", None)) or "-"
 
     @admin.display(description="progress")
     def progress_bar(self, job: Job) -> str:
@@ -97,6 +109,7 @@ class JobAdmin(admin.ModelAdmin):
 
     def changelist_view(self, request, extra_context=None):
         stale = settings.BIOLM_HEARTBEAT_STALE_S
+        states = self._rendering.states = waiting.queue_states(stale)
         depth = dict(
             Job.objects.filter(status__in=WAITING)
             .values_list("queue")
@@ -111,21 +124,27 @@ class JobAdmin(admin.ModelAdmin):
         )
         queues = [
             {"name": queue, "waiting": depth.get(queue, 0), "running": running.get(queue, 0),
-             "slots": dispatch.capacity(queue, stale)}
+             "slots": dispatch.capacity(queue, stale),
+             "note": states[queue].unserved_note() if depth.get(queue) and not states[queue].served else ""}
             for queue in Job.Queue.values
         ]  # fmt: skip
-        extra = {"queues": queues, "workers": dispatch.live_workers(stale), "stale_after_s": stale}
+        now = timezone.now()
+        workers = [
+            {"worker": worker, "state": waiting.worker_state(worker, stale, now)}
+            for worker in sorted(waiting.recent_workers(now), key=lambda w: w.name)
+        ]
+        extra = {"queues": queues, "workers": workers, "stale_after_s": stale}
         return super().changelist_view(request, {**(extra_context or {}), **extra})
 
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ("name", "queues", "slots", "last_heartbeat", "alive", "started_at")
-    readonly_fields = ("name", "queues", "slots", "started_at", "last_heartbeat")
+    list_display = ("name", "queues", "slots", "last_heartbeat", "state", "problem", "started_at")
+    readonly_fields = ("name", "queues", "slots", "started_at", "last_heartbeat", "problem", "problem_at")
 
-    @admin.display(boolean=True)
-    def alive(self, worker: Worker) -> bool:
-        return (timezone.now() - worker.last_heartbeat).total_seconds() <= settings.BIOLM_HEARTBEAT_STALE_S
+    @admin.display(description="state")
+    def state(self, worker: Worker) -> str:
+        return waiting.worker_state(worker, settings.BIOLM_HEARTBEAT_STALE_S)
 
 
 @admin.register(Run)

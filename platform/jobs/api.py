@@ -14,7 +14,8 @@ a Celery message, and then calls, with ``Authorization: Bearer <job token>``:
 
 Every write is filtered on the delivery's claim (:mod:`jobs.lifecycle`), so a delivery that lost
 its job changes nothing. Workers register their own liveness with ``POST
-/internal/workers/heartbeat`` and the worker secret. The schema is at ``/internal/schema/``.
+/internal/workers/heartbeat`` and the worker secret, and a supervisor that gave up on a worker
+says so with ``POST /internal/workers/problem``. The schema is at ``/internal/schema/``.
 """
 
 from __future__ import annotations
@@ -120,13 +121,19 @@ class DeliveryIn(serializers.Serializer):
 
 class FailIn(DeliveryIn):
     error = serializers.CharField(allow_blank=False)
-    cause = serializers.ChoiceField(choices=[Job.Cause.PLATFORM, Job.Cause.SUBMISSION])
+    cause = serializers.ChoiceField(choices=[Job.Cause.PLATFORM, Job.Cause.SUBMISSION, Job.Cause.PLUGIN])
 
 
 class WorkerIn(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     queues = serializers.ListField(child=serializers.ChoiceField(choices=Job.Queue.values), min_length=1)
     slots = serializers.IntegerField(min_value=1, max_value=64, default=1)
+
+
+class WorkerProblemIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    queues = serializers.ListField(child=serializers.ChoiceField(choices=Job.Queue.values), min_length=1)
+    problem = serializers.CharField(max_length=2000, help_text="Why the worker's supervisor stopped restarting it.")
 
 
 def _valid(serializer_class, request: Request) -> dict:
@@ -228,11 +235,27 @@ class ArtefactView(WorkerView):
         return FileResponse(store.open(name, "rb"), as_attachment=True, filename=name.rsplit("/", 1)[-1])
 
 
+def _require_worker_secret(request: Request) -> None:
+    if not secrets.compare_digest(_bearer(request).encode(), settings.BIOLM_WORKER_SECRET.encode()):
+        raise PermissionDenied("that is not the worker secret (BIOLM_WORKER_SECRET)")
+
+
+class WorkerProblemView(WorkerView):
+    """A supervisor gave up on a worker that kept dying at start-up: the admin shows it as failing."""
+
+    @extend_schema(request=WorkerProblemIn, responses={204: None})
+    def post(self, request: Request) -> Response:
+        _require_worker_secret(request)
+        data = _valid(WorkerProblemIn, request)
+        dispatch.record_problem(data["name"], data["queues"], data["problem"])
+        logger.error("worker %s is failing: %s", data["name"], data["problem"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class WorkerHeartbeatView(WorkerView):
     @extend_schema(request=WorkerIn, responses={204: None})
     def post(self, request: Request) -> Response:
-        if not secrets.compare_digest(_bearer(request).encode(), settings.BIOLM_WORKER_SECRET.encode()):
-            raise PermissionDenied("that is not the worker secret (BIOLM_WORKER_SECRET)")
+        _require_worker_secret(request)
         data = _valid(WorkerIn, request)
         dispatch.record_worker(data["name"], data["queues"], data["slots"])
         transaction.on_commit(tasks.kick)  # a free slot may have appeared

@@ -43,10 +43,29 @@ def record_worker(name: str, queues: list[str], slots: int = 1, now: dt.datetime
     """A worker's heartbeat: it is alive, consumes ``queues`` and runs ``slots`` jobs at once."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
-        name=name, defaults={"queues": ",".join(sorted(queues)), "slots": slots, "last_heartbeat": now}
+        name=name,
+        defaults={
+            "queues": ",".join(sorted(queues)),
+            "slots": slots,
+            "last_heartbeat": now,
+            "problem": "",
+            "problem_at": None,
+        },
     )
     if created:
         Worker.objects.filter(pk=worker.pk).update(started_at=now)
+    return worker
+
+
+def record_problem(name: str, queues: list[str], problem: str, now: dt.datetime | None = None) -> Worker:
+    """A worker's supervisor gave up on it: kept, with why, but not counted as alive (no heartbeat is recorded)."""
+    now = now or timezone.now()
+    worker, _ = Worker.objects.get_or_create(
+        name=name,
+        defaults={"queues": ",".join(sorted(queues)), "last_heartbeat": None, "started_at": now},
+    )
+    Worker.objects.filter(pk=worker.pk).update(problem=problem[:2000], problem_at=now)
+    worker.refresh_from_db()
     return worker
 
 

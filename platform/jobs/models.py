@@ -42,6 +42,7 @@ class Job(models.Model):
         NONE = "", "-"
         PLATFORM = "platform", "the platform's (refunded)"
         SUBMISSION = "submission", "the submission's"
+        PLUGIN = "plugin", "a plugin's code (not retried)"
 
     class Queue(models.TextChoices):
         GPU = "gpu"
@@ -100,13 +101,20 @@ WAITING = (Job.Status.QUEUED, Job.Status.RETRYING)
 
 
 class Worker(models.Model):
-    """A live (or lately live) worker process, as its own heartbeats describe it."""
+    """A live (or lately live) worker process, as its own heartbeats describe it.
+
+    ``problem`` is what its supervisor reported when it gave up on it (it kept dying at
+    start-up); the next heartbeat clears it. A worker that failed before it ever heartbeated has
+    no ``last_heartbeat``.
+    """
 
     name = models.CharField(max_length=200, unique=True, help_text="Celery's hostname, e.g. gpu0@host.")
     queues = models.CharField(max_length=100, help_text="Comma-separated queues it consumes.")
     slots = models.PositiveSmallIntegerField(default=1, help_text="Jobs it runs at once.")
     started_at = models.DateTimeField(default=timezone.now)
-    last_heartbeat = models.DateTimeField(default=timezone.now, db_index=True)
+    last_heartbeat = models.DateTimeField(default=timezone.now, null=True, blank=True, db_index=True)
+    problem = models.TextField(blank=True, help_text="Why its supervisor stopped restarting it.")
+    problem_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -13,5 +13,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/fail", api.FailView.as_view(), name="job-fail"),
     path("jobs/<int:job_id>/artefacts/<path:name>", api.ArtefactView.as_view(), name="job-artefact"),
     path("workers/heartbeat", api.WorkerHeartbeatView.as_view(), name="worker-heartbeat"),
+    path("workers/problem", api.WorkerProblemView.as_view(), name="worker-problem"),
     path("schema/", SpectacularAPIView.as_view(), name="internal-schema"),
 ]

@@ -1,48 +1,21 @@
-"""``python -m workers.runner [--gpus N|auto] [--name PREFIX]``: one GPU worker process per visible GPU.
+"""``python -m workers.runner [--gpus N|auto] [--name PREFIX]``: one GPU worker process per visible GPU, kept alive.
 
 Each process is a Celery worker on the ``gpu`` queue with ``CUDA_VISIBLE_DEVICES`` pinned to its
 GPU, the solo pool (one job at a time, run in the process that heartbeats) and a name
 ``PREFIX<i>@host``. With no GPU, one worker runs jobs on the CPU. ``DATABASE_URL`` is removed
-from their environment. Ctrl-C (or SIGTERM) stops them all.
+from their environment. A worker process that dies is restarted (:mod:`workers.runner.processes`);
+one that keeps dying at start-up is given up on and reported to the platform, which shows it
+as failing. Ctrl-C (or SIGTERM) stops them all.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
+import logging
 import sys
-from pathlib import Path
 
-from workers.runner.processes import wait_for_all
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def visible_gpus() -> int:
-    try:
-        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False)
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
-
-
-def commands(gpus: int, name: str, loglevel: str) -> list[tuple[list[str], dict]]:
-    base = os.environ.copy()
-    base.pop("DATABASE_URL", None)
-    base["BIOLM_WORKER_QUEUES"] = "gpu"
-    devices = list(range(gpus)) or [None]
-    result = []
-    for index, device in enumerate(devices):
-        environment = dict(base)
-        if device is not None:
-            environment["CUDA_VISIBLE_DEVICES"] = str(device)
-        command = [
-            sys.executable, "-m", "celery", "-A", "workers.runner.app", "worker", "-Q", "gpu", "--pool", "solo",
-            "-n", f"{name}{index}@%h", "--without-gossip", "--without-mingle", "--loglevel", loglevel,
-        ]  # fmt: skip
-        result.append((command, environment))
-    return result
+from workers.runner.gpu_workers import report_give_up, visible_gpus, worker_processes
+from workers.runner.processes import RestartPolicy, Supervisor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,9 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="gpu", help="worker name prefix (default: gpu)")
     parser.add_argument("--loglevel", default="INFO")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
+    try:
+        policy = RestartPolicy.from_environment()
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.gpus != "auto" and not args.gpus.isdigit():
+        parser.error(f"--gpus takes a number or auto, not {args.gpus!r}")
     gpus = visible_gpus() if args.gpus == "auto" else int(args.gpus)
-    children = [subprocess.Popen(c, cwd=ROOT, env=e) for c, e in commands(gpus, args.name, args.loglevel)]
-    return max(wait_for_all(children))
+    supervisor = Supervisor(worker_processes(gpus, args.name, args.loglevel), policy, on_give_up=report_give_up)
+    return supervisor.run()
 
 
 if __name__ == "__main__":

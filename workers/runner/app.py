@@ -26,6 +26,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from biolm import broker
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
+from workers.runner.health import health_file
 
 logger = logging.getLogger("biolm.worker")
 
@@ -72,11 +73,18 @@ class Liveness(threading.Thread):
         self.client = PlatformClient(API_URL, os.environ.get("BIOLM_WORKER_SECRET", ""), retry_for_s=HEARTBEAT_S)
 
     def run(self) -> None:
+        alive = health_file(WORK_DIR, self.worker_name)
         while not self.stopped.is_set():
             try:
                 self.client.post("workers/heartbeat", {"name": self.worker_name, "queues": QUEUES, "slots": 1})
             except (Unreachable, Rejected) as exc:
                 logger.warning("worker heartbeat not delivered: %s", exc)
+            else:  # for the host's health check (python -m workers.runner.health)
+                try:
+                    alive.parent.mkdir(parents=True, exist_ok=True)
+                    alive.touch()
+                except OSError as exc:
+                    logger.warning("cannot mark %s alive: %s", alive, exc)
             self.stopped.wait(HEARTBEAT_S)
 
 

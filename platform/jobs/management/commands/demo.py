@@ -24,9 +24,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import lifecycle
+from jobs import lifecycle, waiting
 from jobs.graph import SubmissionError, SubmissionRequest, submit
-from jobs.models import FINISHED, Job
+from jobs.models import FINISHED, WAITING, Job
 from registry.models import LanguageModel
 
 BENCHMARK = "blurb-mini"
@@ -161,9 +161,15 @@ class Command(BaseCommand):
         """Print each job's state when it changes, until every one has ended."""
         shown: dict[int, str] = {}
         while True:
-            jobs = list(Job.objects.filter(pk__in=ids).select_related("dataset", "language_model").order_by("pk"))
+            jobs = list(
+                Job.objects.filter(pk__in=ids)
+                .annotate(blocked=lifecycle.blocked_by_dependencies())
+                .select_related("dataset", "language_model")
+                .order_by("pk")
+            )
+            states = waiting.queue_states(settings.BIOLM_HEARTBEAT_STALE_S)
             for job in jobs:
-                line = describe(job)
+                line = describe(job, states)
                 if shown.get(job.pk) != line:
                     shown[job.pk] = line
                     self.stdout.write(line)
@@ -183,7 +189,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {model.name}: BLURB-mini score {value}")
 
 
-def describe(job: Job) -> str:
+def describe(job: Job, states: dict[str, waiting.QueueState] | None = None) -> str:
+    """One terminal line for ``job``; a waiting job whose queue has no live worker says so (``states``)."""
     target = job.dataset.slug if job.dataset_id else job.spec.get("recipe", "")
     text = f"#{job.pk:<3} {job.language_model.slug[:22]:<22} {job.kind:<9} {target:<24} {job.status:<9}"
     if job.status == Job.Status.RUNNING and job.progress_total:  # in tenths, so the terminal is not flooded
@@ -191,4 +198,10 @@ def describe(job: Job) -> str:
         text += f" {10 * tenth:>3}% of a run ({job.progress_total} steps)"
     elif job.status == Job.Status.FAILED:
         text += f" ({job.get_failure_cause_display()}) {job.error.splitlines()[0][:80] if job.error else ''}"
+    elif job.status == Job.Status.RETRYING and job.error:  # why the last attempt ended (a worker that died, say)
+        text += f" after attempt {job.attempts}: {job.error.splitlines()[0][:100]}"
+    elif states is not None and job.status in WAITING:
+        state = states.get(job.queue)
+        if state is not None and not state.served and not getattr(job, "blocked", False):
+            text += f" {state.unserved_note()}"
     return text

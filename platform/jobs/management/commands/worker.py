@@ -1,31 +1,46 @@
-"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto]``: the platform's CPU worker and the GPU workers.
+"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto]``: the platform's CPU worker and the GPU workers, kept alive.
 
 * ``cpu``: a Celery worker of this project on the ``cpu`` queue with the embedded beat, which
   ticks every ``BIOLM_TICK_S`` seconds (reaper and dispatcher) and runs the platform's own jobs
   (recording results). It needs the database.
-* ``gpu``: ``python -m workers.runner``: one worker per visible GPU (one on the CPU when there is
-  none), started without ``DATABASE_URL``; they reach the platform at ``BIOLM_API_URL`` with the
-  worker secret, which this command passes to them.
+* ``gpu``: one database-free worker per visible GPU (one on the CPU when there is none), as
+  ``python -m workers.runner`` starts them: without ``DATABASE_URL``, reaching the platform at
+  ``BIOLM_API_URL`` with the worker secret, which this command passes to them.
 
+Every process is supervised (:mod:`workers.runner.processes`): one that dies is restarted after
+a back-off, one that keeps dying at start-up is given up on and shown as failing in the admin.
 Ctrl-C stops every process it started.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+import socket
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connection
 
-from workers.runner.processes import wait_for_all
+from jobs import dispatch
+from workers.runner import gpu_workers
+from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor
 
 QUEUES = ("gpu", "cpu")
 
 
+def report_give_up(managed: ManagedProcess, reason: str) -> None:
+    """The admin's workers panel and the waiting jobs say that this worker is failing."""
+    queues = ["cpu"] if managed.name.startswith("cpu@") else ["gpu"]
+    try:
+        dispatch.record_problem(managed.name, queues, reason)
+    except DatabaseError:  # a connection left open since an earlier report, and gone stale: once more, afresh
+        connection.close()
+        dispatch.record_problem(managed.name, queues, reason)
+
+
 class Command(BaseCommand):
-    help = "Start the platform's CPU worker (with the job tick) and the GPU workers."
+    help = "Start the platform's CPU worker (with the job tick) and the GPU workers, restarting any that dies."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu (default: both)")
@@ -37,22 +52,28 @@ class Command(BaseCommand):
         unknown = sorted(set(chosen) - set(QUEUES))
         if unknown or not chosen:
             raise CommandError(f"--queues takes gpu and/or cpu, not {queues!r}")
+        if gpus != "auto" and not gpus.isdigit():
+            raise CommandError(f"--gpus takes a number or auto, not {gpus!r}")
+        try:
+            policy = RestartPolicy.from_environment()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         root = settings.BASE_DIR
         environment = {**os.environ, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
         paths = [str(root / "platform"), str(root), os.environ.get("PYTHONPATH")]
         environment["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-        children = []
+        processes = []
         if "cpu" in chosen:
             command = [
                 sys.executable, "-m", "celery", "-A", "biolm_site", "worker", "-Q", "cpu", "-B", "--concurrency", "2",
                 "-n", "cpu@%h", "--without-gossip", "--without-mingle", "--loglevel", loglevel,
                 "--schedule", str(settings.BIOLM_VAR_DIR / "celerybeat-schedule"),
             ]  # fmt: skip
-            children.append(subprocess.Popen(command, cwd=root, env=environment))
+            processes.append(ManagedProcess(f"cpu@{socket.gethostname()}", command, environment, root))
         if "gpu" in chosen:
-            command = [sys.executable, "-m", "workers.runner", "--gpus", gpus, "--loglevel", loglevel]
-            children.append(subprocess.Popen(command, cwd=root, env=environment))
+            count = gpu_workers.visible_gpus() if gpus == "auto" else int(gpus)
+            processes += gpu_workers.worker_processes(count, "gpu", loglevel, environment)
         self.stdout.write(f"started {', '.join(chosen)} workers (Ctrl-C stops them)")
-        codes = wait_for_all(children)
-        if any(codes):
-            raise CommandError(f"a worker exited with status {max(codes)}")
+        self.stdout.flush()
+        if Supervisor(processes, policy, on_give_up=report_give_up).run():
+            raise CommandError("every worker process was given up on (see the log above)")

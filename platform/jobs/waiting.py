@@ -1,0 +1,92 @@
+"""Why a waiting job is still waiting, in words an operator or a submitter can act on.
+
+A job can wait for four reasons: a job it depends on has not succeeded yet, it is retrying and
+its back-off is not over, its queue has no live worker, or every live worker is busy. The third
+is the one nobody notices by themselves: a crashed worker that nothing restarted leaves its
+queue's jobs "queued" for ever. So a waiting job on a queue without a live worker says so,
+"waiting: no gpu worker is running", naming the workers that served the queue lately and went
+silent or were given up on, in the admin's job list and in ``manage.py demo``'s terminal.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from jobs.lifecycle import blocked_by_dependencies
+from jobs.models import WAITING, Job, Worker
+
+RECENT = dt.timedelta(days=1)  # silent workers older than this are history, not news
+
+
+@dataclass
+class QueueState:
+    """The workers of one queue: alive, gone silent lately, or given up on by their supervisor."""
+
+    queue: str
+    live: list[Worker] = field(default_factory=list)
+    silent: list[Worker] = field(default_factory=list)
+    failing: list[Worker] = field(default_factory=list)
+
+    @property
+    def served(self) -> bool:
+        return bool(self.live)
+
+    def unserved_note(self, now: dt.datetime | None = None) -> str:
+        """``waiting: no gpu worker is running``, with what became of the queue's workers when known."""
+        now = now or timezone.now()
+        details = [f"{w.name} failing: {w.problem}" for w in self.failing]
+        details += [f"{w.name} silent for {timesince(w.last_heartbeat, now)}" for w in self.silent]
+        note = f"waiting: no {self.queue} worker is running"
+        return f"{note} ({'; '.join(details)})" if details else note
+
+
+def worker_state(worker: Worker, stale_after_s: float, now: dt.datetime | None = None) -> str:
+    """``live``, ``failing`` (its supervisor gave up on it) or ``silent`` (no heartbeat lately)."""
+    now = now or timezone.now()
+    if worker.problem:
+        return "failing"
+    if worker.last_heartbeat is not None and worker.last_heartbeat >= now - dt.timedelta(seconds=stale_after_s):
+        return "live"
+    return "silent"
+
+
+def recent_workers(now: dt.datetime | None = None) -> list[Worker]:
+    """Workers that heartbeated within a day, or that failed within a day."""
+    now = now or timezone.now()
+    since = now - RECENT
+    return list(Worker.objects.filter(last_heartbeat__gte=since) | Worker.objects.filter(problem_at__gte=since))
+
+
+def queue_states(stale_after_s: float, now: dt.datetime | None = None) -> dict[str, QueueState]:
+    """Every queue's :class:`QueueState`, from the workers seen within a day."""
+    now = now or timezone.now()
+    states = {queue: QueueState(queue) for queue in Job.Queue.values}
+    for worker in sorted(recent_workers(now), key=lambda w: w.name):
+        state = worker_state(worker, stale_after_s, now)
+        for queue in worker.queues.split(","):
+            if queue in states:
+                getattr(states[queue], state).append(worker)
+    return states
+
+
+def reason(job: Job, states: dict[str, QueueState], now: dt.datetime | None = None, blocked: bool | None = None) -> str:
+    """Why ``job`` waits, or "" when it does not. ``blocked``: whether a dependency has not succeeded, if known."""
+    if job.status not in WAITING:
+        return ""
+    now = now or timezone.now()
+    if blocked is None:
+        blocked = Job.objects.filter(pk=job.pk).filter(blocked_by_dependencies()).exists()
+    if blocked:
+        return "waiting for the jobs it depends on"
+    state = states.get(job.queue)
+    if state is not None and not state.served:
+        return state.unserved_note(now)
+    if job.not_before is not None and job.not_before > now:
+        return f"retrying in {max(1, int((job.not_before - now).total_seconds()))} s (back-off)"
+    if job.dispatched_at is not None:
+        return "sent to a worker"
+    return f"waiting for a free {job.queue} worker"
