@@ -147,3 +147,74 @@ def test_cancelling_a_job_cancels_what_waits_on_it_and_requeueing_brings_both_ba
     statuses = dict(Job.objects.values_list("pk", "status"))
     assert statuses == {pretrain.pk: "queued", finetune.pk: "queued", record.pk: "queued"}
     assert list(lifecycle.ready()) == [pretrain]
+
+
+def status_of(submission: Submission) -> str:
+    submission.refresh_from_db()
+    return submission.status
+
+
+def test_a_plugins_failure_ends_the_job_at_its_first_attempt_and_is_not_refunded(submission):
+    job = new_job(submission)
+    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[job])
+    lifecycle.claim(job.pk, job.token, "d1", "w")
+    error = "plugin acme: metric 'acme-zero' raised ZeroDivisionError: division by zero at acme/metrics.py:7"
+    assert lifecycle.fail(job.pk, job.token, "d1", error, Job.Cause.PLUGIN) == Job.Status.FAILED
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.failure_cause, job.error) == (Job.Status.FAILED, 1, "plugin", error)
+    record.refresh_from_db()
+    assert record.status == Job.Status.FAILED and record.failure_cause == Job.Cause.PLUGIN
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.FAILED and not submission.refunded
+    assert submission.status_text == "failed (counted against the quota)"
+
+
+def test_a_submission_is_pending_until_a_job_starts_then_running_until_all_end_then_finished(submission):
+    first = new_job(submission)
+    second = new_job(submission)
+    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[first, second])
+    assert status_of(submission) == Submission.Status.PENDING
+    lifecycle.claim(first.pk, first.token, "d1", "w")
+    assert status_of(submission) == Submission.Status.RUNNING
+    lifecycle.succeed(first.pk, first.token, "d1")
+    assert status_of(submission) == Submission.Status.RUNNING  # second and record still wait
+    for job in (second, record):
+        lifecycle.claim(job.pk, job.token, f"d{job.pk}", "w")
+        lifecycle.succeed(job.pk, job.token, f"d{job.pk}")
+    assert status_of(submission) == Submission.Status.FINISHED and submission.status_text == "Finished"
+
+
+def test_a_submission_whose_job_fails_through_the_platform_says_it_was_refunded(submission):
+    job = new_job(submission, max_attempts=1)
+    lifecycle.claim(job.pk, job.token, "d1", "w")
+    lifecycle.fail(job.pk, job.token, "d1", "the worker vanished", Job.Cause.PLATFORM)
+    assert status_of(submission) == Submission.Status.FAILED
+    assert submission.refunded and submission.status_text == "failed (refunded: the platform's fault)"
+
+
+def test_a_retrying_job_keeps_its_submission_running_and_a_reaped_one_too(submission):
+    job = new_job(submission)
+    lifecycle.claim(job.pk, job.token, "d1", "w")
+    Job.objects.filter(pk=job.pk).update(last_heartbeat=timezone.now() - dt.timedelta(seconds=120))
+    assert lifecycle.reap(stale_after_s=30) == [job.pk]
+    assert Job.objects.get(pk=job.pk).status == Job.Status.RETRYING
+    assert status_of(submission) == Submission.Status.RUNNING
+
+
+def test_a_cancelled_submission_says_so_and_a_requeued_one_waits_again(submission):
+    job = new_job(submission)
+    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[job])
+    lifecycle.claim(job.pk, job.token, "d1", "w")
+    lifecycle.cancel(Job.objects.filter(pk=job.pk))
+    assert Job.objects.get(pk=record.pk).status == Job.Status.CANCELLED
+    assert status_of(submission) == Submission.Status.CANCELLED
+    lifecycle.requeue(Job.objects.filter(pk=job.pk))
+    assert status_of(submission) == Submission.Status.PENDING  # both queued again, none started
+
+
+def test_a_submission_with_a_failed_and_a_cancelled_job_failed():
+    counts = {Job.Status.FAILED: 1, Job.Status.CANCELLED: 2, Job.Status.SUCCEEDED: 3}
+    assert lifecycle.submission_status(counts) == Submission.Status.FAILED
+    assert lifecycle.submission_status({Job.Status.RETRYING: 1}) == Submission.Status.RUNNING
+    assert lifecycle.submission_status({Job.Status.QUEUED: 4}) == Submission.Status.PENDING
+    assert lifecycle.submission_status({}) == Submission.Status.PENDING

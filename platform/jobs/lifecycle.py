@@ -10,8 +10,9 @@ mechanism seen from the other side: the job leaves ``running`` and the next hear
 
 Failures are told apart by cause. The platform's own (a lost worker, a broker restart, a time
 limit hit while the job waited) are retried with exponential back-off up to ``max_attempts``
-and, if final, refunded to the submitter's quota; the submission's (a malformed checkpoint) fail
-at once, keep their error and are charged.
+and, if final, refunded to the submitter's quota; the submission's (a malformed checkpoint) and a
+plugin's (contributed code that raised: it would raise again) fail at once, keep their error and
+are charged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from jobs.models import FINISHED, WAITING, Job
@@ -45,6 +46,42 @@ class Progress:
     total: int
     loss: float | None = None
     eta_s: float | None = None
+
+
+def submission_status(counts: dict[str, int]) -> str:
+    """A submission's status from how many of its jobs are in each state.
+
+    ``pending`` until a job starts, ``running`` while any job is unfinished, then ``failed`` if a
+    job failed (the submission's ``refunded`` says whether the platform's fault was refunded),
+    ``cancelled`` if one was cancelled, else ``finished``.
+    """
+    unfinished = sum(counts.get(state, 0) for state in (Job.Status.QUEUED, Job.Status.RETRYING, Job.Status.RUNNING))
+    if unfinished:
+        started = sum(counts.values()) - counts.get(Job.Status.QUEUED, 0)
+        return Submission.Status.RUNNING if started else Submission.Status.PENDING
+    if counts.get(Job.Status.FAILED):
+        return Submission.Status.FAILED
+    if counts.get(Job.Status.CANCELLED):
+        return Submission.Status.CANCELLED
+    return Submission.Status.FINISHED if counts else Submission.Status.PENDING
+
+
+def follow_submissions(job_ids: Iterable[int]) -> None:
+    """Bring the status of the submissions of ``job_ids`` in line with their jobs (after any change of state)."""
+    submission_ids = set(
+        Job.objects.filter(pk__in=list(job_ids), submission__isnull=False).values_list("submission_id", flat=True)
+    )
+    for submission_id in submission_ids:
+        counts = dict(
+            Job.objects.filter(submission_id=submission_id)
+            .values_list("status")
+            .annotate(n=Count("pk"))
+            .values_list("status", "n")
+        )
+        status = submission_status(counts)
+        Submission.objects.filter(pk=submission_id).exclude(status=status).update(
+            status=status, updated_at=timezone.now()
+        )
 
 
 def backoff_s(attempts: int) -> float:
@@ -85,7 +122,10 @@ def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
             eta_s=None,
         )
     )
-    return Job.objects.get(pk=job_id) if taken else None
+    if not taken:
+        return None
+    follow_submissions([job_id])
+    return Job.objects.get(pk=job_id)
 
 
 def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
@@ -121,11 +161,12 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
 def succeed(job_id: int, token: str, delivery: str) -> bool:
     """Mark the job done; False if the delivery had lost it (its results must then be discarded)."""
     now = timezone.now()
-    return bool(
-        _held(job_id, token, delivery).update(
-            status=Job.Status.SUCCEEDED, finished_at=now, last_heartbeat=now, error="", failure_cause=Job.Cause.NONE
-        )
+    done = _held(job_id, token, delivery).update(
+        status=Job.Status.SUCCEEDED, finished_at=now, last_heartbeat=now, error="", failure_cause=Job.Cause.NONE
     )
+    if done:
+        follow_submissions([job_id])
+    return bool(done)
 
 
 def fail(job_id: int, token: str, delivery: str, error: str, cause: str) -> str | None:
@@ -140,6 +181,7 @@ def fail(job_id: int, token: str, delivery: str, error: str, cause: str) -> str 
         status = _after_failure(job, error, cause, timezone.now())
     if status == Job.Status.FAILED:
         fail_dependents([job.pk], f"job #{job.pk} failed", cause)
+    follow_submissions([job.pk])
     return status
 
 
@@ -195,6 +237,7 @@ def cancel(jobs: QuerySet[Job]) -> int:
         frontier = list(
             Job.objects.filter(depends_on__in=frontier).exclude(status__in=FINISHED).values_list("pk", flat=True)
         )
+    follow_submissions(ids)
     return cancelled
 
 
@@ -219,6 +262,7 @@ def requeue(jobs: QuerySet[Job], reset_attempts: bool = True) -> int:
     downstream = Job.objects.filter(depends_on__in=ids, status__in=(Job.Status.FAILED, Job.Status.CANCELLED))
     if downstream.exists():
         count += requeue(downstream.distinct(), reset_attempts)
+    follow_submissions(ids)
     return count
 
 
@@ -258,6 +302,7 @@ def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datet
                 _after_failure(held, reason, Job.Cause.PLATFORM, now, retry=False)
             fail_dependents([job.pk], f"job #{job.pk} failed", Job.Cause.PLATFORM)
             moved.append(job.pk)
+    follow_submissions(moved)
     return moved
 
 

@@ -31,4 +31,14 @@ class Submission(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.language_model} by {self.submitter} ({self.status})"
+        return f"{self.language_model} by {self.submitter} ({self.status_text})"
+
+    @property
+    def status_text(self) -> str:
+        """The status, saying for a failed submission whether its quota was refunded.
+
+        The status follows the submission's jobs (:func:`jobs.lifecycle.follow_submissions`).
+        """
+        if self.status == self.Status.FAILED:
+            return "failed (refunded: the platform's fault)" if self.refunded else "failed (counted against the quota)"
+        return self.get_status_display()
