@@ -25,6 +25,26 @@ version = "{version}"
 {extra}"""
 
 
+def write_distribution(
+    source: Path,
+    name: str,
+    version: str,
+    files: Mapping[str, str],
+    entry_points: Mapping[str, str],
+    extra: str = "",
+) -> Path:
+    """Write ``files`` (relative path -> text) and a pyproject declaring ``entry_points`` under ``source``."""
+    for relative, text in files.items():
+        path = source / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    points = "\n".join(f'{key} = "{value}"' for key, value in entry_points.items())
+    (source / "pyproject.toml").write_text(
+        PYPROJECT.format(name=name, version=version, entry_points=points, extra=extra), encoding="utf-8"
+    )
+    return source
+
+
 def install_distribution(
     source: Path,
     target: Path,
@@ -34,15 +54,8 @@ def install_distribution(
     entry_points: Mapping[str, str],
     extra: str = "",
 ) -> Path:
-    """Write ``files`` (relative path -> text) and a pyproject under ``source``, pip-install into ``target``."""
-    for relative, text in files.items():
-        path = source / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    points = "\n".join(f'{key} = "{value}"' for key, value in entry_points.items())
-    (source / "pyproject.toml").write_text(
-        PYPROJECT.format(name=name, version=version, entry_points=points, extra=extra), encoding="utf-8"
-    )
+    """Write the distribution (:func:`write_distribution`) under ``source``, pip-install it into ``target``."""
+    write_distribution(source, name, version, files, entry_points, extra)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--target", str(target), str(source)],

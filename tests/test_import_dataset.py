@@ -4,26 +4,31 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from official_data import data_dir
 
 from registry.models import Dataset, DatasetImport
 
 pytestmark = pytest.mark.django_db
 
-DATA_DIR = Path(os.environ.get("BIOLM_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-BIOSSES = DATA_DIR / "BIOSSES" / "blurb"
-needs_biosses = pytest.mark.skipif(not BIOSSES.is_dir(), reason=f"BLURB data directory {BIOSSES} is absent")
+
+@pytest.fixture
+def biosses(official_data) -> Path:
+    """BLURB's BIOSSES folder in the official data folder."""
+    return official_data("BIOSSES", "blurb")
+
+
+needs_biosses = pytest.mark.usefixtures("biosses")
 
 
 @pytest.fixture(autouse=True)
 def isolated_storage(settings, tmp_path):
     settings.BIOLM_VAR_DIR = tmp_path / "var"
-    settings.BIOLM_DATA_DIR = DATA_DIR
+    settings.BIOLM_DATA_DIR = data_dir()
     return tmp_path / "var"
 
 
@@ -58,9 +63,9 @@ def test_importing_the_same_content_twice_keeps_one_record():
 
 
 @needs_biosses
-def test_a_malformed_copy_fails_with_file_and_line_and_leaves_nothing_behind(tmp_path, isolated_storage):
+def test_a_malformed_copy_fails_with_file_and_line_and_leaves_nothing_behind(tmp_path, isolated_storage, biosses):
     broken = tmp_path / "biosses-broken"
-    shutil.copytree(BIOSSES, broken)
+    shutil.copytree(biosses, broken)
     lines = (broken / "dev.tsv").read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3].replace("\t", " ", 1)  # the fourth line loses a column
     (broken / "dev.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -94,7 +99,8 @@ def test_a_missing_directory_is_reported():
 
 
 @needs_biosses
-def test_datasets_lists_registered_available_and_missing_with_where_to_get_them():
+def test_datasets_lists_registered_available_and_missing_with_where_to_get_them(official_data):
+    official_data("NCBI-disease", "blurb")  # listed as available
     run("import_dataset", "biosses")
     listing = {row["dataset"]: row for row in json.loads(run("datasets", "--json"))}
     assert listing["biosses"]["status"] == "registered"
@@ -107,12 +113,35 @@ def test_datasets_lists_registered_available_and_missing_with_where_to_get_them(
     assert "`manage.py import_dataset ncbi-disease`" in text
 
 
+def test_datasets_leaves_out_the_source_of_a_missing_dataset_whose_spec_names_none(settings, tmp_path, monkeypatch):
+    import dataclasses
+
+    import registry.management.commands.datasets as command
+    from registry.sync import load_contributions
+
+    settings.BIOLM_DATA_DIR = tmp_path / "no-data"  # every dataset is missing
+    contributions = load_contributions()
+    with_source = contributions.datasets["mednli"]
+    assert with_source.source
+    contributions.datasets["mednli"] = dataclasses.replace(with_source, source="")
+    monkeypatch.setattr(command, "load_contributions", lambda: contributions)
+    text = run("datasets")
+    lines = text.splitlines()
+    mednli = next(i for i, line in enumerate(lines) if line.strip().startswith("mednli "))
+    where = next(line for line in lines[mednli + 1 :] if "bring your own files" in line or "not found" in line)
+    assert where.strip() == "restricted: bring your own files"  # no dangling "; source: "
+    assert not any(line.rstrip().endswith("source:") for line in lines)
+    assert "; source: " in text  # the datasets that name one still say where to get them
+    listing = {row["dataset"]: row for row in json.loads(run("datasets", "--json"))}
+    assert listing["mednli"]["source"] == ""
+
+
 @needs_biosses
-def test_test_split_gold_labels_and_texts_never_appear_on_any_page(client, django_user_model):
+def test_test_split_gold_labels_and_texts_never_appear_on_any_page(client, django_user_model, biosses):
     from biolm.dataset_io import read_tsv
 
     run("import_dataset", "biosses")
-    test_rows = [fields for _, fields in read_tsv(BIOSSES / "test.tsv", 4, header=None)][1:]
+    test_rows = [fields for _, fields in read_tsv(biosses / "test.tsv", 4, header=None)][1:]
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "root-password-123")
     client.force_login(admin)
     record = DatasetImport.objects.get()
@@ -139,11 +168,46 @@ def test_dataset_page_shows_terms_and_how_to_bring_restricted_files(client):
     assert "Licence and terms" in html
 
 
-@pytest.mark.skipif(not (DATA_DIR / "BC5-disease" / "blurb").is_dir(), reason="BLURB BC5-disease files are absent")
-def test_datasets_compares_files_with_the_paper_in_the_papers_unit():
+def test_datasets_compares_files_with_the_paper_in_the_papers_unit(official_data):
+    official_data("BC5-disease", "blurb")
     run("import_dataset", "bc5-disease")
     row = next(r for r in json.loads(run("datasets", "--json")) if r["dataset"] == "bc5-disease")
     assert row["imported_sizes"] == {"train": 4560, "dev": 4581, "test": 4797}  # sentences
     assert row["imported_paper_unit_sizes"] == {"train": 4182, "dev": 4246, "test": 4424}  # mentions
     assert row["differs_from_paper"] == {"dev": {"paper": 4244, "files": 4246}}
     assert "differs:  dev has 4,246 in the files, 4,244 in the paper" in run("datasets")
+
+
+def test_a_plugin_reader_that_raises_is_reported_in_one_line_naming_the_plugin_never_as_a_traceback(
+    monkeypatch, tmp_path, isolated_storage
+):
+    from registry.management.commands import import_dataset
+    from registry.sync import sync_contributions
+    from tests.faulty_plugin import READER, line_of, loaded
+
+    with loaded(tmp_path / "acme") as contributions:
+        sync_contributions(contributions)
+        monkeypatch.setattr(import_dataset, "load_contributions", lambda: contributions)
+        stderr = io.StringIO()
+        with pytest.raises(CommandError) as error:
+            call_command("import_dataset", "acme-a", stdout=io.StringIO(), stderr=stderr)
+    line = line_of(READER, '    raise ValueError("line 2 has no label")')
+    message = str(error.value)
+    assert message.startswith(
+        f"acme-a: plugin acme: dataset reader 'acme-a' raised ValueError: line 2 has no label "
+        f"at acme_faulty/reader.py:{line} (raise biolm.errors.DataFormatError"
+    )
+    assert "\n" not in message and "Traceback" not in stderr.getvalue()
+    assert not DatasetImport.objects.filter(dataset__slug="acme-a").exists()
+
+
+def test_a_plugin_reader_refusing_its_file_is_reported_with_the_file_and_line(monkeypatch, tmp_path, isolated_storage):
+    from registry.management.commands import import_dataset
+    from registry.sync import sync_contributions
+    from tests.faulty_plugin import loaded
+
+    with loaded(tmp_path / "acme") as contributions:
+        sync_contributions(contributions)
+        monkeypatch.setattr(import_dataset, "load_contributions", lambda: contributions)
+        with pytest.raises(CommandError, match=r"acme-refusing: .*train\.tsv:2: expected 3 columns, found 2$"):
+            call_command("import_dataset", "acme-refusing", stdout=io.StringIO())

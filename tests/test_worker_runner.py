@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from workers.runner.execution import JobRun, _readable, failure_cause
+from workers.runner.execution import JobRun, _readable, failure_cause, failure_summary
 
 
 def job(spec: dict, tmp_path: Path) -> JobRun:
@@ -47,3 +47,24 @@ def test_progress_bar_redraws_collapse_to_their_latest_state_in_the_log():
     bars = "".join(f"train:  {p}%|##| {p}/100 [00:01, 5.0step/s]\r" for p in range(0, 101, 10))
     log = _readable("warming up\n" + bars + "\nresults written\n")
     assert log.splitlines() == ["warming up", "train:  100%|##| 100/100 [00:01, 5.0step/s]", "results written"]
+
+
+def test_a_jobs_error_is_one_line_and_the_engines_chatter_stays_in_its_log():
+    chatter = "INFO biolm.plugins: loaded 15 plugins\nWARNING transformers: some weights were not initialised\n"
+    refused = chatter + "error: --model /x: its weights cannot be loaded: header too large\n"
+    assert failure_summary(1, refused) == "--model /x: its weights cannot be loaded: header too large"
+    crashed = (
+        chatter + 'Traceback (most recent call last):\n  File "a.py", line 1\nRuntimeError: CUDA error: device lost\n'
+    )
+    assert failure_summary(1, crashed) == (
+        "the engine exited with status 1: RuntimeError: CUDA error: device lost (the traceback is in the job's log)"
+    )
+    assert (
+        failure_summary(-9, chatter)
+        == "the engine was killed by SIGKILL (out of memory?); its last lines are in the job's log"
+    )
+    line = "plugin acme: metric 'm' raised ZeroDivisionError: x at a/m.py:3"
+    plugin = chatter + f"Traceback ...\nZeroDivisionError: x\nerror: {line}\n"
+    assert failure_summary(3, plugin) == line
+    assert failure_cause(3, plugin) == "plugin"
+    assert failure_cause(3, chatter) == "platform"  # status 3 without the engine's line: a crash

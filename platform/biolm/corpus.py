@@ -64,12 +64,14 @@ def apply_preprocessors(documents: Iterable[str], preprocessors: Sequence[Prepro
 def _checked(spec: PreprocessorSpec, produced: object) -> Iterator[str]:
     if isinstance(produced, str | bytes) or not isinstance(produced, Iterable):
         raise ImplementationError(
-            f"preprocessor {spec.slug} returned {type(produced).__name__}; it must return an iterable of documents"
+            f"preprocessor {spec.slug} returned {type(produced).__name__}; it must return an iterable of documents",
+            ("preprocessors", spec.slug),
         )
     for document in produced:
         if not isinstance(document, str):
             raise ImplementationError(
-                f"preprocessor {spec.slug} produced {type(document).__name__} {document!r:.60}; documents are strings"
+                f"preprocessor {spec.slug} produced {type(document).__name__} {document!r:.60}; documents are strings",
+                ("preprocessors", spec.slug),
             )
         yield document
 

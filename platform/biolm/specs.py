@@ -57,7 +57,13 @@ class ImplementationError(RuntimeError):
 
     Not a ``ValueError``: the engine reads ``ValueError`` from a metric as "undefined on this
     split" and records ``None``, while a broken plugin must stop the run with its name.
+    ``contribution`` is ``(kind, slug)`` as :class:`biolm.plugins.Contributions` names them
+    (``("metrics", "f1")``), so the error can be charged to the plugin that contributed it.
     """
+
+    def __init__(self, message: str, contribution: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.contribution = contribution
 
 
 Implementation = Callable[..., Any] | str
@@ -74,7 +80,7 @@ def check_implementation(value: object, what: str) -> None:
         raise SpecError(f"{what} must be a callable or a 'module:attribute' path, got {value!r}")
 
 
-def resolve_implementation(value: Implementation, what: str) -> Any:
+def resolve_implementation(value: Implementation, what: str, contribution: tuple[str, str] | None = None) -> Any:
     """The object ``value`` names: itself when callable, else ``module:attribute`` imported."""
     if callable(value):
         return value
@@ -84,9 +90,11 @@ def resolve_implementation(value: Implementation, what: str) -> Any:
         for part in attribute.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise ImplementationError(f"{what}: cannot import {value!r}: {type(exc).__name__}: {exc}") from exc
+        raise ImplementationError(
+            f"{what}: cannot import {value!r}: {type(exc).__name__}: {exc}", contribution
+        ) from exc
     if not callable(target):
-        raise ImplementationError(f"{what}: {value!r} is a {type(target).__name__}, not a callable")
+        raise ImplementationError(f"{what}: {value!r} is a {type(target).__name__}, not a callable", contribution)
     return target
 
 
@@ -195,7 +203,7 @@ class RecipeSpec:
             raise ImplementationError(
                 f"recipe {self.slug!r} describes a paper's settings but names no implementation to pretrain with"
             )
-        return resolve_implementation(self.implementation, f"recipe {self.slug}")
+        return resolve_implementation(self.implementation, f"recipe {self.slug}", ("recipes", self.slug))
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,7 @@ class SplitSpec:
 class CrossValidationSpec:
     """A dataset's k-fold distribution, read fold by fold by the protocols that evaluate on folds.
 
-    Seed 001 scores GAD and EU-ADR on BioBERT's 10 cross-validation folds (hyperparameters chosen
+    Lewis et al. 2020 score GAD and EU-ADR on BioBERT's 10 cross-validation folds (hyperparameters chosen
     on one fold, the median reported over the other nine), while BLURB reads one fixed split of
     GAD. ``locate`` is ``"module:function"`` called as ``locate(directory, folds)``; it returns
     ``{fold number: fold directory}`` for the folds present, so a protocol can name the missing
@@ -283,7 +291,7 @@ class DatasetSpec:
     ``task_type`` names a contributed :class:`TaskTypeSpec`; the adapter's schema must be that
     task type's. ``negative_label`` is the class that "positive-class" metrics leave out
     (ChemProt's ``false``, DDI's ``DDI-false``, GAD's ``0``). ``seeds`` and ``epochs`` override
-    the task type's protocol defaults for this dataset (seed 004 runs 10 seeds on the small,
+    the task type's protocol defaults for this dataset (Gu et al. 2021 run 10 seeds on the small,
     high-variance BIOSSES, BioASQ and PubMedQA); ``companion_metrics``, when given, replaces the
     task type's (BioASQ factoid reports lenient accuracy and MRR beside strict accuracy).
     """
@@ -350,9 +358,9 @@ class TaskTypeSpec:
     ``formulation`` the engine's way of casting it onto an encoder, a subclass of
     ``workers.engine.formulations.base.Formulation`` or its ``"module:Class"`` path;
     ``metric`` its primary metric and ``companion_metrics`` the ones reported beside it.
-    ``epochs`` and ``seeds`` are its protocol defaults (seed 004 section 6.2: epochs are tuned
+    ``epochs`` and ``seeds`` are its protocol defaults (Gu et al. 2021, section 6.2: epochs are tuned
     per dataset in 2-60 and not printed; datasets may override both). ``multi_element``: a word
-    may carry several tags joined by ``|`` (PICO, seed 004 section 5), so token formulations
+    may carry several tags joined by ``|`` (PICO, Gu et al. 2021, section 5), so token formulations
     predict a set of elements per word.
     """
 
@@ -391,9 +399,13 @@ class TaskTypeSpec:
 
     def resolve(self) -> type:
         """The formulation class."""
-        formulation = resolve_implementation(self.formulation, f"task type {self.slug}: formulation")
+        formulation = resolve_implementation(
+            self.formulation, f"task type {self.slug}: formulation", ("task_types", self.slug)
+        )
         if not isinstance(formulation, type):
-            raise ImplementationError(f"task type {self.slug}: formulation {self.formulation!r} is not a class")
+            raise ImplementationError(
+                f"task type {self.slug}: formulation {self.formulation!r} is not a class", ("task_types", self.slug)
+            )
         return formulation
 
 
@@ -458,7 +470,7 @@ class MetricSpec:
             raise SpecError(f"metric {self.slug}: sample gold and predictions differ in length")
 
     def resolve(self) -> Callable[..., Any]:
-        return resolve_implementation(self.implementation, f"metric {self.slug}")
+        return resolve_implementation(self.implementation, f"metric {self.slug}", ("metrics", self.slug))
 
     def compute(self, gold: Any, predictions: Any, **options: Any) -> float:
         """The metric's value; ``options`` add to (and override) the spec's fixed ``options``.
@@ -468,11 +480,14 @@ class MetricSpec:
         """
         value = self.resolve()(gold, predictions, **{**self.options, **options})
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ImplementationError(f"metric {self.slug} returned {value!r}, not a finite number")
+            raise ImplementationError(
+                f"metric {self.slug} returned {value!r}, not a finite number", ("metrics", self.slug)
+            )
         low, high = self.value_range
         if not low - 1e-9 <= value <= high + 1e-9:
             raise ImplementationError(
-                f"metric {self.slug} returned {value!r}, outside its range [{low}, {high}] (the 0-100 scale?)"
+                f"metric {self.slug} returned {value!r}, outside its range [{low}, {high}] (the 0-100 scale?)",
+                ("metrics", self.slug),
             )
         return float(value)
 
@@ -697,4 +712,4 @@ class PreprocessorSpec:
         check_implementation(self.implementation, f"preprocessor {self.slug}: implementation")
 
     def resolve(self) -> Callable[..., Any]:
-        return resolve_implementation(self.implementation, f"preprocessor {self.slug}")
+        return resolve_implementation(self.implementation, f"preprocessor {self.slug}", ("preprocessors", self.slug))

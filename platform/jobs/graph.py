@@ -13,10 +13,14 @@ locations, which are resolved when it is dispatched:
 * ``finetune`` (gpu, one per dataset): the benchmark's protocol on that dataset, with optional
   overrides for quick runs (``grid``, ``seeds``, ``epochs``, ``max_train_examples``, ...), and
   the model: the submitted checkpoint's artefacts or the pretraining job's output. Where the
-  protocol scores the dataset on cross-validation folds (seed 001 on GAD and EU-ADR), the job
+  protocol scores the dataset on cross-validation folds (Lewis et al. 2020 on GAD and EU-ADR), the job
   runs all of them (``cross_validation``: the worker receives the folds, not the split);
 * ``aggregate`` (cpu, one per dataset): scores the test predictions against the gold labels,
   which only the platform holds, and records the ``Result`` (which rescoring follows).
+
+The fine-tuning and aggregate jobs also name the installed plugins (``plugins``: name and
+version) that contribute their dataset, task type and metrics, so a worker that lacks one says so
+instead of failing on an unknown dataset.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from biolm import plugin_set
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
 from jobs import artefacts, tasks
 from jobs.models import Job
@@ -124,17 +129,29 @@ def submit(request: SubmissionRequest) -> Submission:
 def _jobs(request: SubmissionRequest, submission: Submission, benchmark: Benchmark, entries, protocol: dict,
           source: dict) -> None:  # fmt: skip
     """Per dataset, the protocol's job and the job that records its results."""
+    installed = plugin_set.installed()
     for entry in entries:
         dataset = entry.dataset
         folds = {"cross_validation": True} if _runs_on_folds(benchmark, dataset) else {}
+        plugins = _installed_providers(installed, dataset.plugin, dataset.task_type.plugin, dataset.metric.plugin,
+                                       entry.metric.plugin)  # fmt: skip
         finetune = _job(
             submission, request, Job.Kind.FINETUNE, Job.Queue.GPU, after=source["pretrain"], benchmark=benchmark,
-            dataset=dataset, protocol=protocol, model=source["model"], **folds,
+            dataset=dataset, protocol=protocol, model=source["model"], plugins=plugins, **folds,
         )  # fmt: skip
         _job(
             submission, request, Job.Kind.AGGREGATE, Job.Queue.CPU, after=finetune, benchmark=benchmark,
             dataset=dataset, metric=entry.metric.slug, variant=entry.variant, finetune_job=finetune.pk,
+            plugins=plugins,
         )  # fmt: skip
+
+
+def _installed_providers(installed: dict[str, plugin_set.InstalledPlugin], *names: str) -> dict[str, str]:
+    """``{plugin: "distribution version"}`` of the installed plugins (not the built-in ones) a job's work comes from.
+
+    Workers check that they have them before they start (a GPU host may lack a plugin the web host has).
+    """
+    return {name: installed[name].label for name in sorted(set(names)) if name in installed}
 
 
 def _job(submission: Submission, request: SubmissionRequest, kind: str, queue: str, after: Job | None = None,
@@ -189,7 +206,7 @@ def _has_folds(dataset) -> bool:
 
 
 def _runs_on_folds(benchmark: Benchmark, dataset) -> bool:
-    """Seed 001's protocol evaluates a dataset with a k-fold distribution on its folds."""
+    """The protocol of Lewis et al. 2020 evaluates a dataset with a k-fold distribution on its folds."""
     return benchmark.protocol == "lewis2020" and bool((dataset.adapter or {}).get("cross_validation"))
 
 

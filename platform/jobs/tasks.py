@@ -17,12 +17,15 @@ import traceback
 from pathlib import Path
 
 from celery import current_app, shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 from django.conf import settings
 from django.db import DatabaseError
 
+from biolm import plugin_set
+from biolm.plugin_faults import PluginFault, blame
 from jobs import dispatch, lifecycle, recording
 from jobs.models import Job
+from registry.sync import load_contributions
 
 logger = logging.getLogger("biolm.jobs")
 
@@ -64,6 +67,12 @@ def tick_once(hostname: str | None) -> dict:
     return {"reaped": moved, "sent": kick()}
 
 
+@worker_process_init.connect
+def _note_the_plugins(**_: object) -> None:
+    """Each pool process notes the plugin set it starts with, so a later change is noticed and loaded."""
+    plugin_set.ensure_current()
+
+
 @worker_ready.connect
 def _watch_the_beat(sender, **_: object) -> None:
     """A worker consuming the cpu queue ticks by itself if the beat goes quiet (:mod:`jobs.watchdog`)."""
@@ -87,6 +96,13 @@ def run_platform_job(self, job_id: int, token: str) -> str | None:
     job = lifecycle.claim(job_id, token, delivery, self.request.hostname or "local")
     if job is None:
         return None
+    changes = plugin_set.ensure_current()  # a plugin installed while this worker runs is used without a restart
+    if changes:
+        lifecycle.heartbeat(job.pk, token, delivery, log=f"reloaded the plugins, which changed: {'; '.join(changes)}\n")
+    missing, _ = plugin_set.compare(job.spec.get("plugins") or {})
+    if missing:
+        lifecycle.fail(job.pk, token, delivery, plugin_set.lacking_message(missing, job.worker), Job.Cause.PLATFORM)
+        return Job.Status.FAILED
     try:
         if job.kind == Job.Kind.AGGREGATE:
             result = recording.record(job)
@@ -97,12 +113,27 @@ def run_platform_job(self, job_id: int, token: str) -> str | None:
         lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.SUBMISSION)
         return Job.Status.FAILED
     except Exception as exc:
+        fault = plugin_fault(exc, job)
+        lifecycle.heartbeat(job.pk, token, delivery, log="".join(traceback.format_exception(exc)))
+        if fault is not None:  # the plugin's code raised: running it again would raise again
+            logger.error("job #%s: %s", job.pk, fault)
+            lifecycle.fail(job.pk, token, delivery, str(fault), Job.Cause.PLUGIN)
+            return Job.Status.FAILED
         logger.exception("job #%s failed on the platform", job.pk)
         lifecycle.fail(job.pk, token, delivery, platform_error(exc), Job.Cause.PLATFORM)
         return Job.Status.FAILED
     lifecycle.succeed(job.pk, token, delivery)
     kick()
     return Job.Status.SUCCEEDED
+
+
+def plugin_fault(exc: BaseException, job: Job) -> PluginFault | None:
+    """The plugin whose code raised ``exc`` while ``job`` ran (scoring with its metric, re-reading with its reader)."""
+    try:
+        return blame(exc, load_contributions(), dataset=job.dataset.slug if job.dataset_id else None)
+    except Exception:  # the plugins cannot be listed now: the platform's failure, as before
+        logger.exception("job #%s: could not tell whether a plugin raised", job.pk)
+        return None
 
 
 def platform_error(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from biolm import plugin_set
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from biolm.specs import BenchmarkSpec, PublishedModelSpec
 from registry.locks import hold_for_transaction
@@ -51,9 +52,15 @@ class SyncReport:
 
 
 def load_contributions() -> Contributions:
-    """Contributions of the built-in plugins plus installed entry points (per settings)."""
+    """Contributions of the built-in plugins plus installed entry points (per settings).
+
+    A long-lived process (a worker, the web server) first catches up with plugins installed,
+    upgraded or removed since it last looked (:func:`biolm.plugin_set.ensure_current`).
+    """
     from django.conf import settings
 
+    if settings.BIOLM_LOAD_ENTRYPOINT_PLUGINS:
+        plugin_set.ensure_current()
     return collect_contributions(get_plugin_manager(load_entrypoints=settings.BIOLM_LOAD_ENTRYPOINT_PLUGINS))
 
 

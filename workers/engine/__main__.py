@@ -19,8 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
-from biolm.errors import DataFormatError  # noqa: E402
-from biolm.specs import ImplementationError  # noqa: E402
+from workers.engine.exit_status import report_failure  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
 from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
 from workers.engine.progress_file import ProgressFile  # noqa: E402
@@ -63,9 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         results = finetune(spec, progress_factory)
-    except (ValueError, ImplementationError) as exc:  # bad input, or a plugin that broke its contract
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # bad input (status 1), a plugin's bug (3), or a crash (raised: a traceback)
+        status = report_failure(exc, load_entrypoints=spec.load_entrypoints, dataset=spec.data.dataset)
+        if status is None:
+            raise
+        return status
     test = results["test"]
     if spec.data.test_gold_withheld:
         print(f"{results['dataset']}: test predictions written for the platform to score (gold withheld); "
@@ -103,9 +104,11 @@ def pretrain_main(argv: list[str]) -> int:
 
     try:
         report = pretrain(args, progress)
-    except (ValueError, ImplementationError, DataFormatError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # bad input (status 1), a plugin's bug (3), or a crash (raised: a traceback)
+        status = report_failure(exc, load_entrypoints=args.load_entrypoints, recipe=args.recipe)
+        if status is None:
+            raise
+        return status
     finally:
         if bar is not None:
             bar.close()
@@ -127,7 +130,7 @@ def pretrain_main(argv: list[str]) -> int:
 
 
 def convert_long_main(argv: list[str]) -> int:
-    """``convert-long``: a Longformer from a RoBERTa checkpoint, or a BigBird from a BERT one (seed 000)."""
+    """``convert-long``: a Longformer from a RoBERTa checkpoint, or a BigBird from a BERT one (Li et al. 2022)."""
     import argparse
 
     from workers.engine.pretrain.long_models import convert
@@ -151,7 +154,7 @@ def convert_long_main(argv: list[str]) -> int:
 
 
 def headline(results: dict) -> str:
-    """One line: the protocol's reported statistic first (seed 001 reports medians), then the others."""
+    """One line: the protocol's reported statistic first (Lewis et al. 2020 report medians), then the others."""
     test, reported = results["test"], results["reported"]
     folds = results.get("cross_validation")
     over = (

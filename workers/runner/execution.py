@@ -8,8 +8,11 @@ lines of its log; a pretraining run's newest checkpoint is uploaded as it appear
 after a crash resumes from it instead of from step 0.
 
 Failures are told apart by cause: the engine exiting with status 1 is a refusal of the
-submission's input (a malformed checkpoint, say) and is charged; anything else (a killed child,
-a download that failed, the platform unreachable) is the platform's, retried and refunded.
+submission's input (a malformed checkpoint, say) and is charged; status 3 is a plugin's code
+raising (its one-line error names the plugin, the contribution and the line), not retried;
+anything else (a killed child, a download that failed, the platform unreachable) is the
+platform's, retried and refunded. The job's error is one line; the engine's output, traceback
+included, is the job's log.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,9 +31,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from biolm import plugin_set
+from workers.engine.exit_status import INPUT_REFUSED, PLUGIN_FAULT
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
+from workers.runner.processes import describe_exit
 
 logger = logging.getLogger("biolm.worker")
 
@@ -41,18 +48,41 @@ PROTOCOL_FLAGS = (
     "grid", "seeds", "first_seed", "epochs", "learning_rate", "batch_size", "max_length", "max_train_examples",
     "max_eval_examples", "precision",
 )  # fmt: skip
-INPUT_REFUSED = 1  # the engine's exit status for input it refuses (bad checkpoint, bad data, bad settings)
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Fault)\b.*")
+
+
+def _lines(log_tail: str) -> list[str]:
+    return [line for line in log_tail.splitlines() if line.strip()]
 
 
 def failure_cause(code: int, log_tail: str) -> str:
-    """Whose failure an engine exit is: the submission's when the engine refused its input, else the platform's.
+    """Whose failure an engine exit is (see :mod:`workers.engine.exit_status`): the submission's, a plugin's or ours.
 
-    The engine refuses input by printing ``error: ...`` and exiting with status 1; a crash (a
-    traceback, a signal, running out of memory) is the platform's, retried and refunded.
+    The engine refuses input by printing ``error: ...`` and exiting with status 1 (the
+    submission's: charged), and reports a plugin's exception as ``error: plugin ...`` with status
+    3 (the plugin's: not retried); a crash (a traceback, a signal, running out of memory) is the
+    platform's, retried and refunded.
     """
-    lines = [line for line in log_tail.splitlines() if line.strip()]
-    refused = code == INPUT_REFUSED and bool(lines) and lines[-1].startswith("error: ")
+    lines = _lines(log_tail)
+    last = lines[-1] if lines else ""
+    if code == PLUGIN_FAULT and last.startswith("error: plugin "):
+        return "plugin"
+    refused = code == INPUT_REFUSED and last.startswith("error: ")
     return "submission" if refused and "Traceback (most recent call last)" not in log_tail else "platform"
+
+
+def failure_summary(code: int, log_tail: str) -> str:
+    """The job's error: the engine's ``error:`` line, or how it crashed, in one line; the job's log keeps the rest."""
+    lines = _lines(log_tail)
+    if lines and lines[-1].startswith("error: ") and code in (INPUT_REFUSED, PLUGIN_FAULT):
+        return lines[-1].removeprefix("error: ")
+    how = describe_exit(code)
+    after_traceback = log_tail.rpartition("Traceback (most recent call last)")[2] if "Traceback" in log_tail else ""
+    raised = [line for line in _lines(after_traceback) if EXCEPTION_LINE.match(line)]
+    if raised:
+        return f"the engine {how}: {raised[-1].strip()[:500]} (the traceback is in the job's log)"
+    hint = " (out of memory?)" if code == -signal.SIGKILL else ""
+    return f"the engine {how}{hint}; its last lines are in the job's log"
 
 
 @dataclass
@@ -94,6 +124,11 @@ class JobRun:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _run_claimed(self, claimed: dict) -> Outcome:
+        missing, differing = plugin_set.compare(self.spec.get("plugins") or {})
+        if missing:
+            return self._fail(plugin_set.lacking_message(missing, self.worker), "platform")
+        for difference in differing:
+            self._note(f"plugin versions differ: {difference}")
         inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
         kind = claimed["kind"]
         out = self.directory / "out"
@@ -109,7 +144,7 @@ class JobRun:
         self._beat()  # the last progress and log lines
         if code != 0:
             tail = self._log_tail()
-            return self._fail(f"the engine exited with status {code}:\n{tail}", failure_cause(code, tail))
+            return self._fail(failure_summary(code, tail), failure_cause(code, tail))
         if kind == "finetune":
             self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
         else:

@@ -28,7 +28,8 @@ def formulation_class(task: Task, options: TaskOptions) -> type[Formulation]:
     if not issubclass(named, Formulation):
         raise ImplementationError(
             f"task type {task.task_type.slug!r}: formulation {named.__module__}.{named.__qualname__} "
-            "is not a subclass of workers.engine.formulations.base.Formulation"
+            "is not a subclass of workers.engine.formulations.base.Formulation",
+            ("task_types", task.task_type.slug),
         )
     chosen = named.select(task, options)
     if task.task_type.schema not in chosen.schemas:

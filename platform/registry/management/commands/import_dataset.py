@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from biolm.dataset_io import DataFormatError
+from biolm.plugin_faults import blame
 from registry.imports import UnknownDatasetError, dataset_spec, default_directory, import_dataset
 from registry.sync import load_contributions
 
@@ -54,6 +55,8 @@ class Command(BaseCommand):
                 outcome = import_dataset(name, options["path"], contributions, folds_path=options["folds"])
             except (UnknownDatasetError, DataFormatError) as exc:
                 raise CommandError(f"{name}: {exc}") from None
+            except Exception as exc:  # the dataset's reader (a plugin's code) raised: one line, never a traceback
+                raise CommandError(f"{name}: {reader_failure(exc, contributions, name)}") from exc
             record = outcome.record
             results.append(
                 {
@@ -95,6 +98,20 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"  note: {note}"))
         if result["folds_skipped"]:
             self.stdout.write(self.style.WARNING(f"  note: {result['folds_skipped']}"))
+
+
+def reader_failure(exc: Exception, contributions, name: str) -> str:
+    """What to say when reading ``name``'s files raised something other than a DataFormatError.
+
+    A plugin's code raised: the plugin, its reader and the line are named (``--traceback`` shows
+    the rest). A file the system would not read is said as the system said it.
+    """
+    fault = blame(exc, contributions, dataset=name)
+    if fault is not None:
+        return f"{fault} (raise biolm.errors.DataFormatError for a file the reader cannot use; --traceback shows more)"
+    if isinstance(exc, OSError):
+        return f"cannot read the files: {exc}"
+    raise exc
 
 
 def _folds_summary(folds: dict) -> dict | None:

@@ -1,0 +1,166 @@
+"""A plugin installed while the platform runs, and a plugin whose metric raises, in real processes (``-m faults``).
+
+The platform runs on an interpreter of the test's own (a virtualenv whose site folder reaches the
+project's packages), so a plugin can be ``pip install -e``'d into it while the web app and the
+workers run, as a plugin author does: the editable install's ``.pth`` file is something a
+running interpreter never reads by itself. The plugin contributes three datasets: one scored with
+the built-in accuracy, one with a metric of its own that divides by zero, one with a metric that
+raises only on the test split, which the platform scores.
+
+* The first is fine-tuned and scored without restarting anything: the CPU worker notices the
+  new plugin before it scores.
+* The second fails at its first attempt on the worker, the third at the platform's scoring: the
+  plugin's bug is the plugin's, reported in one line naming the plugin, the metric and the line
+  that raised, with the traceback in the job's log; it is not retried and not refunded, and the
+  submission says it failed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from checkpoints import tiny_bert
+
+from bench.harness import POSTGRES_ONLY, Platform, wait_until
+from tests.distributions import write_distribution
+from tests.faulty_plugin import write_polarity_splits
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
+
+PLUGIN = """
+from pathlib import Path
+
+import pluggy
+from biolm.canonical_jsonl import READER
+from biolm.specs import AdapterSpec, AggregationSpec, BenchmarkSpec, DatasetSpec, EntrySpec, MetricSpec, SummarySpec
+
+hookimpl = pluggy.HookimplMarker("biolm")
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@hookimpl
+def biolm_metrics():
+    return [MetricSpec("acme-fragile", "Fragile accuracy", "Accuracy over a count that is zero.",
+                       "biolm_acme.metrics:fragile_accuracy"),
+            MetricSpec("acme-even", "Even accuracy", "Accuracy, on an even number of examples only.",
+                       "biolm_acme.metrics:even_accuracy")]
+
+
+def _dataset(slug, metric):
+    return DatasetSpec(slug, slug, "document-classification", metric, "biomedical", "Invented findings.",
+                       labels=("up", "down"), adapter=AdapterSpec("classification", READER, default_path=str(DATA)))
+
+
+@hookimpl
+def biolm_datasets():
+    return [_dataset("acme-good", "accuracy"), _dataset("acme-bad", "acme-fragile"), _dataset("acme-late", "acme-even")]
+
+
+@hookimpl
+def biolm_benchmarks():
+    return [BenchmarkSpec("acme-bench", "Acme benchmark", "Polarity, twice.",
+                          entries=(EntrySpec("acme-good", "acme-good", "accuracy"),
+                                   EntrySpec("acme-bad", "acme-bad", "acme-fragile"),
+                                   EntrySpec("acme-late", "acme-late", "acme-even")),
+                          aggregation=AggregationSpec("1", "mean", summaries=(SummarySpec("mean", "Mean", "mean"),)))]
+"""
+
+METRICS = """
+def fragile_accuracy(gold, predictions):
+    correct = sum(g == p for g, p in zip(gold, predictions))
+    return 100 * correct / _seen(gold)
+
+
+def _seen(gold):
+    return len(gold) - len(gold)
+
+
+def even_accuracy(gold, predictions):
+    if len(gold) % 2:
+        raise RuntimeError(f"{len(gold)} examples, an odd number")
+    return 100 * sum(g == p for g, p in zip(gold, predictions)) / len(gold)
+"""
+RAISING_LINE = METRICS.splitlines().index("    return 100 * correct / _seen(gold)") + 1
+ODD_LINE = METRICS.splitlines().index('        raise RuntimeError(f"{len(gold)} examples, an odd number")') + 1
+
+
+def write_plugin(source: Path) -> Path:
+    files = {"biolm_acme/__init__.py": PLUGIN, "biolm_acme/metrics.py": METRICS}
+    write_distribution(source, "biolm-acme", "0.1", files, {"acme": "biolm_acme"})
+    write_polarity_splits(source / "biolm_acme" / "data", {"train": 60, "dev": 16, "test": 17})  # acme-even: odd
+    return source
+
+
+def own_interpreter(directory: Path) -> str:
+    """A virtualenv whose site folder reaches this interpreter's packages (a ``.pth`` line), and nothing else."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
+    python = directory / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    Path(site, "biolm-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip(POSTGRES_ONLY)  # before starting anything: a whole platform only to skip would waste a minute
+    python = own_interpreter(tmp_path_factory.mktemp("venv"))
+    running = Platform(tmp_path_factory.mktemp("platform"), timings={"BIOLM_LOAD_ENTRYPOINT_PLUGINS": "1"},
+                       python=python)  # fmt: skip
+    running.start(datasets=())
+    yield running
+    running.stop()
+
+
+def test_a_plugin_installed_while_workers_run_is_used_and_its_raising_metric_fails_its_job_once(
+    platform, against_postgres, tmp_path
+):
+    platform.start_gpu_worker("gpu-plugins")
+    live = "SELECT name FROM jobs_worker WHERE name IN ('cpu@harness', 'gpu-plugins@harness')"
+    wait_until(lambda: len(platform.query(live)) == 2, 120, "both workers to heartbeat")
+
+    plugin = write_plugin(tmp_path / "biolm-acme")
+    subprocess.run([sys.executable, "-m", "pip", "--python", platform.python, "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "-e", str(plugin)], check=True, capture_output=True)  # fmt: skip
+    platform.manage("sync_plugins")
+    platform.manage("import_dataset", "acme-good", "acme-bad", "acme-late")
+    checkpoint = tiny_bert(tmp_path / "tiny-bert", ["Treatment raised expression ."] * 8, 120, hidden=32)
+    protocol = '{"grid": "single", "seeds": 1, "epochs": 1, "max_length": 32}'
+    submitted = platform.submit("--model", str(checkpoint), "--benchmark", "acme-bench", "--protocol", protocol)
+    jobs = {(job["kind"], job["dataset"]): job["id"] for job in submitted["jobs"]}
+
+    good = platform.wait_for_job(jobs["aggregate", "acme-good"], ("succeeded", "failed"), timeout=300)
+    assert good["status"] == "succeeded", (good, platform.job(jobs["finetune", "acme-good"]))
+    assert "reloaded the plugins, which changed: biolm-acme 0.1 installed" in good["log"]
+    assert [row["dataset"] for row in platform.results(submitted["model"])] == ["acme-good"]
+
+    bad = platform.wait_for_job(jobs["finetune", "acme-bad"], ("succeeded", "failed"), timeout=300)
+    assert bad["status"] == "failed" and bad["attempts"] == 1 and bad["failure_cause"] == "plugin"
+    assert bad["error"] == (
+        "plugin acme (biolm-acme 0.1): metric 'acme-fragile' raised ZeroDivisionError: division by zero "
+        f"at biolm_acme/metrics.py:{RAISING_LINE}"
+    )
+    assert "Traceback (most recent call last)" in bad["log"]  # the log holds the log
+    downstream = platform.job(jobs["aggregate", "acme-bad"])
+    assert downstream["status"] == "failed" and downstream["failure_cause"] == "plugin"
+
+    # acme-even is fine on dev (16 examples), so the fine-tune succeeds; the platform raises it scoring test (17).
+    late = platform.wait_for_job(jobs["aggregate", "acme-late"], ("succeeded", "failed"), timeout=300)
+    assert platform.job(jobs["finetune", "acme-late"])["status"] == "succeeded"
+    assert late["status"] == "failed" and late["attempts"] == 1 and late["failure_cause"] == "plugin"
+    assert late["error"] == (
+        "plugin acme (biolm-acme 0.1): metric 'acme-even' raised RuntimeError: 17 examples, an odd number "
+        f"at biolm_acme/metrics.py:{ODD_LINE}"
+    )
+    assert "Traceback (most recent call last)" in late["log"]
+
+    (submission,) = platform.query(
+        "SELECT status, refunded FROM submissions_submission WHERE id = ?", submitted["submission"]
+    )
+    assert submission["status"] == "failed" and not submission["refunded"]
