@@ -39,7 +39,7 @@ def test_score_reproduces_the_blurb_score_of_every_table_6_model(tmp_path, model
 
 
 def test_score_of_pubmedbert_is_81_10_from_the_papers_numbers(tmp_path):
-    # Seed 004, Table 6, PubMedBERT column, typed here independently of the plugin's JSON.
+    # Gu et al. 2021, Table 6, PubMedBERT column, typed here independently of the plugin's JSON.
     pubmedbert = {
         "bc5-chem": 93.33, "bc5-disease": 85.62, "ncbi-disease": 87.82, "bc2gm": 84.52, "jnlpba": 80.06,
         "ebm-pico": 73.38, "chemprot": 77.24, "ddi": 82.36, "gad": 82.34, "biosses": 92.30, "hoc": 82.32,
@@ -109,6 +109,40 @@ def test_plugins_command_lists_builtins_and_their_contributions():
     assert "plugins.datasets.blurb" in run("plugins")
 
 
+def test_plugins_command_shows_each_task_types_schema_and_metrics_and_each_datasets_task_type():
+    data = json.loads(run("plugins", "--json"))
+    assert data["task_types"]["ner"] == {
+        "plugin": "plugins.tasks.task_types",
+        "schema": "token-tagging",
+        "formulation": "workers.engine.formulations.token_tagging:TokenTagging",
+        "metric": "entity-f1",
+        "companion_metrics": ["entity-precision", "entity-recall"],
+        "epochs": 20,
+        "seeds": 5,
+        "multi_element": False,
+    }
+    assert data["task_types"]["pico"]["multi_element"] is True
+    assert data["datasets"]["bc5-chem"]["companion_metrics"] is None  # the task type's apply
+    assert data["datasets"]["bioasq-factoid"] == {
+        "plugin": "plugins.datasets.biomedical",
+        "task_type": "extractive-qa",
+        "schema": "extractive-qa",
+        "multi_label": False,
+        "metric": "strict-accuracy",
+        "companion_metrics": ["lenient-accuracy", "mrr"],
+    }
+    text = run("plugins")
+    assert "  task_types: deidentification, document-classification," in text  # the slug list is unchanged
+    assert "    ner: schema token-tagging, metric entity-f1, companions entity-precision, entity-recall\n" in text
+    assert "    pico: schema token-tagging (multi-element), metric token-macro-f1\n" in text
+    assert "    bc5-chem: task type ner, metric entity-f1\n" in text
+    assert (
+        "    bioasq-factoid: task type extractive-qa, metric strict-accuracy, "
+        "companions lenient-accuracy, mrr (instead of the task type's)\n"
+    ) in text
+    assert "    hoc: task type document-classification, multi-label, metric average-micro-f1," in text
+
+
 @pytest.mark.django_db
 def test_leaderboard_lists_reported_blurb_models_best_first():
     data = json.loads(run("leaderboard", "--benchmark", "blurb", "--json"))
@@ -130,6 +164,21 @@ def test_leaderboard_of_an_unknown_benchmark_names_the_known_ones():
 def test_sync_plugins_twice_reports_up_to_date():
     run("sync_plugins")
     assert "already up to date" in run("sync_plugins")
+
+
+@pytest.mark.django_db
+def test_sync_plugins_says_a_vanished_contribution_is_marked_inactive_not_removed(monkeypatch):
+    import registry.sync
+    from registry.models import Benchmark
+
+    run("sync_plugins")
+    contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))
+    del contributions.benchmarks["gatortron"]
+    monkeypatch.setattr(registry.sync, "load_contributions", lambda: contributions)
+    out = run("sync_plugins")
+    assert "marked inactive" in out and "1 benchmarks" in out
+    assert "removed" not in out
+    assert Benchmark.objects.get(slug="gatortron").active is False  # the row (and its results) is still there
 
 
 @pytest.mark.parametrize(
