@@ -3,7 +3,8 @@
 A metric that divides by zero in a helper, one that returns NaN, one that runs out of memory, a
 reader shared by two datasets that raises ``ValueError``, a reader that refuses its file the
 documented way (``DataFormatError``), a formulation that refuses empty input (``ValueError``, as
-its contract allows) and fails on a missing key, and a dataset scored with the dividing metric.
+its contract allows) and fails on a missing key, a corpus preprocessor that fails on a document
+without a title, and a dataset scored with the dividing metric.
 """
 
 from __future__ import annotations
@@ -22,10 +23,15 @@ from pathlib import Path
 
 import pluggy
 from biolm.canonical_jsonl import READER
-from biolm.specs import AdapterSpec, DatasetSpec, MetricSpec, TaskTypeSpec
+from biolm.specs import AdapterSpec, DatasetSpec, MetricSpec, PreprocessorSpec, TaskTypeSpec
 
 hookimpl = pluggy.HookimplMarker("biolm")
 DATA = str(Path(__file__).resolve().parent / "data")
+
+
+@hookimpl
+def biolm_corpus_preprocessors():
+    return [PreprocessorSpec("acme-titles", "Titles", "Keeps each document's title.", "acme_faulty.corpus:titles")]
 
 
 @hookimpl
@@ -101,6 +107,13 @@ class Polarity:
 """
 
 
+CORPUS = """
+def titles(documents):
+    for document in documents:
+        yield document.split("|")[1]
+"""
+
+
 def line_of(source: str, text: str) -> int:
     return source.splitlines().index(text) + 1
 
@@ -125,6 +138,7 @@ def write_package(root: Path) -> Path:
     (package / "metrics.py").write_text(METRICS)
     (package / "reader.py").write_text(READER)
     (package / "formulation.py").write_text(FORMULATION)
+    (package / "corpus.py").write_text(CORPUS)
     write_polarity_splits(package / "data", {"train": 24, "dev": 8, "test": 8})
     return root
 

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from biolm.corpus import apply_preprocessors
 from biolm.dataset_io import load_dataset_files
 from biolm.plugin_faults import PluginFault, blame
 from biolm.specs import ImplementationError
 from tests.distributions import install_distribution
-from tests.faulty_plugin import METRICS, READER, line_of, loaded, write_package
+from tests.faulty_plugin import CORPUS, METRICS, READER, line_of, loaded, write_package
 from workers.engine.exit_status import PLUGIN_FAULT
 from workers.runner.execution import failure_cause, failure_summary
 
@@ -85,6 +86,17 @@ def test_a_formulation_refusing_its_input_is_not_a_fault_but_its_key_error_is(co
     fault = blame(raised(lambda: formulation.encode([{"text": "x"}])), contributions)
     assert (fault.kind, fault.slug, fault.exception) == ("task_types", "acme-polarity", "KeyError: 'polarity'")
     assert str(fault).startswith("plugin acme: task type formulation 'acme-polarity' raised KeyError")
+
+
+def test_a_corpus_preprocessor_that_fails_mid_stream_is_blamed_on_its_plugin(contributions):
+    stream = apply_preprocessors(["id|A title|text", "no title here"], [contributions.preprocessors["acme-titles"]])
+    assert next(stream) == "A title"
+    fault = blame(raised(lambda: next(stream)), contributions)
+    line = line_of(CORPUS, '        yield document.split("|")[1]')
+    assert str(fault) == (
+        "plugin acme: corpus preprocessor 'acme-titles' raised IndexError: list index out of range "
+        f"at acme_faulty/corpus.py:{line}"
+    )
 
 
 def test_running_out_of_memory_in_a_plugin_is_the_machines_failure_not_the_plugins(contributions):
