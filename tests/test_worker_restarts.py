@@ -36,18 +36,24 @@ def checkpoint(tmp_path_factory):
     return tiny_bert(tmp_path_factory.mktemp("checkpoints") / "tiny-bert", demo_texts(), 600, hidden=32)
 
 
+def training(job: dict) -> bool:
+    """Whether the fine-tune is under way; one that ended before it could be killed fails the test, saying so."""
+    assert job["status"] not in ("succeeded", "failed"), f"the fine-tune ended ({job['status']}) before the kill"
+    return job["status"] == "running" and job["progress_step"] > 0
+
+
 def test_a_gpu_worker_killed_mid_finetune_is_restarted_and_its_job_succeeds_once(
     platform, against_postgres, checkpoint
 ):
     platform.start_supervised_gpu_workers("gpu-sup")
     try:
-        protocol = '{"grid": "single", "seeds": 1, "epochs": 6, "max_length": 64}'
+        # 20 epochs: several seconds of training in which to kill it, yet a rerun well within the limit.
+        protocol = '{"grid": "single", "seeds": 1, "epochs": 20, "max_length": 64}'
         submitted = platform.submit("--model", str(checkpoint), "--benchmark", "blurb-mini", "--datasets", "demo-ner",
                                     "--protocol", protocol, "--name", "killed under its supervisor")  # fmt: skip
         finetune = next(job["id"] for job in submitted["jobs"] if job["kind"] == "finetune")
         aggregate = next(job["id"] for job in submitted["jobs"] if job["kind"] == "aggregate")
-        wait_until(lambda: (j := platform.job(finetune))["status"] == "running" and j["progress_step"] > 0, 180,
-                   "the fine-tune to make progress")  # fmt: skip
+        wait_until(lambda: training(platform.job(finetune)), 180, "the fine-tune to make progress")
         (celery,) = platform.children("gpu-sup")  # the supervisor's only worker process
         os.kill(celery, signal.SIGKILL)
         killed_at = time.monotonic()
