@@ -104,6 +104,27 @@ def test_every_compose_command_refers_to_something_that_exists():
     assert settings.CELERY_TASK_DEFAULT_QUEUE in {"cpu", "gpu"}
 
 
+def test_every_long_running_compose_service_restarts_and_has_a_health_check_that_refers_to_something_real():
+    from django.core.management import get_commands
+
+    services = compose_services()
+    for name, service in services.items():
+        if name == "minio-bucket":  # a one-shot: it creates the bucket and exits
+            continue
+        assert service.get("restart"), name  # YAML merges the app anchor's policy into its services
+        if name == "beat":  # its liveness is the CPU worker's tick, which worker-cpu's check reads
+            continue
+        test = service["healthcheck"]["test"]
+        text = test if isinstance(test, str) else shlex.join(test)
+        for management_command in re.findall(r"manage\.py (\w+)", text):
+            assert management_command in get_commands(), (name, management_command)
+        for module in re.findall(r"-m\W+([\w.]+)", text):
+            assert (ROOT / (module.replace(".", "/") + ".py")).exists(), (name, module)
+        if "/healthz" in text:
+            assert "healthz" in (ROOT / "platform" / "biolm_site" / "urls.py").read_text()
+    assert services["worker-gpu"]["restart"].startswith("on-failure:")  # a host whose workers all fail stops
+
+
 def test_every_environment_variable_read_by_settings_is_documented_in_env_example():
     read = set()
     for path in (ROOT / "platform").rglob("*.py"):
