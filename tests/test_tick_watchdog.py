@@ -70,3 +70,33 @@ def test_a_platform_error_names_the_code_that_raised_it():
     except KeyError as exc:
         message = tasks.platform_error(exc)
     assert message.startswith("KeyError: 'language_model' (in record, test_tick_watchdog.py:")
+
+
+def test_a_cpu_job_whose_messages_no_consumer_took_is_run_in_process_and_only_once(
+    settings, sent, aggregate, artefact_store, caplog
+):
+    settings.BIOLM_REDISPATCH_AFTER_S = 10
+    finetune = Job.objects.create(
+        submission=aggregate.submission, language_model=aggregate.language_model, dataset=aggregate.dataset,
+        kind=Job.Kind.FINETUNE, status=Job.Status.SUCCEEDED,
+    )  # fmt: skip
+    Job.objects.filter(pk=aggregate.pk).update(spec={"finetune_job": finetune.pk, "metric": "entity-f1"})
+    aggregate.depends_on.add(finetune)
+    dispatch.record_worker(CPU, ["cpu"])
+    assert tasks.kick() == [aggregate.pk] and sent == [aggregate.pk]  # sent, and never consumed
+    aggregate.refresh_from_db()
+    first = aggregate.first_sent_at
+    assert first is not None
+    assert watchdog.run_stranded(CPU, now=first + dt.timedelta(seconds=29)) == []  # not yet three re-sends
+    Job.objects.filter(pk=aggregate.pk).update(dispatched_at=None)
+    tasks.kick()  # re-sent: the first send is remembered
+    aggregate.refresh_from_db()
+    assert aggregate.first_sent_at == first
+    with caplog.at_level("WARNING", logger="biolm.jobs"):
+        assert watchdog.run_stranded(CPU, now=first + dt.timedelta(seconds=31)) == [aggregate.pk]
+    aggregate.refresh_from_db()
+    assert aggregate.worker == CPU and aggregate.attempts == 1
+    assert aggregate.status == Job.Status.FAILED and "uploaded no results" in aggregate.error  # it really ran
+    assert "no consumer took its messages for 31 s: running it in-process" in caplog.text
+    assert tasks.execute_platform_job(aggregate.pk, aggregate.token, "late-message", CPU) is None  # taken: no-op
+    assert watchdog.run_stranded(CPU, now=first + dt.timedelta(seconds=60)) == []

@@ -22,7 +22,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from jobs import lifecycle
@@ -182,7 +183,10 @@ def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after
         )
         free = capacity(queue, stale_after_s, now) - in_flight.count()
         for job in fair_order(queue, now)[: max(0, free)]:
-            if Job.objects.filter(pk=job.pk, dispatched_at__isnull=True, status__in=WAITING).update(dispatched_at=now):
+            first = Coalesce(F("first_sent_at"), Value(now))
+            if Job.objects.filter(pk=job.pk, dispatched_at__isnull=True, status__in=WAITING).update(
+                dispatched_at=now, first_sent_at=first
+            ):
                 send(job)
                 sent.append(job.pk)
     return sent

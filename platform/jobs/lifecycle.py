@@ -120,6 +120,7 @@ def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
             last_heartbeat=now,
             finished_at=None,
             eta_s=None,
+            first_sent_at=None,
         )
     )
     if not taken:
@@ -196,6 +197,7 @@ def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bo
             failure_cause=cause,
             queued_at=now,
             dispatched_at=None,
+            first_sent_at=None,
             not_before=now + dt.timedelta(seconds=backoff_s(job.attempts)) if wait else None,
         )
         return Job.Status.RETRYING
@@ -253,6 +255,7 @@ def requeue(jobs: QuerySet[Job], reset_attempts: bool = True) -> int:
         "failure_cause": Job.Cause.NONE,
         "queued_at": now,
         "dispatched_at": None,
+        "first_sent_at": None,
         "not_before": None,
         "finished_at": None,
     }

@@ -76,6 +76,9 @@ class Job(models.Model):
     queued_at = models.DateTimeField(default=timezone.now, help_text="When it last entered its queue.")
     not_before = models.DateTimeField(null=True, blank=True, help_text="Back-off: not dispatched before this.")
     dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When its message was last sent.")
+    first_sent_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its first message of this wait was sent (no consumer took it since)."
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

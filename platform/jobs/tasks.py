@@ -4,7 +4,8 @@
   alive, requeues the jobs of silent workers (:func:`jobs.lifecycle.reap`) and sends the next
   jobs to free worker slots (:func:`jobs.dispatch.dispatch`).
 * ``biolm.jobs.run_platform_job``: a job of the ``cpu`` queue, run where the database is: an
-  aggregate job records its fine-tuning job's results.
+  aggregate job records its fine-tuning job's results. The CPU worker's watchdog runs the same
+  code in-process for a job whose messages no consumer took (:mod:`jobs.watchdog`).
 
 GPU jobs go to ``biolm.worker.run_job`` on the ``gpu`` queue, a task of the database-free
 worker (:mod:`workers.runner`); it is sent by name, since the platform does not import it.
@@ -92,8 +93,12 @@ def _watch_the_beat(sender, **_: object) -> None:
 )
 def run_platform_job(self, job_id: int, token: str) -> str | None:
     """Claim and run a ``cpu`` job; a redelivery that finds it taken does nothing."""
-    delivery = self.request.id or "eager"
-    job = lifecycle.claim(job_id, token, delivery, self.request.hostname or "local")
+    return execute_platform_job(job_id, token, self.request.id or "eager", self.request.hostname or "local")
+
+
+def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) -> str | None:
+    """What a ``cpu`` job's delivery does, from the broker or from the watchdog (:func:`jobs.watchdog.run_stranded`)."""
+    job = lifecycle.claim(job_id, token, delivery, worker)
     if job is None:
         return None
     changes = plugin_set.ensure_current()  # a plugin installed while this worker runs is used without a restart

@@ -7,7 +7,9 @@ watchdog needs no broker to notice. A thread of the CPU worker's main process re
 worker's own heartbeat row; when it is older than ``BIOLM_TICK_WATCHDOG_S`` (three ticks by
 default), it does the tick's work directly. Ticks are idempotent (every change is a conditional
 UPDATE, and a second message for a job loses its claim), so one that overlaps a beat tick costs
-nothing.
+nothing. The same thread runs in-process the cpu jobs whose messages no consumer took
+(:func:`run_stranded`): after a Redis restart, aggregate jobs have been seen to stay queued for
+minutes while the ticks kept re-sending them.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import datetime as dt
 import logging
 import threading
 import time
+import uuid
 
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from jobs.models import Worker
+from jobs import lifecycle
+from jobs.models import Job, Worker
 
 logger = logging.getLogger("biolm.jobs")
 
@@ -40,6 +44,33 @@ def tick_if_overdue(hostname: str, now: dt.datetime | None = None) -> dict | Non
     return tick_once(hostname)
 
 
+def run_stranded(hostname: str, now: dt.datetime | None = None) -> list[int]:
+    """Run here, without the broker, the cpu jobs whose messages no consumer took for three re-sends.
+
+    After a Redis restart, aggregate jobs have been seen to stay queued for minutes while the
+    ticks kept re-sending them: a consumer or a publisher that had not recovered. The broker is
+    then not to be trusted, so the watchdog claims them itself; a message that arrives later finds
+    them taken and does nothing.
+    """
+    from jobs.tasks import execute_platform_job
+
+    now = now or timezone.now()
+    limit = dt.timedelta(seconds=3 * settings.BIOLM_REDISPATCH_AFTER_S)
+    stranded = list(
+        lifecycle.ready(now)
+        .filter(queue=Job.Queue.CPU, first_sent_at__lt=now - limit)
+        .order_by("first_sent_at")
+        .values_list("pk", "token", "first_sent_at")
+    )
+    ran = []
+    for job_id, token, first_sent in stranded:
+        waited = (now - first_sent).total_seconds()
+        logger.warning("job #%s: no consumer took its messages for %.0f s: running it in-process", job_id, waited)
+        if execute_platform_job(job_id, token, f"watchdog-{uuid.uuid4().hex}", hostname) is not None:
+            ran.append(job_id)
+    return ran
+
+
 def start(hostname: str) -> threading.Thread:
     """The watchdog thread of a CPU worker; a daemon, so it ends with the worker."""
 
@@ -50,6 +81,7 @@ def start(hostname: str) -> threading.Thread:
             try:
                 close_old_connections()
                 tick_if_overdue(hostname)
+                run_stranded(hostname)
             except Exception:  # the database is away: the next round tries again
                 logger.exception("the tick watchdog could not run")
             finally:
