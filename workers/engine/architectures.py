@@ -156,7 +156,11 @@ def load_config(directory: str | Path) -> PretrainedConfig:
         raise ArchitectureError(
             f"{str(path)!r} is not a Hugging Face checkpoint: it has no config.json (it holds: {present})"
         )
-    return AutoConfig.from_pretrained(path, local_files_only=True)
+    try:
+        return AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError) as exc:
+        first_line = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise ArchitectureError(f"{str(path)!r}: its config.json cannot be read: {first_line}") from None
 
 
 # ---------------------------------------------------------------------------

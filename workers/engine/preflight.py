@@ -16,12 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 CONFIG_FILES = ("config.json",)
-WEIGHT_FILES = (
-    "model.safetensors",
-    "pytorch_model.bin",
-    "model.safetensors.index.json",
-    "pytorch_model.bin.index.json",
-)
+# Safetensors only: a pytorch_model.bin is a pickle, and loading one can run code.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+PICKLED_WEIGHT_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 
@@ -86,6 +83,11 @@ def check_checkpoint(directory: Path) -> None:
         )
         if not names.intersection(candidates)
     ]
+    if names.intersection(PICKLED_WEIGHT_FILES) and not names.intersection(WEIGHT_FILES):
+        raise ValueError(
+            f"--model {directory}: its weights are a pickle (pytorch_model.bin), which biolm does not load because "
+            "unpickling can run code; save the model again with save_pretrained(..., safe_serialization=True)"
+        )
     if missing:
         held = ", ".join(sorted(names)[:10]) or "nothing"
         raise ValueError(

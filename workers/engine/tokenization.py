@@ -134,7 +134,7 @@ def _merge(pieces: list[str], pair: tuple[str, str], merged: str) -> list[str]:
 
 def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
     """The tokenizer saved with a local checkpoint (never downloaded)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False)
     if not tokenizer.is_fast:
         raise ValueError(f"{directory}: the engine needs a fast tokenizer (word alignment for token tasks)")
     return tokenizer

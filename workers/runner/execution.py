@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biolm import plugin_set
+from biolm.archives import ArchiveRefused, unpack
+from biolm.intake_limits import ArchiveLimits
 from workers.engine.exit_status import INPUT_REFUSED, PLUGIN_FAULT
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
@@ -135,7 +137,10 @@ class JobRun:
         if kind == "finetune":
             command = self._finetune_command(inputs, out)
         elif kind == "pretrain":
-            command = self._pretrain_command(inputs, out)
+            try:
+                command = self._pretrain_command(inputs, out)
+            except ArchiveRefused as exc:  # a hostile resume archive: refusing it again would change nothing
+                return self._fail(str(exc), "submission")
         else:
             return self._fail(f"a {kind} job cannot run on a GPU worker", "platform")
         code, stopped = self._supervise(command, out)
@@ -189,9 +194,9 @@ class JobRun:
         if spec.get("settings"):
             arguments += ["--settings", json.dumps(spec["settings"])]
         if "checkpoint" in inputs:  # an earlier attempt's last checkpoint: resume from it
-            out.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(inputs["checkpoint"] / "checkpoint.tar") as archive:
-                archive.extractall(out, filter="data")
+            # Member by member, within the limits: whoever holds a job token could have uploaded this archive.
+            unpack(inputs["checkpoint"] / "checkpoint.tar", out, ArchiveLimits.from_env(),
+                   label=f"the checkpoint.tar of job #{self.job_id}")  # fmt: skip
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
             self._note(f"resuming from the checkpoint an earlier attempt uploaded (step {_checkpoint_step(out)})")

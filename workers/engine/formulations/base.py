@@ -12,6 +12,7 @@ adding a formulation touches no other.
 from __future__ import annotations
 
 import abc
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -154,11 +155,13 @@ class ModelSource:
                     str(self.model_dir),
                     config=config,
                     local_files_only=True,
+                    trust_remote_code=False,  # never the checkpoint's own code, and never a prompt asking
+                    use_safetensors=True,  # a pickle is never unpickled, whatever transformers' defaults become
                     ignore_mismatched_sizes=True,
                     attn_implementation=attention,
                     **(model_kwargs or {}),
                 )
-            except (OSError, RuntimeError, SafetensorError) as exc:  # a truncated or foreign weights file
+            except (OSError, RuntimeError, SafetensorError, pickle.UnpicklingError) as exc:  # truncated or foreign
                 first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise ValueError(f"--model {self.model_dir}: its weights cannot be loaded: {first_line}") from exc
         return auto_class.from_config(config, attn_implementation=attention, **(model_kwargs or {}))

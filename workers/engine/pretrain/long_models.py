@@ -33,7 +33,7 @@ ROBERTA_OFFSET = 2  # RoBERTa and Longformer count positions from padding_idx + 
 
 def convert(source: Path, out: Path, target: str, max_length: int = 4096, attention_window: int = 512) -> Path:
     """Write ``target`` (``longformer`` or ``big_bird``) of ``max_length`` tokens converted from ``source``."""
-    model = AutoModelForMaskedLM.from_pretrained(str(source), local_files_only=True)
+    model = AutoModelForMaskedLM.from_pretrained(str(source), local_files_only=True, trust_remote_code=False)
     kind = model.config.model_type
     if (kind, target) not in TARGETS:
         pairs = ", ".join(f"{s} -> {t}" for s, t in sorted(TARGETS))

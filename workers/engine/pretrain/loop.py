@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import random
 import shutil
 import time
@@ -343,7 +344,10 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def rng_states() -> dict:
-    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    # Plain lists and numbers, not a numpy array: the checkpoint then loads with weights_only=True.
+    numpy_state = [kind, keys.tolist(), int(position), int(has_gauss), float(cached)]
+    states = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
@@ -395,10 +399,22 @@ def save_checkpoint(
     _barrier(world)
 
 
+def _load_tensors(path: Path, **kwargs):
+    """``torch.load`` of tensors, containers and numbers only: a file with anything else is refused unrun."""
+    try:
+        return torch.load(path, weights_only=True, **kwargs)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(
+            f"{path.name}: holds objects other than tensors and numbers, which biolm does not unpickle "
+            f"(a checkpoint of an older biolm, or not biolm's): start the run again without --resume ({exc})"
+        ) from None
+
+
 def load_checkpoint(
     directory: Path, model, optimizer, scheduler, device: torch.device, rank: int = 0, extra=()
 ) -> tuple[int, list[dict]]:
-    state = torch.load(directory / "state.pt", map_location=device, weights_only=False)
+    # weights_only: a checkpoint comes back through the platform, and unpickling anything else could run code.
+    state = _load_tensors(directory / "state.pt", map_location=device)
     model.load_state_dict(state["model"])
     for module, saved in zip(extra, state.get("extra", []), strict=True):
         module.load_state_dict(saved)
@@ -409,9 +425,10 @@ def load_checkpoint(
         raise ValueError(
             f"{directory}: written by {state.get('processes', 1)} process(es); resume with the same number"
         )
-    rng = torch.load(rng_path, weights_only=False)
+    rng = _load_tensors(rng_path)
     random.setstate(rng["python"])
-    np.random.set_state(rng["numpy"])
+    kind, keys, position, has_gauss, cached = rng["numpy"]
+    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), position, has_gauss, cached))
     torch.set_rng_state(rng["torch"])
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])

@@ -191,7 +191,9 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
     distillation = None
     if objective.distill:
-        teacher = AutoModelForMaskedLM.from_pretrained(str(args.teacher), local_files_only=True)
+        teacher = AutoModelForMaskedLM.from_pretrained(
+            str(args.teacher), local_files_only=True, trust_remote_code=False
+        )
         distillation = Distillation.of(teacher, model.config.hidden_size, settings)
     started = time.perf_counter()
     summary = pretrain_loop(
@@ -316,7 +318,7 @@ def _build_model(
 ) -> torch.nn.Module:
     auto = AutoModelForPreTraining if pairs else AutoModelForMaskedLM
     if args.model is not None:
-        return auto.from_pretrained(str(args.model), local_files_only=True)
+        return auto.from_pretrained(str(args.model), local_files_only=True, trust_remote_code=False)
     config = build_config(
         str(settings.get("architecture", "bert:tiny")),
         **dict(settings.get("config", {})),  # the recipe's changes to the preset (sizes)
