@@ -66,7 +66,7 @@ def test_a_claim_needs_the_jobs_own_token(finetune, bob, checkpoint):
     response = worker_client(finetune, other.token).post(
         f"{API}jobs/{finetune.pk}/claim", {"delivery": "d", "worker": "w"}
     )
-    assert response.status_code == 403
+    assert response.status_code == 404  # as for a job that does not exist: a token reveals no other job
     assert Job.objects.get(pk=finetune.pk).status == Job.Status.QUEUED
 
 
@@ -192,8 +192,10 @@ def test_workers_register_with_the_worker_secret_only(settings):
     assert Worker.objects.get(name="gpu0@host").queues == "gpu"
 
 
-def test_the_worker_api_is_described_by_an_openapi_schema(client):
-    response = client.get(f"{API}schema/")
+def test_the_worker_api_is_described_by_an_openapi_schema_for_workers_only(client, settings):
+    assert client.get(f"{API}schema/").status_code == 401
+    assert client.get(f"{API}schema/", HTTP_AUTHORIZATION="Bearer not-the-secret").status_code == 403
+    response = client.get(f"{API}schema/", HTTP_AUTHORIZATION=f"Bearer {settings.BIOLM_WORKER_SECRET}")
     assert response.status_code == 200
     text = response.content.decode()
     for path in ("/internal/jobs/{job_id}/claim", "/internal/jobs/{job_id}/heartbeat", "/internal/workers/heartbeat"):

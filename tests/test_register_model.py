@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -42,8 +43,10 @@ def test_a_pretrained_checkpoint_is_registered_with_its_recipe_corpus_and_report
 
 def test_registering_again_updates_and_a_taken_slug_or_an_incomplete_directory_is_refused(pretrained, tmp_path):
     call_command("register_model", str(pretrained), "--name", "First")
-    call_command("register_model", str(pretrained), "--name", "Second")
-    assert LanguageModel.objects.get(slug="tiny-pubmedqa").name == "Second"
+    out = io.StringIO()
+    call_command("register_model", str(pretrained), "--name", "Second", stdout=out)
+    assert "already registered as tiny-pubmedqa" in out.getvalue()
+    assert LanguageModel.objects.get(slug="tiny-pubmedqa").name == "First"  # the same content: the same model
     other = tmp_path / "tiny-pubmedqa"
     other.mkdir()
     (other / "config.json").write_text((pretrained / "config.json").read_text())
@@ -51,5 +54,7 @@ def test_registering_again_updates_and_a_taken_slug_or_an_incomplete_directory_i
         call_command("register_model", str(other))
     for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
         (other / name).write_bytes((pretrained / name).read_bytes())
-    with pytest.raises(CommandError, match="the slug 'tiny-pubmedqa' is taken by the model at"):
-        call_command("register_model", str(other))
+    with pytest.raises(CommandError, match="the slug 'tiny-pubmedqa' is taken by another model; choose another"):
+        call_command("register_model", str(other), "--slug", "tiny-pubmedqa")
+    call_command("register_model", str(other))  # a name-derived slug is made unique instead
+    assert LanguageModel.objects.get(slug="tiny-pubmedqa-2").checkpoint == str(other)

@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from biolm import broker
+from biolm.intake_limits import ArchiveLimits, CheckpointLimits, LimitSettingError
 from biolm_site.env import env_bool, env_int, env_list, env_str
 from biolm_site.secret_key import secret_key
 
@@ -135,6 +136,14 @@ BIOLM_TICK_WATCHDOG_S = env_int("BIOLM_TICK_WATCHDOG_S", 3 * BIOLM_TICK_S)
 BIOLM_VAR_DIR = VAR_DIR
 BIOLM_DATA_DIR = Path(env_str("BIOLM_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
 BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
+
+# What a submitted checkpoint may be (biolm.intake_limits): the archive's size, files and expansion,
+# and the model its config describes. Each limit has its variable (see the README's security section).
+try:
+    BIOLM_ARCHIVE_LIMITS = ArchiveLimits.from_env(os.environ)
+    BIOLM_CHECKPOINT_LIMITS = CheckpointLimits.from_env(os.environ)
+except LimitSettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
 # Jobs (see jobs.lifecycle): a running job whose worker is silent this long is requeued; a job that
 # waits this long for a worker fails (refunded); a submitter may make this many submissions a day.

@@ -15,7 +15,7 @@ a Celery message, and then calls, with ``Authorization: Bearer <job token>``:
 Every write is filtered on the delivery's claim (:mod:`jobs.lifecycle`), so a delivery that lost
 its job changes nothing. Workers register their own liveness with ``POST
 /internal/workers/heartbeat`` and the worker secret, and a supervisor that gave up on a worker
-says so with ``POST /internal/workers/problem``. The schema is at ``/internal/schema/``.
+says so with ``POST /internal/workers/problem``. The schema is at ``/internal/schema/``, for the worker secret.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ from django.db import transaction
 from django.http import FileResponse, Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, NotFound, PermissionDenied
 from rest_framework.parsers import FileUploadParser
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -80,13 +82,15 @@ def _bearer(request: Request) -> str:
 
 
 def job_for(request: Request, job_id: int) -> Job:
-    """The job, if the request carries its token (compared in constant time)."""
+    """The job, if the request carries its token (compared in constant time).
+
+    An unknown job and another job's token get the same 404, so a token reveals no other job's existence.
+    """
     token = _bearer(request)
     job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        raise NotFound(f"no job #{job_id}")
-    if not secrets.compare_digest(job.token.encode(), token.encode()):
-        raise PermissionDenied(f"that is not job #{job_id}'s token")
+    expected = job.token if job is not None else secrets.token_hex(16)  # compare anyway: the same time either way
+    if not secrets.compare_digest(expected.encode(), token.encode()) or job is None:
+        raise NotFound(f"no job #{job_id} with this token")
     return job
 
 
@@ -228,16 +232,31 @@ class ArtefactView(WorkerView):
     def get(self, request: Request, job_id: int, name: str) -> FileResponse:
         job = job_for(request, job_id)
         if job.status != Job.Status.RUNNING or not completion.may_read(job, name):
-            raise Http404(f"job #{job_id} has no input {name!r}")
+            raise Http404(f"job #{job_id} has no input of that name")
         store = artefacts.storage()
         if not store.exists(name):
-            raise Http404(f"{name} is missing from the artefact store")
+            raise Http404(f"job #{job_id}'s input {name} is missing from the artefact store")
         return FileResponse(store.open(name, "rb"), as_attachment=True, filename=name.rsplit("/", 1)[-1])
 
 
 def _require_worker_secret(request: Request) -> None:
     if not secrets.compare_digest(_bearer(request).encode(), settings.BIOLM_WORKER_SECRET.encode()):
         raise PermissionDenied("that is not the worker secret (BIOLM_WORKER_SECRET)")
+
+
+class HoldsWorkerSecret(BasePermission):
+    """Only a worker (or an operator with the worker secret) may read the internal API's schema."""
+
+    def has_permission(self, request: Request, view) -> bool:
+        _require_worker_secret(request)
+        return True
+
+
+class InternalSchemaView(SpectacularAPIView):
+    """The OpenAPI schema of this internal API, for workers and the fuzzing tests: not for the public."""
+
+    authentication_classes = [BearerToken]
+    permission_classes = [HoldsWorkerSecret]
 
 
 class WorkerProblemView(WorkerView):

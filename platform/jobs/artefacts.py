@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import tarfile
 import tempfile
-import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, storages
-
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
 class ArtefactError(ValueError):
@@ -115,33 +110,3 @@ def download_manifest(entries: list[dict], prefix: str, url_for: Callable[[str],
         {"path": entry["name"][cut:], "url": url_for(entry["name"]), "size": entry["size"], "sha256": entry["sha256"]}
         for entry in entries
     ]
-
-
-@contextmanager
-def unpacked(path: Path) -> Iterator[Path]:
-    """A checkpoint given as a directory or an archive, as a directory (archives unpacked safely)."""
-    path = Path(path)
-    if path.is_dir():
-        yield path
-        return
-    if not path.is_file():
-        raise ArtefactError(f"{path}: no such checkpoint directory or archive")
-    if not path.name.endswith(ARCHIVE_SUFFIXES):
-        raise ArtefactError(f"{path}: a checkpoint is a directory or a {', '.join(ARCHIVE_SUFFIXES)} archive")
-    with tempfile.TemporaryDirectory(prefix="biolm-checkpoint-") as temporary:
-        root = Path(temporary)
-        try:
-            if path.name.endswith(".zip"):
-                with zipfile.ZipFile(path) as archive:
-                    for member in archive.namelist():
-                        if Path(member).is_absolute() or ".." in Path(member).parts:
-                            raise ArtefactError(f"{path}: member {member!r} would be written outside the archive")
-                    archive.extractall(root)
-            else:
-                with tarfile.open(path) as archive:
-                    archive.extractall(root, filter="data")  # no absolute paths, links out or devices
-        except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
-            raise ArtefactError(f"{path}: not a readable archive: {exc}") from None
-        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
-        # An archive of one top-level folder is that folder's checkpoint.
-        yield entries[0] if len(entries) == 1 and entries[0].is_dir() else root

@@ -15,7 +15,6 @@ which then becomes its language model's files.
 from __future__ import annotations
 
 import json
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from django.core.files.storage import FileSystemStorage
 
 from jobs import artefacts, exports, recording
 from jobs.models import Job
+from registry.intake import IntakeError, checkpoint_intake
 from registry.models import LanguageModel
 from registry.registration import RegistrationError, register_checkpoint
 
@@ -121,16 +121,41 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
 
 
 def may_read(job: Job, name: str) -> bool:
-    """Whether ``name`` is one of the job's inputs (a worker reads nothing else through the API)."""
-    if job.kind == Job.Kind.FINETUNE:
-        prefixes = [job.spec["model"]["prefix"] + "/"]
-        if job.dataset_id:
-            export = exports.folds_prefix if job.spec.get("cross_validation") else exports.export_prefix
-            prefixes.append(export(job.dataset) + "/")
-        return any(name.startswith(p) for p in prefixes) and not name.endswith("/manifest.json")
-    if job.kind == Job.Kind.PRETRAIN:
-        return name in (job.spec["corpus"]["name"], output_name(job.pk, "checkpoint.tar"))
-    return False
+    """Whether ``name`` is exactly one of the files the job's inputs list (a worker reads nothing else).
+
+    The name is checked as given (after the URL's own decoding), never normalised into something
+    else: a ``..``, ``.`` or empty part, a backslash, a leading slash or a control character makes
+    it no input at all. What remains must be in the set of artefact names the job's inputs list,
+    not merely under one of their folders, so a double-encoded ``%2e%2e`` is simply no such name.
+    """
+    return is_plain_artefact_name(name) and name in input_names(job)
+
+
+def is_plain_artefact_name(name: str) -> bool:
+    if not name or len(name) > 1024 or name.startswith("/") or "\\" in name:
+        return False
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def input_names(job: Job) -> set[str]:
+    """The artefact names of the job's inputs, as :func:`inputs_of` lists them to its worker."""
+    try:
+        if job.kind == Job.Kind.FINETUNE:
+            names = {entry["name"] for entry in model_entries(job.spec["model"])}
+            if job.dataset_id:
+                export = exports.fold_artefacts if job.spec.get("cross_validation") else exports.dataset_artefacts
+                names.update(entry["name"] for entry in export(job.dataset)[1])
+            return names
+        if job.kind == Job.Kind.PRETRAIN:
+            names = {job.spec["corpus"]["name"]}
+            if stored_output(job.pk, "checkpoint.tar") is not None:
+                names.add(output_name(job.pk, "checkpoint.tar"))
+            return names
+    except (InputError, exports.ExportError, KeyError, TypeError):
+        return set()
+    return set()
 
 
 def accept_outputs(job: Job) -> None:
@@ -149,28 +174,33 @@ def accept_outputs(job: Job) -> None:
 
 
 def _accept_model(job: Job) -> None:
+    """A pretraining job's uploaded model.tar, through the same intake as a submitted checkpoint.
+
+    A worker holds only a job token, and whoever holds one can upload anything: the archive is
+    unpacked member by member within the limits and checked like any submission before it
+    becomes the language model's files.
+    """
     name = output_name(job.pk, "model.tar")
     store = artefacts.storage()
     if not store.exists(name):
         raise OutputError(f"pretraining job #{job.pk} uploaded no model ({name})")
     prefix = job.spec["output"]
-    with tempfile.TemporaryDirectory(prefix="biolm-pretrained-") as temporary:
-        root = Path(temporary)
-        try:
-            with store.open(name, "rb") as handle, tarfile.open(fileobj=handle) as archive:
-                archive.extractall(root, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            raise OutputError(f"{name}: not a readable tar archive: {exc}") from None
-        model = LanguageModel.objects.get(pk=job.language_model_id)
-        location = f"artefacts:{prefix}"
-        LanguageModel.objects.filter(pk=model.pk).update(checkpoint=location)
-        try:
+    model = LanguageModel.objects.get(pk=job.language_model_id)
+    location = f"artefacts:{prefix}"
+    try:
+        with (
+            store.open(name, "rb") as handle,
+            checkpoint_intake(
+                handle, label=f"the model.tar of pretraining job #{job.pk}", compressed_size=store.size(name)
+            ) as taken,
+        ):
+            LanguageModel.objects.filter(pk=model.pk).update(checkpoint=location)
+            model.checkpoint = location
             register_checkpoint(
-                root, slug=model.slug, name=model.name, owner=model.owner,
-                private=model.visibility == LanguageModel.Visibility.PRIVATE, recorded_as=None,
-                location=location,
+                taken, location=location, slug=model.slug, name=model.name, owner=model.owner,
+                private=model.visibility == LanguageModel.Visibility.PRIVATE,
             )  # fmt: skip
-        except RegistrationError as exc:
-            raise OutputError(f"the pretrained model is not a usable checkpoint: {exc}") from None
-        entries = artefacts.store_directory(root, prefix)
+            entries = artefacts.store_directory(taken.directory, prefix)
+    except (IntakeError, RegistrationError) as exc:
+        raise OutputError(f"the pretrained model is not a usable checkpoint: {exc}") from None
     artefacts.store_bytes(json.dumps(entries).encode(), f"{prefix}/manifest.json")

@@ -39,8 +39,9 @@ from biolm import plugin_set
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
 from jobs import artefacts, tasks
 from jobs.models import Job
+from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
 from registry.models import Benchmark, LanguageModel, PretrainingRecipe
-from registry.registration import RegistrationError, register_checkpoint
+from registry.registration import RegistrationError, check_slug_available, clean_display_name, register_checkpoint
 from submissions.models import Submission
 
 PROTOCOL_OVERRIDES = (
@@ -110,8 +111,11 @@ def submit(request: SubmissionRequest) -> Submission:
             if recipe is not None:
                 checkpoint, model = None, _model_for_recipe(request, recipe)
             else:
-                checkpoint = stack.enter_context(artefacts.unpacked(request.model))
-                model = _model_for_checkpoint(checkpoint, request)
+                location = str(Path(request.model).expanduser().resolve())
+                if request.slug is not None:  # a taken slug is refused before a byte is copied
+                    check_slug_available(request.slug, request.owner, location)
+                taken = stack.enter_context(checkpoint_intake(request.model))
+                checkpoint, model = taken.directory, _model_for_checkpoint(taken, request, location)
             submission = Submission.objects.create(submitter=request.owner, language_model=model)
             submission.benchmarks.add(benchmark)
             source = _source(request, submission, checkpoint, recipe)
@@ -120,7 +124,7 @@ def submit(request: SubmissionRequest) -> Submission:
     except BaseException as exc:
         if submission is not None:  # the rows rolled back; the copied files must go too
             artefacts.delete_prefix(f"submissions/{submission.pk}")
-        if isinstance(exc, RegistrationError | artefacts.ArtefactError):
+        if isinstance(exc, RegistrationError | IntakeError | artefacts.ArtefactError):
             raise SubmissionError(str(exc)) from None
         raise
     return submission
@@ -237,16 +241,11 @@ def _recipe(request: SubmissionRequest) -> PretrainingRecipe:
     return recipe
 
 
-def _model_for_checkpoint(directory: Path, request: SubmissionRequest) -> LanguageModel:
-    """The checkpoint's model row, named after the directory or archive the user gave."""
-    given = Path(request.model).resolve()
-    stem = given.name
-    for suffix in artefacts.ARCHIVE_SUFFIXES:
-        stem = stem.removesuffix(suffix)
+def _model_for_checkpoint(taken: TakenCheckpoint, request: SubmissionRequest, location: str) -> LanguageModel:
+    """The checkpoint's model: the owner's own model of the same content, or a new one named after what they gave."""
     model, _ = register_checkpoint(
-        directory, slug=request.slug or slugify(stem)[:LANGUAGE_MODEL_SLUG_MAX] or None, name=request.name or stem,
-        owner=request.owner, private=request.private, recorded_as=given,
-    )  # fmt: skip
+        taken, location=location, slug=request.slug, name=request.name, owner=request.owner, private=request.private
+    )
     return model
 
 
@@ -259,7 +258,7 @@ def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> 
         slug = f"{base}-{number}"
     return LanguageModel.objects.create(
         slug=slug,
-        name=request.name or f"{recipe.name} ({request.owner})",
+        name=clean_display_name(request.name or f"{recipe.name} ({request.owner})"),
         owner=request.owner,
         recipe=recipe,
         architecture=None,

@@ -1,7 +1,6 @@
 """The internal API of :mod:`jobs.api`, mounted under /internal/."""
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
 
 from jobs import api
 
@@ -14,5 +13,5 @@ urlpatterns = [
     path("jobs/<int:job_id>/artefacts/<path:name>", api.ArtefactView.as_view(), name="job-artefact"),
     path("workers/heartbeat", api.WorkerHeartbeatView.as_view(), name="worker-heartbeat"),
     path("workers/problem", api.WorkerProblemView.as_view(), name="worker-problem"),
-    path("schema/", SpectacularAPIView.as_view(), name="internal-schema"),
+    path("schema/", api.InternalSchemaView.as_view(), name="internal-schema"),
 ]

@@ -226,6 +226,10 @@ class LanguageModel(models.Model):
         help_text="For reported models: the benchmark whose published table lists this row.",
     )
     notes = models.TextField(blank=True)
+    content_sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True,
+        help_text="SHA-256 of the checkpoint's file names and contents: its owner's same weights reuse this model.",
+    )  # fmt: skip
     pretraining = models.JSONField(
         null=True, blank=True, help_text="The pretraining report written with the checkpoint (pretraining.json)."
     )

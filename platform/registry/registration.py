@@ -1,81 +1,156 @@
-"""Make a local checkpoint a ``LanguageModel`` ready to be evaluated (``register_model`` and ``submit`` share it).
+"""Make a checked checkpoint a ``LanguageModel`` ready to be evaluated (``register_model`` and ``submit`` share it).
 
-The checkpoint is checked as the engine checks ``--model`` (a config, weights and a tokenizer),
-its parameters are counted on PyTorch's meta device, and a checkpoint written by
-``python -m workers.engine pretrain`` brings its report (recipe, corpus fingerprint, vocabulary
-coverage, contamination, losses): the recipe is linked and the report stored with the model.
+The checkpoint has passed :func:`registry.intake.checkpoint_intake`, which counted its
+parameters; a checkpoint written by ``python -m workers.engine pretrain`` brings its report
+(recipe, corpus fingerprint, vocabulary coverage, contamination, losses): the recipe is linked
+and the report stored with the model.
+
+A model belongs to whoever registered it, and nothing here changes another user's model:
+
+* the same owner's same content (by :attr:`TakenCheckpoint.content_sha256`) reuses their model;
+* a slug that is someone else's, or the same owner's for another checkpoint, is refused when it
+  was asked for (``--slug``) and made unique (``-2``, ``-3``...) when it was derived from a name;
+* the same owner registering the same location again (a checkpoint trained further) updates it.
+
+Slugs and display names are validated, never silently cut: a slug is letters, digits, ``-``
+and ``_``; a name loses control and bidirectional-override characters (which can make a name
+read backwards on the leaderboard) and must fit its column.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from pathlib import Path
 
 from django.utils.text import slugify
 
+from biolm import archives
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX, NAME_MAX
+from registry.intake import TakenCheckpoint
 from registry.models import Architecture, LanguageModel, PretrainingRecipe
+
+MODEL_SLUG_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$")
+# Characters that reorder or hide text: the bidirectional embeddings, overrides and isolates.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 
 
 class RegistrationError(ValueError):
-    """The directory is not a checkpoint biolm can evaluate, or its slug is taken; the message says which."""
+    """The checkpoint cannot become a model (a bad slug or name, a slug that is taken); the message says which."""
+
+
+def check_model_slug(slug: str) -> str:
+    """``slug`` if it is a model slug; else the error says what a slug may hold."""
+    if not isinstance(slug, str) or len(slug) > LANGUAGE_MODEL_SLUG_MAX or not MODEL_SLUG_RE.match(slug):
+        shown = ascii(slug[:60]) + ("..." if len(slug) > 60 else "")
+        raise RegistrationError(
+            f"the slug {shown} is not valid: a slug is 1 to {LANGUAGE_MODEL_SLUG_MAX} letters, digits, '-' or '_', "
+            "starting and ending with a letter or digit"
+        )
+    return slug
+
+
+def clean_display_name(name: str, *, option: str = "--name") -> str:
+    """``name`` without control or bidirectional-override characters; refused if empty or too long."""
+    cleaned = "".join(ch for ch in name if ch not in BIDI_CONTROLS and unicodedata.category(ch) != "Cc").strip()
+    if not cleaned:
+        raise RegistrationError(f"the model's name is empty; give one with {option}")
+    if len(cleaned) > NAME_MAX:
+        raise RegistrationError(
+            f"the model's name is {len(cleaned):,} characters long, over the limit of {NAME_MAX}; "
+            f"give a shorter one with {option}"
+        )
+    return cleaned
+
+
+def check_slug_available(slug: str, owner, location: str) -> None:
+    """Refuse an asked-for slug that is another model's, before any file is copied."""
+    existing = LanguageModel.objects.filter(slug=check_model_slug(slug)).first()
+    if existing is not None and not _same_place(existing, owner, location):
+        raise RegistrationError(f"the slug {slug!r} is taken by another model; choose another with --slug")
 
 
 def register_checkpoint(
-    directory: Path,
+    taken: TakenCheckpoint,
     *,
+    location: str,
     slug: str | None = None,
     name: str | None = None,
     owner=None,
     private: bool = False,
-    recorded_as: Path | None = None,
-    location: str | None = None,
-) -> tuple[LanguageModel, bool]:
-    """The model row for ``directory`` (created, or updated if that slug already points there) and whether it is new.
+) -> tuple[LanguageModel, str]:
+    """The model row for the checked checkpoint ``taken``, kept at ``location``, and what happened to it:
+    "registered" (new), "updated" (the owner's model at that location) or "reused" (the owner's same content).
 
-    ``recorded_as`` is the checkpoint's location to keep when ``directory`` is a temporary copy
-    (an unpacked archive); ``location`` replaces it where the checkpoint lives in no directory
-    (``artefacts:<prefix>``, a pretraining job's model in the artefact store).
+    ``slug`` is the one asked for (validated and never changed), or None to derive one from
+    ``location``'s name; ``name`` likewise defaults to that name.
     """
-    from workers.engine.architectures import count_parameters, load_config  # torch: only when registering
-    from workers.engine.preflight import check_checkpoint
-
-    directory = Path(directory).resolve()
-    try:
-        check_checkpoint(directory)
-        config = load_config(directory)
-    except ValueError as exc:
-        raise RegistrationError(str(exc).replace("--model ", "")) from None
-    if location is None:
-        location = str(Path(recorded_as).resolve()) if recorded_as is not None else str(directory)
-    slug = slug or slugify(Path(location).name)[:LANGUAGE_MODEL_SLUG_MAX]
-    if not slug:
-        raise RegistrationError(f"{directory}: cannot make a slug from the directory name; pass --slug")
-    report = pretraining_report(directory)
-    existing = LanguageModel.objects.filter(slug=slug).first()
-    if existing is not None and existing.checkpoint != location:
-        raise RegistrationError(f"the slug {slug!r} is taken by the model at {existing.checkpoint or 'no checkpoint'}")
-    recipe_slug = (report or {}).get("recipe", {}).get("slug")
-    corpus = (report or {}).get("corpus", {})
-    return LanguageModel.objects.update_or_create(
+    stem = _stem(location)
+    display = clean_display_name(name if name is not None else stem)
+    if slug is not None:
+        check_slug_available(slug, owner, location)
+    reused = LanguageModel.objects.filter(
+        owner=owner, content_sha256=taken.content_sha256, origin=LanguageModel.Origin.REPRODUCED
+    )
+    if slug is not None:
+        reused = reused.filter(slug=slug)
+    model = reused.order_by("pk").first()
+    if model is not None:
+        return model, "reused"
+    slug = slug if slug is not None else _derived_slug(stem, owner, location)
+    report = pretraining_report(taken.directory)
+    recipe, corpus = (report or {}).get("recipe"), (report or {}).get("corpus")
+    recipe_slug = recipe.get("slug") if isinstance(recipe, dict) else None
+    corpus = corpus if isinstance(corpus, dict) else {}
+    config = taken.config
+    model, created = LanguageModel.objects.update_or_create(
         slug=slug,
         defaults={
-            "name": (name or Path(location).name)[:NAME_MAX],
+            "name": display,
             "owner": owner,
             "architecture": Architecture.objects.filter(model_type=config.model_type, active=True).first(),
             "recipe": PretrainingRecipe.objects.filter(slug=recipe_slug).first() if recipe_slug else None,
-            "parameter_count": count_parameters(config),
+            "parameter_count": taken.parameter_count,
             "vocabulary": f"{config.model_type} vocabulary of {config.vocab_size:,} entries",
             "pretraining_corpus": (
-                f"{corpus.get('path', '')} (fingerprint {corpus.get('fingerprint', '?')})" if corpus else ""
+                f"{corpus.get('path', '')} (fingerprint {corpus.get('fingerprint', '?')})"[:500] if corpus else ""
             ),
             "max_sequence_length": getattr(config, "max_position_embeddings", None),
             "checkpoint": location,
+            "content_sha256": taken.content_sha256,
             "visibility": LanguageModel.Visibility.PRIVATE if private else LanguageModel.Visibility.PUBLIC,
             "origin": LanguageModel.Origin.REPRODUCED,
             "pretraining": report,
         },
     )
+    return model, "registered" if created else "updated"
+
+
+def _same_place(model: LanguageModel, owner, location: str) -> bool:
+    """The same owner's model at the same location: registering it again updates it."""
+    return model.owner_id == getattr(owner, "pk", None) and model.checkpoint == location
+
+
+def _stem(location: str) -> str:
+    name = Path(location.removeprefix("artefacts:")).name
+    for suffix in archives.ARCHIVE_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _derived_slug(stem: str, owner, location: str) -> str:
+    """A free slug from the checkpoint's name: the base, or the base with -2, -3... when it is someone else's."""
+    base = slugify(stem)[: LANGUAGE_MODEL_SLUG_MAX - 4].strip("-_")
+    if not base or not MODEL_SLUG_RE.match(base):
+        raise RegistrationError(f"cannot make a slug from the name {stem[:60]!r}; give one with --slug")
+    slug, number = base, 1
+    while (existing := LanguageModel.objects.filter(slug=slug).first()) is not None:
+        if _same_place(existing, owner, location):
+            return slug
+        number += 1
+        slug = f"{base}-{number}"
+    return slug
 
 
 def pretraining_report(directory: Path) -> dict | None:
@@ -85,8 +160,8 @@ def pretraining_report(directory: Path) -> dict | None:
         return None
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RegistrationError(f"{path}: not a readable pretraining report: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RegistrationError(f"pretraining.json: not a readable pretraining report: {exc}") from None
     if not isinstance(report, dict):
-        raise RegistrationError(f"{path}: a pretraining report is a JSON object")
+        raise RegistrationError("pretraining.json: a pretraining report is a JSON object")
     return report

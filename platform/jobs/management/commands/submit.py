@@ -26,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--benchmark", required=True, help="The benchmark's slug, e.g. blurb.")
         parser.add_argument("--datasets", nargs="+", default=(), help="Only these of its datasets (default: all).")
         parser.add_argument("--owner", required=True, help="The submitter's username (the quota is theirs).")
-        parser.add_argument("--name", help="The model's display name.")
+        parser.add_argument("--name", help="The model's display name (default: the checkpoint's name).")
+        parser.add_argument("--slug", help="The model's slug (default: from the checkpoint's name, made unique).")
         parser.add_argument("--steps", type=int, help="With --recipe: pretraining steps (default: the recipe's).")
         parser.add_argument("--pretrain-settings", default="{}", help="With --recipe: JSON of recipe settings.")
         parser.add_argument("--gpus", type=int, default=1, help="With --recipe: GPUs of one host (torchrun).")
@@ -53,6 +54,7 @@ class Command(BaseCommand):
             corpus=options["corpus"],
             datasets=tuple(options["datasets"]),
             name=options["name"],
+            slug=options["slug"],
             protocol=_json_object(options["protocol"], "--protocol"),
             pretrain_steps=options["steps"],
             pretrain_settings=_json_object(options["pretrain_settings"], "--pretrain-settings"),
