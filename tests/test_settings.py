@@ -72,6 +72,12 @@ def test_an_unusable_database_url_stops_start_up_naming_the_variable():
     assert "DATABASE_URL='nosuchdb://x' cannot be used" in result.stderr
 
 
+def test_a_bad_checkpoint_limit_stops_start_up_naming_the_variable():
+    result = settings_in_subprocess(BIOLM_ARCHIVE_MAX_RATIO="lots")
+    assert result.returncode != 0
+    assert "BIOLM_ARCHIVE_MAX_RATIO='lots' is not a number" in result.stderr
+
+
 def secret_in_subprocess(var_dir: Path, **env: str) -> subprocess.CompletedProcess:
     code = "import django; from django.conf import settings; django.setup(); print(settings.SECRET_KEY)"
     clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "BIOLM_GENERATE_SECRET_KEY")}
