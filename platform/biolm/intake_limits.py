@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import ClassVar, Self
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -22,8 +23,21 @@ class LimitSettingError(ValueError):
     """An environment variable that sets a limit is not a positive number; the message names it."""
 
 
+class _FromEnvironment:
+    """Limits whose fields an operator sets with the environment variables in ``VARIABLES``."""
+
+    VARIABLES: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Self:
+        return cls(**_read(cls, environ))
+
+    def variable(self, field: str) -> str:
+        return self.VARIABLES[field]
+
+
 @dataclass(frozen=True)
-class ArchiveLimits:
+class ArchiveLimits(_FromEnvironment):
     """How much an archive (or a directory) may hold; every refusal names the limit and its variable."""
 
     max_total_bytes: int = 64 * GIB
@@ -42,16 +56,9 @@ class ArchiveLimits:
         "max_ratio": "BIOLM_ARCHIVE_MAX_RATIO",
     }
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> ArchiveLimits:
-        return cls(**_read(cls, environ))
-
-    def variable(self, field: str) -> str:
-        return self.VARIABLES[field]
-
 
 @dataclass(frozen=True)
-class CheckpointLimits:
+class CheckpointLimits(_FromEnvironment):
     """How large a model a checkpoint's config may describe, checked before any weight is read."""
 
     max_parameters: int = 20_000_000_000
@@ -73,13 +80,6 @@ class CheckpointLimits:
         "max_vocab_size": "BIOLM_CHECKPOINT_MAX_VOCAB_SIZE",
         "max_positions": "BIOLM_CHECKPOINT_MAX_POSITIONS",
     }
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CheckpointLimits:
-        return cls(**_read(cls, environ))
-
-    def variable(self, field: str) -> str:
-        return self.VARIABLES[field]
 
 
 def _read(cls: type, environ: Mapping[str, str]) -> dict[str, int | float]:

@@ -13,7 +13,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from checkpoints import tiny_bert
 from hostile_inputs import copy_checkpoint, member, pickle_that_writes, tar_with
 from rest_framework.test import APIClient
 
@@ -21,11 +20,6 @@ from workers.runner.execution import JobRun, failure_cause, failure_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "/internal/"
-
-
-@pytest.fixture(scope="module")
-def good(tmp_path_factory) -> Path:
-    return tiny_bert(tmp_path_factory.mktemp("good") / "tiny-bert", ["aspirin inhibits cyclooxygenase"] * 5, 120)
 
 
 def engine_finetune(model: Path, out: Path) -> subprocess.CompletedProcess:

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from checkpoints import tiny_bert
 from django.core.management import CommandError, call_command
 from hostile_inputs import (
     CANARY,
@@ -36,11 +35,6 @@ from registry.models import LanguageModel
 from submissions.models import Submission
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module")
-def good(tmp_path_factory) -> Path:
-    return tiny_bert(tmp_path_factory.mktemp("good") / "tiny-bert", ["aspirin inhibits cyclooxygenase"] * 5, 120)
 
 
 @pytest.fixture
@@ -251,6 +245,16 @@ def test_a_zip_with_a_symlink_to_a_host_file_is_refused(platform, alice, good, t
     assert_refused_and_nothing_left(platform, alice, archive, r"model.zip: member 'vocab2.txt' is a symbolic link")
 
 
+def test_an_incomplete_archive_says_what_it_lacks_without_naming_a_temporary_folder(platform, alice, good, tmp_path):
+    archive = tar_with(
+        tmp_path / "partial.tar.gz", [(member("partial/config.json"), (good / "config.json").read_bytes())]
+    )
+    message = assert_refused_and_nothing_left(
+        platform, alice, archive, r"partial.tar.gz: not a complete checkpoint: missing weights .* a tokenizer"
+    )
+    assert "/tmp" not in message and "checkpoint/" not in message
+
+
 def test_a_bomb_is_refused_at_its_limit_before_the_disk_fills(platform, alice, tmp_path, settings):
     settings.BIOLM_ARCHIVE_LIMITS = ArchiveLimits(ratio_floor_bytes=1 * MIB)
     archive = tar_bomb(tmp_path / "model.tar.gz", 32 * MIB)
@@ -262,7 +266,9 @@ def test_a_directory_with_a_symlink_to_a_host_file_is_refused_and_the_file_never
     assert_refused_and_nothing_left(platform, alice, bad, r"bad-model: notes.txt is a symbolic link; biolm copies no")
 
 
-def test_a_pretraining_jobs_hostile_model_tar_is_refused_as_the_submissions_fault(platform, alice, tmp_path):
+@pytest.mark.parametrize("hostile", ["link", "oversized"])
+def test_a_pretraining_jobs_hostile_model_tar_is_refused_as_the_submissions_fault(platform, alice, good, tmp_path,
+                                                                                  hostile):  # fmt: skip
     from jobs import artefacts, completion
     from jobs.models import Job
 
@@ -271,10 +277,15 @@ def test_a_pretraining_jobs_hostile_model_tar_is_refused_as_the_submissions_faul
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
                                           datasets=("demo-ner",)))  # fmt: skip
     job = submission.jobs.get(kind=Job.Kind.PRETRAIN)
-    hostile = tar_with(tmp_path / "model.tar", [(member("link", tarfile.SYMTYPE, "/etc/passwd"), None)], mode="w")
-    with hostile.open("rb") as handle:
+    if hostile == "link":
+        members, match = [(member("link", tarfile.SYMTYPE, "/etc/passwd"), None)], r"member 'link' is a symbolic"
+    else:
+        big = edit_config(copy_checkpoint(good, tmp_path / "big"), num_hidden_layers=10**4)
+        members, match = checkpoint_members(big), r"num_hidden_layers is 10,000, over the limit"
+    archive = tar_with(tmp_path / "model.tar", members, mode="w")
+    with archive.open("rb") as handle:
         completion.record_output(job.pk, "model.tar", handle)
-    with pytest.raises(completion.OutputError, match=r"model.tar of pretraining job #\d+: member 'link' is a symbolic"):
+    with pytest.raises(completion.OutputError, match=rf"model.tar of pretraining job #\d+: .*{match}"):
         completion.accept_outputs(job)
     assert not artefacts.storage().exists(f"{job.spec['output']}/manifest.json")
     assert files_under(platform["tmp"]) == set()

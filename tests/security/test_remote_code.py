@@ -106,3 +106,26 @@ def _environment() -> dict[str, str]:
     import os
 
     return {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+
+
+@pytest.mark.slow
+def test_register_model_in_its_own_process_with_yes_piped_to_stdin_runs_no_code(remote_code_checkpoint, tmp_path):
+    """The issue's own probe: a real ``manage.py register_model`` on a fresh SQLite platform, "y" on a pipe."""
+    directory, marker = remote_code_checkpoint
+    environment = {k: v for k, v in _environment().items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    environment |= {"BIOLM_VAR_DIR": str(tmp_path / "var"), "HF_HUB_OFFLINE": "1"}
+
+    def manage(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "manage.py", *arguments], input="y\n" * 20, capture_output=True,
+                              text=True, cwd=ROOT, env=environment, timeout=300)  # fmt: skip
+
+    for setup in (("migrate", "--noinput"), ("sync_plugins",)):
+        assert manage(*setup).returncode == 0
+    with_code = manage("register_model", str(directory))
+    for module in ("configuration_evil", "modeling_evil"):
+        (directory / f"{module}.py").unlink()
+    auto_map_only = manage("register_model", str(directory))
+    for done, reason in ((with_code, "a checkpoint may hold no code"), (auto_map_only, "has an auto_map")):
+        assert done.returncode == 1 and reason in done.stderr, done.stderr[-2000:]
+        assert "Do you wish to run the custom code" not in done.stdout + done.stderr
+    assert not marker.exists()
