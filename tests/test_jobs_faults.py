@@ -65,9 +65,12 @@ def wait_for_progress(platform: Platform, job_id: int) -> None:
 
 
 def copy_checkpoint(source: Path, target: Path) -> Path:
+    """A copy with a note of its own: different content, so the same owner's submissions are different models
+    (the same files again would reuse the first model, as a resubmission should)."""
     target.mkdir(parents=True)
     for path in source.iterdir():
         (target / path.name).write_bytes(path.read_bytes())
+    (target / "README.md").write_text(f"{target.name}\n")
     return target
 
 
@@ -234,15 +237,20 @@ def test_cancelling_a_running_job_stops_its_training_within_seconds(platform, ag
 def test_a_malformed_checkpoint_fails_with_its_error_and_log_is_charged_and_the_rest_runs(
     platform, against_postgres, workers, checkpoint, tmp_path
 ):
+    truncated = copy_checkpoint(checkpoint, tmp_path / "truncated")
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # the header promises tensors that are not there
+    with pytest.raises(AssertionError, match=r"model\.safetensors: truncated"):  # refused at submission: no job
+        submit(platform, truncated, "demo-ner", name="truncated")
+    # What the intake does not read, the worker does: a tokenizer that transformers cannot load.
     broken = copy_checkpoint(checkpoint, tmp_path / "malformed")
-    weights = broken / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:200])  # truncated: the header promises tensors that are not there
+    (broken / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
     workers("gpu-malformed")
     submitted = submit(platform, broken, "demo-ner", "demo-doc-classification", name="malformed")
     for job in jobs_of(submitted, "finetune"):
         record = platform.wait_for_job(job, ("succeeded", "failed"), timeout=180)
         assert record["status"] == "failed" and record["failure_cause"] == "submission"
-        assert "weights cannot be loaded" in record["error"] and record["attempts"] == 1
+        assert "its tokenizer cannot be loaded" in record["error"] and record["attempts"] == 1
         assert "error:" in record["log"]
     for job in jobs_of(submitted, "aggregate"):
         assert platform.job(job)["status"] == "failed"

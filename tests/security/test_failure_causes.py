@@ -52,6 +52,15 @@ def test_unreadable_weights_on_a_worker_are_charged_to_the_submission(good, tmp_
     assert "its weights cannot be loaded" in failure_summary(done.returncode, log)
 
 
+def test_an_unreadable_tokenizer_on_a_worker_is_charged_to_the_submission_not_retried_as_a_crash(good, tmp_path):
+    model = copy_checkpoint(good, tmp_path / "bad-tokenizer")
+    (model / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
+    done = engine_finetune(model, tmp_path / "out")
+    log = done.stdout + done.stderr
+    assert done.returncode == 1 and failure_cause(done.returncode, log) == "submission", log[-2000:]
+    assert "its tokenizer cannot be loaded" in failure_summary(done.returncode, log)
+
+
 def test_a_hostile_resume_archive_fails_the_job_as_the_submissions_fault_without_unpacking(tmp_path, monkeypatch):
     outside = tmp_path / "outside"
     outside.mkdir()

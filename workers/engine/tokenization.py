@@ -134,7 +134,11 @@ def _merge(pieces: list[str], pair: tuple[str, str], merged: str) -> list[str]:
 
 def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
     """The tokenizer saved with a local checkpoint (never downloaded)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # the tokenizers library raises bare Exceptions: any failure here is the files'
+        first_line = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"--model {directory}: its tokenizer cannot be loaded: {first_line}") from exc
     if not tokenizer.is_fast:
         raise ValueError(f"{directory}: the engine needs a fast tokenizer (word alignment for token tasks)")
     return tokenizer
