@@ -1,4 +1,4 @@
-"""Benchmarks (``make bench``): engine and pretraining throughput against Hugging Face, and the job queue.
+"""Benchmarks (``make bench``): engine and pretraining throughput, the job queue, checkpoint intake.
 
 Each module has ``NAME`` and ``run(config=None, out_dir=None) -> dict``: it measures, writes
 ``var/bench/<NAME>.json`` and returns the same dictionary. ``python -m bench [NAME ...]`` runs
@@ -8,4 +8,4 @@ one run, not absolute figures across runs.
 
 from __future__ import annotations
 
-BENCHMARKS = ("finetune_throughput", "inference_throughput", "pretrain_throughput", "jobs")
+BENCHMARKS = ("finetune_throughput", "inference_throughput", "pretrain_throughput", "jobs", "checkpoint_intake")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import common, finetune_throughput, inference_throughput, jobs, pretrain_throughput
+from bench import checkpoint_intake, common, finetune_throughput, inference_throughput, jobs, pretrain_throughput
 from bench.__main__ import main
 
 TOP_LEVEL = {"name", "ratio", "arms", "machine", "versions", "settings", "data", "model", "goals"}
@@ -65,6 +65,18 @@ def test_inference_throughput_counts_the_same_tokens_for_engine_and_pipeline(tmp
     result = inference_throughput.run(config, tmp_path)
     written = check_written(result, tmp_path, "inference_throughput", set(inference_throughput.ARMS))
     assert written["data"]["engine_real_tokens"] == written["data"]["pipeline_real_tokens"]
+
+
+@pytest.mark.slow
+def test_checkpoint_intake_times_both_forms_and_the_bomb_is_refused_before_it_fills_the_disk(tmp_path):
+    result = checkpoint_intake.run(checkpoint_intake.Config(repeats=1, bomb_expanded_mib=64), tmp_path)
+    written = json.loads((tmp_path / "checkpoint_intake.json").read_text(encoding="utf-8"))
+    assert set(written) >= {"name", "arms", "machine", "versions", "settings", "checkpoint"}
+    assert set(written["arms"]) == {"directory", "archive", "bomb"}
+    assert written["arms"] == json.loads(json.dumps(result["arms"]))
+    assert all(written["arms"][arm]["overhead_ratio"] > 0 for arm in ("directory", "archive"))
+    bomb = written["arms"]["bomb"]
+    assert "BIOLM_ARCHIVE_MAX_RATIO" in bomb["refusal"] and bomb["bytes_written_before_refusal"] < 32 << 20
 
 
 @pytest.mark.slow
