@@ -55,7 +55,7 @@ def checkpoint_intake(
         source = Path(source).expanduser().resolve()  # the path the user typed; nothing inside is followed
         label = label or source.name
     label = label or "the checkpoint"
-    with tempfile.TemporaryDirectory(prefix="biolm-intake-") as temporary:
+    with tempfile.TemporaryDirectory(prefix="biolm-intake-", dir=scratch_folder()) as temporary:
         target = Path(temporary) / "checkpoint"
         try:
             written = _copy(source, target, label, compressed_size)
@@ -90,6 +90,14 @@ def _copy(source: Path | BinaryIO, target: Path, label: str, compressed_size: in
     if not archives.is_archive_name(source.name):
         raise IntakeError(f"{label}: a checkpoint is a directory or a {', '.join(archives.ARCHIVE_SUFFIXES)} archive")
     return archives.unpack(source, target, limits, label=label)
+
+
+def scratch_folder() -> Path:
+    """Where checkpoints are unpacked and checked: under ``BIOLM_VAR_DIR``, on the artefact store's disk, not
+    in ``/tmp``, which is often a small RAM disk that a 36 GB GatorTron-large checkpoint would not fit."""
+    folder = Path(settings.BIOLM_VAR_DIR) / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def registered_model_types() -> set[str]:

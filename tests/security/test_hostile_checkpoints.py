@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,11 +37,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def platform(artefact_store, monkeypatch, tmp_path):
-    """The test's own store, and its own temporary folder so that what the intake leaves there shows."""
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+def platform(artefact_store, tmp_path):
+    """The test's own store and scratch folder (``BIOLM_VAR_DIR/tmp``), so that what the intake leaves there shows."""
+    from registry.intake import scratch_folder
+
+    temporary = scratch_folder()
+    assert temporary == tmp_path / "tmp"
     outside = tmp_path / "outside"
     outside.mkdir()
     return {"store": artefact_store / "store", "tmp": temporary, "outside": outside}
