@@ -80,9 +80,9 @@ def check_submitted_checkpoint(
     except ValueError as exc:
         raise CheckpointRefused(str(exc).replace(f"--model {directory}: ", "").replace("--model ", "")) from None
     raw = _read_json(directory / "config.json", limits.max_config_bytes)
-    for name in CONFIGS_WITH_CODE[1:]:
+    for name in CONFIGS_WITH_CODE[1:]:  # a tokenizer's config may list every added token: allow it more room
         if (directory / name).is_file():
-            _read_json(directory / name, limits.max_config_bytes)
+            _read_json(directory / name, 32 * limits.max_config_bytes)
     config = _build_config(raw, limits, known_model_types)
     model = _meta_encoder(config)
     parameter_count = sum(p.numel() for p in model.parameters())
@@ -152,7 +152,7 @@ def _build_config(raw: dict, limits: CheckpointLimits, known_model_types: set[st
 
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in known_model_types or model_type not in CONFIG_MAPPING:
-        known = ", ".join(sorted(known_model_types & set(CONFIG_MAPPING))) or "none"
+        known = ", ".join(sorted(known_model_types & set(CONFIG_MAPPING))) or "none (run manage.py sync_plugins)"
         raise CheckpointRefused(
             f"config.json: model_type {str(model_type)[:80]!r} is not an architecture biolm evaluates; known: {known} "
             "(a plugin can add one)"
