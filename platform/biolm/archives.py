@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from biolm.errors import first_line
 from biolm.intake_limits import ArchiveLimits
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -96,11 +97,11 @@ def _unpack_stream(handle: BinaryIO, sink: _Sink, compressed_size: int | None) -
         else:
             _unpack_tar(handle, sink)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
-        raise ArchiveRefused(f"{sink.label}: not a readable tar or zip archive ({_first_line(exc)})") from None
+        raise ArchiveRefused(f"{sink.label}: not a readable tar or zip archive ({first_line(exc, 200)})") from None
     except (OSError, ValueError) as exc:  # zlib.error, lzma.LZMAError and friends are OSError or ValueError
         if isinstance(exc, ArchiveRefused):
             raise
-        raise ArchiveRefused(f"{sink.label}: the archive is corrupt ({_first_line(exc)})") from None
+        raise ArchiveRefused(f"{sink.label}: the archive is corrupt ({first_line(exc, 200)})") from None
     return sink.written
 
 
@@ -205,11 +206,6 @@ def _tar_kind(member: tarfile.TarInfo) -> str:
     if member.issparse():
         return "a sparse file"
     return "not a regular file"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 class _Sink:

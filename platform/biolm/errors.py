@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's first line, for a one-line error (the traceback, if any, goes to the log)."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
 class DataFormatError(ValueError):
     """Input that cannot be used, located by file and line."""
 

@@ -46,6 +46,7 @@ import torch
 from transformers import CONFIG_MAPPING, AutoConfig, AutoModel, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from biolm.errors import first_line
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ArchitectureSpec
 
@@ -159,8 +160,7 @@ def load_config(directory: str | Path) -> PretrainedConfig:
     try:
         return AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError) as exc:
-        first_line = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise ArchitectureError(f"{str(path)!r}: its config.json cannot be read: {first_line}") from None
+        raise ArchitectureError(f"{str(path)!r}: its config.json cannot be read: {first_line(exc)}") from None
 
 
 # ---------------------------------------------------------------------------

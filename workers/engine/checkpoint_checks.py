@@ -69,16 +69,15 @@ def check_submitted_checkpoint(
     directory: Path, limits: CheckpointLimits, *, known_model_types: set[str]
 ) -> CheckedCheckpoint:
     """Refuse ``directory`` unless it is a safe, consistent Hugging Face checkpoint biolm can evaluate."""
-    from workers.engine.preflight import check_checkpoint
+    from workers.engine.preflight import checkpoint_problem
 
     directory = Path(directory)
     files = sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink())
     for path in files:
         _refuse_code_and_pickles(directory, path)
-    try:
-        check_checkpoint(directory)
-    except ValueError as exc:
-        raise CheckpointRefused(str(exc).replace(f"--model {directory}: ", "").replace("--model ", "")) from None
+    problem = checkpoint_problem(directory)
+    if problem is not None:
+        raise CheckpointRefused(problem)
     raw = _read_json(directory / "config.json", limits.max_config_bytes)
     for name in CONFIGS_WITH_CODE[1:]:  # a tokenizer's config may list every added token: allow it more room
         if (directory / name).is_file():

@@ -71,8 +71,15 @@ def _missing_directories(out: Path) -> list[Path]:
 
 def check_checkpoint(directory: Path) -> None:
     """A Hugging Face checkpoint directory with a config, weights and a tokenizer; the error lists what lacks."""
+    problem = checkpoint_problem(directory)
+    if problem is not None:
+        raise ValueError(f"--model {directory}: {problem}")
+
+
+def checkpoint_problem(directory: Path) -> str | None:
+    """What keeps ``directory`` from being a complete checkpoint, in words that name no option; None if nothing."""
     if not directory.is_dir():
-        raise ValueError(f"--model {directory}: no such directory (give a local Hugging Face checkpoint)")
+        return "no such directory (give a local Hugging Face checkpoint)"
     names = {path.name for path in directory.iterdir()}
     missing = [
         f"{what} ({' or '.join(candidates)})"
@@ -84,12 +91,11 @@ def check_checkpoint(directory: Path) -> None:
         if not names.intersection(candidates)
     ]
     if names.intersection(PICKLED_WEIGHT_FILES) and not names.intersection(WEIGHT_FILES):
-        raise ValueError(
-            f"--model {directory}: its weights are a pickle (pytorch_model.bin), which biolm does not load because "
-            "unpickling can run code; save the model again with save_pretrained(..., safe_serialization=True)"
+        return (
+            "its weights are a pickle (pytorch_model.bin), which biolm does not load because unpickling can run "
+            "code; save the model again with save_pretrained(..., safe_serialization=True)"
         )
     if missing:
         held = ", ".join(sorted(names)[:10]) or "nothing"
-        raise ValueError(
-            f"--model {directory}: not a complete checkpoint: missing {', '.join(missing)}; it holds {held}"
-        )
+        return f"not a complete checkpoint: missing {', '.join(missing)}; it holds {held}"
+    return None

@@ -25,6 +25,8 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
+from biolm.errors import first_line
+
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CONTINUATION = "##"
 
@@ -137,8 +139,7 @@ def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # the tokenizers library raises bare Exceptions: any failure here is the files'
-        first_line = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"--model {directory}: its tokenizer cannot be loaded: {first_line}") from exc
+        raise ValueError(f"--model {directory}: its tokenizer cannot be loaded: {first_line(exc)}") from exc
     if not tokenizer.is_fast:
         raise ValueError(f"{directory}: the engine needs a fast tokenizer (word alignment for token tasks)")
     return tokenizer

@@ -28,6 +28,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from biolm.errors import first_line
 from biolm.specs import DatasetSpec
 from workers.engine.architectures import attention_implementation, build_config, load_config, parse_architecture
 from workers.engine.batching import collate, computed_tokens
@@ -162,8 +163,7 @@ class ModelSource:
                     **(model_kwargs or {}),
                 )
             except (OSError, RuntimeError, SafetensorError, pickle.UnpicklingError) as exc:  # truncated or foreign
-                first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ValueError(f"--model {self.model_dir}: its weights cannot be loaded: {first_line}") from exc
+                raise ValueError(f"--model {self.model_dir}: its weights cannot be loaded: {first_line(exc)}") from exc
         return auto_class.from_config(config, attn_implementation=attention, **(model_kwargs or {}))
 
     def encoder(self, **overrides: Any) -> PreTrainedModel:
