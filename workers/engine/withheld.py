@@ -5,7 +5,8 @@ predicts test and scores nothing there. The platform, which keeps the real label
 :func:`score_withheld` with the worker's results, the model's tokenizer and both copies of the
 data. The formulation is rebuilt exactly as the worker built it (same spec, same label space,
 computed from the same withheld copy), so decoding conventions and metric options match; only
-the gold differs.
+the gold differs. :func:`gold_scoring` is that rebuilding, shared with the bootstrap
+(:mod:`workers.engine.bootstrap`), which scores the same predictions on resamples of the rows.
 """
 
 from __future__ import annotations
@@ -13,15 +14,53 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from biolm.dataset_io import LoadedDataset
 from workers.engine.finetune import _first_examples, _label_space, load_task
-from workers.engine.formulations import ModelSource, formulation_for
+from workers.engine.formulations import Formulation, ModelSource, formulation_for
 from workers.engine.spec import FinetuneSpec
 from workers.engine.tokenization import load_tokenizer
+
+
+@dataclass(frozen=True)
+class GoldScoring:
+    """The formulation the worker scored with, and the gold test rows its predictions belong to."""
+
+    formulation: Formulation
+    rows: list[dict]
+
+    def run_inputs(self, results: dict, key: str) -> tuple[list, list[np.ndarray]]:
+        """One run's test predictions and (when the worker stored them) per-example scores, checked against the rows."""
+        predicted = (results.get("predictions") or {}).get(key)
+        if predicted is None or len(predicted) != len(self.rows):
+            raise ValueError(f"seed {key}: {len(predicted or [])} test predictions for {len(self.rows)} examples")
+        vectors = (results.get("test_scores") or {}).get(key)
+        logits = [np.asarray(v, dtype=np.float32) for v in vectors] if vectors else []
+        return list(predicted), logits
+
+
+def gold_scoring(results: dict, tokenizer_dir: Path, withheld: LoadedDataset, gold: LoadedDataset) -> GoldScoring:
+    """Rebuild the worker's formulation from its results; refuse gold that lists other examples than it predicted.
+
+    ``withheld`` is the copy the worker read (its label space decides the formulation's, as it did
+    on the worker); ``gold`` the same examples with their real labels.
+    """
+    spec = FinetuneSpec.from_json(json.dumps(results["spec"]))
+    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, model=Path(tokenizer_dir)))
+    _, _, task = load_task(spec)
+    withheld, gold = _first_examples(withheld, spec), _first_examples(gold, spec)
+    labels = _label_space(task, withheld)
+    tokenizer = load_tokenizer(Path(tokenizer_dir))
+    source = ModelSource(Path(tokenizer_dir), None, len(tokenizer))
+    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
+    rows = gold.splits["test"]
+    if [r["id"] for r in rows] != [r["id"] for r in withheld.splits["test"]]:
+        raise ValueError("the gold and the withheld test splits list different examples")
+    return GoldScoring(formulation, rows)
 
 
 def score_withheld(
@@ -36,24 +75,11 @@ def score_withheld(
     A key is a seed, or ``fold<k>-seed<s>`` under cross-validation, where each fold is scored
     against its own test: ``keys`` then names that fold's runs.
     """
-    spec = FinetuneSpec.from_json(json.dumps(results["spec"]))
-    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, model=Path(tokenizer_dir)))
-    _, _, task = load_task(spec)
-    withheld, gold = _first_examples(withheld, spec), _first_examples(gold, spec)
-    labels = _label_space(task, withheld)
-    tokenizer = load_tokenizer(Path(tokenizer_dir))
-    source = ModelSource(Path(tokenizer_dir), None, len(tokenizer))
-    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
-    rows = gold.splits["test"]
-    if [r["id"] for r in rows] != [r["id"] for r in withheld.splits["test"]]:
-        raise ValueError("the gold and the withheld test splits list different examples")
+    scoring = gold_scoring(results, tokenizer_dir, withheld, gold)
     scored = {}
-    for seed, predicted in (results.get("predictions") or {}).items():
-        if keys is not None and seed not in keys:
+    for key in results.get("predictions") or {}:
+        if keys is not None and key not in keys:
             continue
-        if predicted is None or len(predicted) != len(rows):
-            raise ValueError(f"seed {seed}: {len(predicted or [])} test predictions for {len(rows)} examples")
-        vectors = (results.get("test_scores") or {}).get(seed)
-        logits = [np.asarray(v, dtype=np.float32) for v in vectors] if vectors else []
-        scored[seed] = formulation.score(rows, predicted, logits)
+        predicted, logits = scoring.run_inputs(results, key)
+        scored[key] = scoring.formulation.score(scoring.rows, predicted, logits)
     return scored
