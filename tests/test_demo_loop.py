@@ -57,6 +57,10 @@ def test_the_demo_carries_both_models_to_the_leaderboard_and_a_rerun_reuses_them
     )
     recorded = manage("shell", "-c", query)
     assert "['all-minilm-l6-v2 demo-ner 1', 'tiny-demo demo-ner 1']" in recorded
+    # Each result's bootstrap vector was stored from its per-example test predictions (the honest ranks' input).
+    resampled = manage("shell", "-c", "from leaderboard.models import ResultResamples as R; "
+                       "print(sorted((r.dataset_key, len(r.values)) for r in R.objects.all()))")  # fmt: skip
+    assert "[('demo-ner', 8000), ('demo-ner', 8000)]" in resampled
     second = manage("demo", "--port", port, "--no-serve", "--datasets", "demo-ner")
     assert "demo-tiny: reusing the earlier run (3 jobs done, 0 requeued)" in second
     assert "all-minilm-l6: reusing the earlier run (2 jobs done, 0 requeued)" in second

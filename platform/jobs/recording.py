@@ -11,15 +11,21 @@ already equal, so nothing counts twice. The leaderboard's signals rescore the mo
 from __future__ import annotations
 
 import json
+import logging
 import math
 import statistics
+import time
 
+import numpy as np
 from django.db import transaction
 
 from jobs import artefacts, completion, exports
 from jobs.models import Job, Run, canonical_key
-from leaderboard.models import Result
+from leaderboard.models import Result, ResultResamples
+from leaderboard.resamples import store_result_resamples
 from registry.models import Metric
+
+logger = logging.getLogger(__name__)
 
 
 class RecordingError(ValueError):
@@ -55,6 +61,7 @@ def record(aggregate: Job) -> Result | None:
     if ((results.get("spec") or {}).get("data") or {}).get("test_gold_withheld"):
         _score_on_platform(finetune, results)
     statistic = (results.get("protocol") or {}).get("statistic", "mean")
+    resampled = _resampled(finetune, results, metric_slug)
     test_runs = [run for run in results["runs"] if (run.get("metrics") or {}).get("test")]
     values = _values(test_runs, finetune.pk, metric_slug)
     unit = "folds" if "cross_validation" in results else "test runs"
@@ -94,9 +101,59 @@ def record(aggregate: Job) -> Result | None:
                 "source": f"job #{finetune.pk} ({statistic} of {len(values)} {unit})",
                 "job": finetune,
                 "provenance": provenance,
+                "inference_per_s": _inference_per_s(test_runs),
             },
         )
+        if resampled is not None:
+            store_result_resamples(result, *resampled)
+        else:  # new predictions that cannot be resampled must not leave an old vector standing in for them
+            ResultResamples.objects.filter(result=result).delete()
     return result
+
+
+def _inference_per_s(test_runs: list[dict]) -> float | None:
+    """Median test-set throughput of the runs, examples per second (from each run's latency per example)."""
+    rates = []
+    for run in test_runs:
+        latency = ((run.get("inference") or {}).get("test") or {}).get("latency_ms_per_example")
+        if isinstance(latency, int | float) and latency > 0:
+            rates.append(1000.0 / latency)
+    return statistics.median(rates) if rates else None
+
+
+def _resampled(finetune: Job, results: dict, metric: str) -> tuple[str, np.ndarray] | None:
+    """The result's value on each shared bootstrap resample of the test examples, for honest ranks.
+
+    Scored from the stored per-example predictions with the dataset's real metric
+    (:mod:`workers.engine.bootstrap`). Without predictions there is nothing to resample: the
+    result is then ranked by its point score, and says so.
+    """
+    if not results.get("predictions"):
+        return None
+    from registry.sync import load_contributions
+    from workers.engine.bootstrap import resampled_values  # torch: only on the worker that records
+
+    dataset = finetune.dataset
+    spec = load_contributions().datasets[dataset.slug]
+    withheld_gold = bool(((results.get("spec") or {}).get("data") or {}).get("test_gold_withheld"))
+    if "cross_validation" in results:
+        folds = [int(fold) for fold in results["cross_validation"].get("reported_folds", [])]
+        gold = {fold: exports.loaded_fold(dataset, spec, fold, withheld=False) for fold in folds}
+        seen = (
+            {fold: exports.loaded_fold(dataset, spec, fold, withheld=True) for fold in folds} if withheld_gold else gold
+        )
+    else:
+        gold = exports.loaded(dataset, spec, withheld=False)
+        seen = exports.loaded(dataset, spec, withheld=True) if withheld_gold else gold
+    started = time.perf_counter()
+    with completion.model_files(finetune) as tokenizer_dir:
+        try:
+            vector = resampled_values(results, tokenizer_dir, seen, gold, metric, dataset.slug)
+        except ValueError as exc:
+            raise RecordingError(f"job #{finetune.pk}: its test predictions cannot be resampled: {exc}") from None
+    logger.info("job #%s: %d bootstrap resamples of %s in %.1f s", finetune.pk, len(vector), dataset.slug,
+                time.perf_counter() - started)  # fmt: skip
+    return dataset.slug, vector
 
 
 def _values(test_runs: list[dict], job_id: int, metric: str) -> list[float]:

@@ -36,6 +36,9 @@ class Result(models.Model):
     provenance = models.JSONField(
         default=dict, blank=True, help_text="Library and plugin versions, commit, device and seeds of its runs."
     )
+    inference_per_s = models.FloatField(
+        null=True, blank=True, help_text="Median test-set inference throughput of its runs, examples per second."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -68,6 +71,18 @@ class Score(models.Model):
     entries = models.JSONField(default=dict, help_text="{entry key: value} used for this score.")
     missing = models.JSONField(default=list)
     aggregation_version = models.CharField(max_length=50)
+    entry_spread = models.JSONField(
+        default=dict, blank=True, help_text="{entry key: {std, n}} over the seeds (or folds) behind each entry."
+    )
+    inference_per_s = models.FloatField(null=True, blank=True, help_text="Median over its entries' throughputs.")
+    rank = models.PositiveIntegerField(null=True, blank=True, help_text="1 + the models significantly better.")
+    rank_tied = models.BooleanField(default=False, help_text="Shares its rank with the model above.")
+    rank_basis = models.CharField(
+        max_length=10, blank=True, help_text='"bootstrap" (paired test on predictions) or "point" (no predictions).'
+    )
+    rank_interval = models.JSONField(
+        null=True, blank=True, help_text="{model, low, high}: 95% interval of the difference to the model above."
+    )
     computed_at = models.DateTimeField(auto_now=True)
 
     objects = ScoreQuerySet.as_manager()
@@ -81,3 +96,66 @@ class Score(models.Model):
     @property
     def complete(self) -> bool:
         return not self.missing
+
+
+class ResultResamples(models.Model):
+    """A result's value on each of the dataset's shared bootstrap resamples of its test examples.
+
+    Computed once from the stored per-example test predictions (seeds combined inside each
+    resample), so ranking a benchmark never rescores predictions: see biolm.significance.
+    """
+
+    result = models.OneToOneField(Result, on_delete=models.CASCADE, related_name="resamples")
+    dataset_key = models.CharField(max_length=300, help_text="What seeds the shared resamples (dataset, test size).")
+    values = models.BinaryField(help_text="float64 little-endian, one per resample; NaN where undefined.")
+    computed_at = models.DateTimeField(auto_now=True)
+
+
+class ScoreResamples(models.Model):
+    """A model's benchmark score on each shared resample: what its paired comparisons difference."""
+
+    score = models.OneToOneField(Score, on_delete=models.CASCADE, related_name="resamples")
+    values = models.BinaryField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+
+class Ranking(models.Model):
+    """When a benchmark's ranks were last computed, and how."""
+
+    benchmark = models.OneToOneField(Benchmark, on_delete=models.CASCADE, related_name="ranking")
+    aggregation_version = models.CharField(max_length=50)
+    resamples = models.PositiveIntegerField()
+    confidence = models.FloatField()
+    models_ranked = models.PositiveIntegerField()
+    models_tested = models.PositiveIntegerField(help_text="Of them, with predictions (bootstrap-tested).")
+    seconds = models.FloatField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+
+class Snapshot(models.Model):
+    """A leaderboard frozen on a date: what was public then, never rewritten by later results."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="snapshots")
+    date = models.DateField()
+    aggregation_version = models.CharField(max_length=50)
+    board = models.JSONField(help_text="The leaderboard's JSON as the public API gave it that day.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["benchmark", "date"], name="one_snapshot_per_day")]
+        ordering = ["-date"]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.slug} {self.date.isoformat()}"
+
+    def save(self, *args, **kwargs) -> None:
+        """A citation must keep pointing at the same numbers: a stored snapshot is never rewritten."""
+        if self.pk is not None:
+            raise ValueError(f"snapshot {self} is immutable; take a new one on another day")
+        super().save(*args, **kwargs)
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("leaderboard:snapshot", args=[self.benchmark.slug, self.date.isoformat()])

@@ -7,6 +7,7 @@ tests that recompute the papers' summaries share one implementation.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 
 from django.db import transaction
@@ -14,6 +15,8 @@ from django.db import transaction
 from biolm.aggregation import aggregate
 from biolm.specs import AggregationSpec, BenchmarkSpec, EntrySpec, GroupSpec, SummarySpec
 from leaderboard.models import Result, Score
+from leaderboard.ranking import rank_benchmark
+from leaderboard.resamples import store_score_resamples
 from registry.models import Benchmark, LanguageModel
 
 
@@ -54,19 +57,23 @@ def spec_for(benchmark: Benchmark) -> BenchmarkSpec:
     )
 
 
-def entry_values(benchmark: Benchmark, model: LanguageModel) -> dict[str, float]:
-    """The model's number for each entry: the paper's own for reported rows, ours otherwise."""
+def entry_results(benchmark: Benchmark, model: LanguageModel) -> dict[str, Result]:
+    """The model's result for each entry: the paper's own for reported rows, ours otherwise."""
     scope = benchmark.slug if model.origin == LanguageModel.Origin.REPORTED else ""
     results = {
-        (r.dataset_id, r.metric_id, r.variant): r.value
-        for r in Result.objects.filter(language_model=model, scope=scope)
+        (r.dataset_id, r.metric_id, r.variant): r for r in Result.objects.filter(language_model=model, scope=scope)
     }
-    values = {}
+    found = {}
     for entry in benchmark.entries.all():
-        value = results.get((entry.dataset_id, entry.metric_id, entry.variant))
-        if value is not None:
-            values[entry.key] = value
-    return values
+        result = results.get((entry.dataset_id, entry.metric_id, entry.variant))
+        if result is not None:
+            found[entry.key] = result
+    return found
+
+
+def entry_values(benchmark: Benchmark, model: LanguageModel) -> dict[str, float]:
+    """The model's number for each entry (see :func:`entry_results`)."""
+    return {key: result.value for key, result in entry_results(benchmark, model).items()}
 
 
 def models_with_results(benchmark: Benchmark) -> Iterable[LanguageModel]:
@@ -86,12 +93,14 @@ def recompute_scores(benchmark: Benchmark, models: Iterable[LanguageModel] | Non
     spec = spec_for(benchmark)
     targets = list(models) if models is not None else list(models_with_results(benchmark))
     for model in targets:
-        values = entry_values(benchmark, model)
-        if not values:
+        results = entry_results(benchmark, model)
+        if not results:
             Score.objects.filter(language_model=model, benchmark=benchmark).delete()
             continue
+        values = {key: result.value for key, result in results.items()}
         outcome = aggregate(spec, values)
-        Score.objects.update_or_create(
+        throughputs = [r.inference_per_s for r in results.values() if r.inference_per_s is not None]
+        score, _ = Score.objects.update_or_create(
             language_model=model,
             benchmark=benchmark,
             defaults={
@@ -101,8 +110,14 @@ def recompute_scores(benchmark: Benchmark, models: Iterable[LanguageModel] | Non
                 "entries": values,
                 "missing": list(outcome.missing),
                 "aggregation_version": benchmark.aggregation_version,
+                "entry_spread": {
+                    key: {"std": r.std, "n": r.n_seeds} for key, r in results.items() if r.n_seeds is not None
+                },
+                "inference_per_s": statistics.median(throughputs) if throughputs else None,
             },
         )
+        store_score_resamples(spec, score, results)
+    rank_benchmark(benchmark)  # any changed score can move every rank
     return len(targets)
 
 

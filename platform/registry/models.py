@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from biolm.facets import facets
 from biolm.specs import (
     CHECKPOINT_MAX,
     CORPUS_MAX,
@@ -200,6 +201,28 @@ class LanguageModel(models.Model):
         REPORTED = "reported", "reported in a paper"
         REPRODUCED = "reproduced", "evaluated on biolm"
 
+    class Domain(models.TextChoices):
+        PUBMED = "pubmed", "PubMed"
+        PMC = "pmc", "PMC full text"
+        CLINICAL = "clinical", "clinical"
+        GENERAL = "general", "general"
+
+    class VocabularyKind(models.TextChoices):
+        DOMAIN = "domain", "domain vocabulary"
+        GENERAL = "general", "general vocabulary"
+
+    class Initialisation(models.TextChoices):
+        SCRATCH = "scratch", "from scratch"
+        CONTINUAL = "continual", "continual pretraining"
+
+    # Size buckets of the leaderboard's filter: (slug, label, lowest parameter count, highest excluded).
+    SIZE_BUCKETS = (
+        ("small", "under 50M", 0, 50_000_000),
+        ("base", "50M to 200M", 50_000_000, 200_000_000),
+        ("large", "200M to 1B", 200_000_000, 1_000_000_000),
+        ("xl", "1B and more", 1_000_000_000, None),
+    )
+
     slug = models.SlugField(max_length=LANGUAGE_MODEL_SLUG_MAX, unique=True)
     name = models.CharField(max_length=NAME_MAX)
     owner = models.ForeignKey(
@@ -233,6 +256,10 @@ class LanguageModel(models.Model):
     pretraining = models.JSONField(
         null=True, blank=True, help_text="The pretraining report written with the checkpoint (pretraining.json)."
     )
+    # The leaderboard's filters: stated by a published row or derived from the words above (biolm.facets).
+    pretraining_domain = models.CharField(max_length=10, choices=Domain.choices, blank=True)
+    vocabulary_kind = models.CharField(max_length=10, choices=VocabularyKind.choices, blank=True)
+    initialisation = models.CharField(max_length=10, choices=Initialisation.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -243,3 +270,23 @@ class LanguageModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        """Fill the facets the model's words imply, unless they were stated."""
+        derived = facets(self.vocabulary or "", self.pretraining_corpus or "")
+        for name, value in derived.items():
+            if not getattr(self, name):
+                setattr(self, name, value)
+        super().save(*args, **kwargs)
+
+    def get_absolute_url(self) -> str:
+        return reverse("leaderboard:model", args=[self.slug])
+
+    @property
+    def size_bucket(self) -> str:
+        if self.parameter_count is None:
+            return ""
+        return next(
+            label for _, label, low, high in self.SIZE_BUCKETS
+            if self.parameter_count >= low and (high is None or self.parameter_count < high)
+        )  # fmt: skip

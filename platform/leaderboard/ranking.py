@@ -1,0 +1,80 @@
+"""Ranks that claim no more precision than the data has, stored when results change.
+
+A model's rank is 1 + the number of models significantly better than it (Chiang et al. 2024's
+LMArena rule, made paired): two reproduced models are compared on the same bootstrap resamples
+of each dataset's test examples (:mod:`biolm.significance`), a reported row (no predictions) by
+its point score. Ranks are computed over public models only, so a private model can neither
+push a public one down nor be inferred from a gap; its owner sees where it would stand among
+the public ones. Pages only read what this stores.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.db import transaction
+
+from biolm.significance import CONFIDENCE, RESAMPLES, rank, rank_among
+from leaderboard.models import Ranking, Score, ScoreResamples
+from leaderboard.resamples import decode
+from registry.models import Benchmark, LanguageModel
+
+RANK_FIELDS = ["rank", "rank_tied", "rank_basis", "rank_interval"]
+
+
+@transaction.atomic
+def rank_benchmark(benchmark: Benchmark) -> Ranking:
+    """Recompute and store every rank on ``benchmark`` from the stored scores and bootstrap vectors."""
+    started = time.perf_counter()
+    scores = list(
+        Score.objects.filter(benchmark=benchmark)
+        .select_related("language_model")
+        .only("pk", "score", "missing", "language_model__slug", "language_model__name",
+              "language_model__visibility", *RANK_FIELDS)
+        .ranked()
+    )  # fmt: skip
+    vectors = {
+        row["score_id"]: decode(row["values"])
+        for row in ScoreResamples.objects.filter(score__benchmark=benchmark).values("score_id", "values")
+    }
+    complete = [s for s in scores if s.score is not None and not s.missing]
+    public = [s for s in complete if s.language_model.visibility == LanguageModel.Visibility.PUBLIC]
+    points = [s.score for s in public]
+    public_vectors = [vectors.get(s.pk) for s in public]
+    ranking = rank(points, public_vectors)
+    for index, score in enumerate(public):
+        score.rank = ranking.ranks[index]
+        score.rank_tied = ranking.tied[index]
+        score.rank_basis = "bootstrap" if public_vectors[index] is not None else "point"
+        interval = ranking.intervals[index]
+        above = public[index - 1].language_model if index else None
+        score.rank_interval = (
+            {"model": above.slug, "name": above.name, "low": interval[0], "high": interval[1]}
+            if interval is not None and above is not None
+            else None
+        )
+    for score in complete:
+        if score.language_model.visibility == LanguageModel.Visibility.PUBLIC:
+            continue
+        own = vectors.get(score.pk)
+        score.rank, interval = rank_among(points, public_vectors, score.score, own)
+        score.rank_tied = False
+        score.rank_basis = "bootstrap" if own is not None else "point"
+        score.rank_interval = None if interval is None else {"low": interval[0], "high": interval[1]}
+    complete_pks = {s.pk for s in complete}
+    for score in scores:
+        if score.pk not in complete_pks:
+            score.rank, score.rank_tied, score.rank_basis, score.rank_interval = None, False, "", None
+    Score.objects.bulk_update(scores, RANK_FIELDS, batch_size=500)
+    stored, _ = Ranking.objects.update_or_create(
+        benchmark=benchmark,
+        defaults={
+            "aggregation_version": benchmark.aggregation_version,
+            "resamples": RESAMPLES,
+            "confidence": CONFIDENCE,
+            "models_ranked": len(public),
+            "models_tested": sum(v is not None for v in public_vectors),
+            "seconds": time.perf_counter() - started,
+        },
+    )
+    return stored
