@@ -17,9 +17,16 @@ def test_index_lists_every_builtin_benchmark_with_links(client):
         assert f'href="/leaderboard/{slug}/"' in page
 
 
+def ranked_rows(page: str) -> list[tuple[str, str]]:
+    """(rank as printed, e.g. "=3", model name) of each ranked row, top to bottom."""
+    rank = r'<td class="rank"><span class="rank-value" title="[^"]*">(=?\d+)</span>.*?</td>\s*'
+    name = r'<th scope="row" class="text">\s*<a href="[^"]+">([^<]+)</a>'
+    return re.findall(rank + name, page, re.S)
+
+
 def test_blurb_page_ranks_reported_models_by_their_published_blurb_score(client):
     page = client.get("/leaderboard/blurb/").content.decode()
-    rows = re.findall(r"<tr>\s*<td>(\d+)</td>\s*<th scope=\"row\">([^<]+)", page)
+    rows = ranked_rows(page)
     names = [name.strip() for _, name in rows]
     # Gu et al. 2021: PubMed+PMC with longer training (Table 8, 81.45) > PubMedBERT (Table 6, 81.10) > BioBERT (80.29).
     assert names[0] == "PubMedBERT (PubMed + PMC, longer training)"
@@ -27,13 +34,14 @@ def test_blurb_page_ranks_reported_models_by_their_published_blurb_score(client)
     assert [rank for rank, _ in rows] == [str(i) for i in range(1, len(rows) + 1)]
     assert "81.10" in page and "81.45" in page
     assert "Gu et al. 2021 (PubMedBERT), Table 8" in page
+    assert page.count("not tested: no predictions") >= len(rows)  # reported rows are ranked by point score
 
 
 def test_pages_are_accessible_tables_with_a_language_caption_and_header_scopes(client):
-    page = client.get("/leaderboard/blurb/").content.decode()
+    page = client.get("/leaderboard/blurb/?datasets=1").content.decode()
     assert '<html lang="en">' in page
-    assert "<caption>" in page
-    assert page.count('scope="col"') >= 13 + 5
+    assert '<caption id="board-caption">' in page
+    assert page.count('scope="col"') >= 13 + 6 + 5  # datasets, task types, rank/model/origin/size/score
     assert 'scope="row"' in page
     assert 'href="#content"' in page
 
@@ -73,8 +81,10 @@ def test_a_model_missing_datasets_is_listed_unranked(client, alice):
     )  # fmt: skip
     recompute_scores(Benchmark.objects.get(slug="blurb"), [model])
     page = client.get("/leaderboard/blurb/").content.decode()
-    unranked = r'<td>&ndash;</td>\s*<th scope="row">Alice Partial BERT <span class="muted">\(missing 12\)'
-    assert re.search(unranked, page)
+    row = re.search(r'<tr class="unranked" data-model="alice-partial">.*?</tr>', page, re.S).group(0)
+    assert ">unranked</span>" in row and "missing 12 datasets" in row
+    assert "missing: bc5-chem, bc5-disease" in row
+    assert page.index('data-model="alice-partial"') > page.rindex('<span class="rank-value"')  # after all ranked
 
 
 def test_admin_lists_every_model_for_staff(client, django_user_model):
@@ -153,7 +163,7 @@ def test_a_pretrained_model_shows_how_much_of_each_test_set_its_corpus_contains(
     blurb = Benchmark.objects.get(slug="blurb")
     recompute_scores(blurb, [model])
     page = client.get("/leaderboard/blurb/").content.decode()
-    assert "(test-set overlap up to 45.0% (biosses))" in page
+    assert ">test-set overlap up to 45.0% (biosses)</div>" in page
     assert "biosses: 45.00%; ddi: 0.00%; hoc: 0.81%" in page  # mednli is not a BLURB dataset
     (row,) = [r for r in leaderboard_for(blurb).rows if r.model == model]
     assert row.test_overlap == {"biosses": 0.45, "hoc": 0.0081, "ddi": 0.0}

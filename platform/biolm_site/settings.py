@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "jobs",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's and Redoc's files, served from /static/ for the public API's docs (no CDN)
+    "drf_spectacular_sidecar",
 ]
 
 MIDDLEWARE = [
@@ -112,6 +114,14 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = True
+# The default finders, and plotly.js served from the installed plotly package as vendor/plotly.min.js
+# (biolm_site.static_finders): the charts load it from this site, never from a CDN that hospital
+# networks block.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "biolm_site.static_finders.PlotlyFinder",
+]
 
 # Celery: an embedded filesystem broker by default, so `make demo` needs no server.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", broker.DEFAULT_URL)
@@ -185,18 +195,28 @@ BIOLM_WORKER_SECRET = secret_key(
     generate=env_bool("BIOLM_GENERATE_SECRET_KEY", True), name="BIOLM_WORKER_SECRET",
 )  # fmt: skip
 # The internal API that GPU workers call (jobs.api): authenticated by each job's token, never by a
-# session, and described at /internal/schema/.
+# session, and described at /internal/schema/. The public read-only API (leaderboard.api, under
+# /api/v1/) names its own authentication (the site's session) and renderers, so these defaults stay
+# the workers'.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# Two schemas from one drf-spectacular: these settings describe the workers' API at /internal/schema/
+# (the hook keeps the public API out of it); the public one at /api/schema/ is generated from
+# leaderboard.api_urls alone with its own title (leaderboard.api.PublicSchemaView), so no internal
+# path can appear in it. The docs page at /api/docs/ loads Swagger UI from drf_spectacular_sidecar.
 SPECTACULAR_SETTINGS = {
     "TITLE": "biolm worker API",
     "DESCRIPTION": "What a GPU worker calls: claim a job, heartbeat, upload its outputs, finish or fail it.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "PREPROCESSING_HOOKS": ["biolm_site.api_schemas.internal_endpoints_only"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -1,18 +1,28 @@
-"""The leaderboard of one benchmark as plain rows, shared by the web page and the command.
+"""The leaderboard of one benchmark as rows: the one source for the page, the API, the exports and snapshots.
 
-Ranks are given only to complete scores: a model missing datasets is listed
-below the ranked ones with its partial numbers, never ranked on a partial mean.
-A model pretrained on biolm carries its contamination report: the share of each
-of the benchmark's test sets found in its pretraining corpus is shown beside it.
+Ranks are read as stored by :mod:`leaderboard.ranking` (paired bootstrap ties), never computed
+here. A model missing datasets is listed below the ranked ones, saying what it misses, never
+ranked on a partial mean. What a reader filters, sorts, searches and pins is a :class:`View`
+held in the URL's query string, so every view is a deep link and the CSV/JSON exports give
+exactly the rows on screen. A model pretrained on biolm carries its contamination report.
+
+Whatever the number of models, building a board is a fixed handful of queries: the scores
+(models and architectures joined), the benchmark's entries and its ranking row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
 
-from leaderboard.models import Score
+from django.db.models import F, Q, QuerySet
+
+from leaderboard.models import Ranking, Score
 from leaderboard.scoring import aggregation_from_json
 from registry.models import Benchmark, LanguageModel
+
+MAX_PINS = 4
+FILTERS = ("origin", "architecture", "size", "domain", "vocabulary", "start")
 
 
 @dataclass(frozen=True)
@@ -23,14 +33,141 @@ class Column:
     title: str = ""
 
 
+@dataclass(frozen=True)
+class View:
+    """What the reader asked for: filters, a name search, a sort, pinned models, per-dataset columns shown."""
+
+    origin: str = ""  # reported | reproduced
+    architecture: str = ""  # an architecture slug
+    size: str = ""  # a LanguageModel.SIZE_BUCKETS slug
+    domain: str = ""  # pubmed | pmc | clinical | general
+    vocabulary: str = ""  # domain | general
+    start: str = ""  # scratch | continual
+    q: str = ""
+    sort: str = ""  # "rank" (default), "model", "parameters", "score" or a column key
+    desc: bool = True
+    pins: tuple[str, ...] = ()
+    datasets: bool = False
+
+    @classmethod
+    def from_params(cls, params) -> View:
+        """Read a query string (a QueryDict or a plain mapping); unknown values are dropped, not errors."""
+
+        def get(name: str) -> str:
+            value = params.get(name, "")
+            # NUL: PostgreSQL refuses it in a text parameter, and no name or slug holds one
+            return value.replace("\x00", "").strip()[:200] if isinstance(value, str) else ""
+
+        choices = {
+            "origin": set(LanguageModel.Origin.values),
+            "size": {slug for slug, *_ in LanguageModel.SIZE_BUCKETS},
+            "domain": set(LanguageModel.Domain.values),
+            "vocabulary": set(LanguageModel.VocabularyKind.values),
+            "start": set(LanguageModel.Initialisation.values),
+        }
+        filters = {name: get(name) if get(name) in allowed else "" for name, allowed in choices.items()}
+        pins = tuple(dict.fromkeys(p for p in get("pins").split(",") if p))[:MAX_PINS]
+        return cls(
+            **filters,
+            architecture=get("architecture"),
+            q=get("q"),
+            sort=get("sort"),
+            desc=get("dir") != "asc",
+            pins=pins,
+            datasets=get("datasets") in ("1", "on", "true"),
+        )
+
+    def params(self) -> dict[str, str]:
+        """The query string's fields, defaults left out so that the plain URL is the default view."""
+        values = {name: getattr(self, name) for name in FILTERS}
+        values |= {"q": self.q, "sort": self.sort, "dir": "" if self.desc else "asc", "pins": ",".join(self.pins)}
+        values["datasets"] = "1" if self.datasets else ""
+        return {key: value for key, value in values.items() if value}
+
+    def query(self, **changes) -> str:
+        """``?...`` for this view with ``changes`` applied (e.g. another sort), for links on the page."""
+        params = replace(self, **changes).params()
+        return "?" + urlencode(params) if params else "?"
+
+    @property
+    def filtered(self) -> bool:
+        return any(getattr(self, name) for name in FILTERS) or bool(self.q)
+
+    def sort_link(self, key: str) -> str:
+        """Clicking a sorted column flips it; another column sorts descending (best first), names ascending."""
+        if self.sort_key == key:
+            return self.query(sort=key, desc=not self.desc)
+        return self.query(sort=key, desc=key not in ("model", "rank"))
+
+    @property
+    def sort_key(self) -> str:
+        return self.sort or "rank"
+
+    def aria_sort(self, key: str) -> str:
+        if self.sort_key != key:
+            return "none"
+        if key == "rank" and not self.sort:
+            return "ascending"
+        return "descending" if self.desc else "ascending"
+
+    def apply(self, models: QuerySet[LanguageModel]) -> QuerySet[LanguageModel]:
+        """The models this view's filters and search keep."""
+        if self.origin:
+            models = models.filter(origin=self.origin)
+        if self.architecture:
+            models = models.filter(architecture__slug=self.architecture)
+        if self.size:
+            _, _, low, high = next(b for b in LanguageModel.SIZE_BUCKETS if b[0] == self.size)
+            models = models.filter(parameter_count__gte=low)
+            if high is not None:
+                models = models.filter(parameter_count__lt=high)
+        if self.domain:
+            models = models.filter(pretraining_domain=self.domain)
+        if self.vocabulary:
+            models = models.filter(vocabulary_kind=self.vocabulary)
+        if self.start:
+            models = models.filter(initialisation=self.start)
+        if self.q:
+            models = models.filter(Q(name__icontains=self.q) | Q(slug__icontains=self.q))
+        return models
+
+
 @dataclass
 class Row:
     rank: int | None
     model: LanguageModel
     score: float | None
     values: dict[str, float | None] = field(default_factory=dict)
+    spread: dict[str, dict] = field(default_factory=dict)  # entry key -> {"std", "n"}
     missing: list[str] = field(default_factory=list)
     test_overlap: dict[str, float] = field(default_factory=dict)  # dataset slug -> share of test examples
+    rank_tied: bool = False
+    rank_basis: str = ""  # "bootstrap" or "point"
+    rank_interval: dict | None = None
+    inference_per_s: float | None = None
+    pinned: bool = False
+
+    @property
+    def ranked(self) -> bool:
+        return self.rank is not None
+
+    @property
+    def rank_note(self) -> str:
+        """What the rank claims, in words, for its tooltip."""
+        if self.rank is None:
+            return ""
+        if self.rank_basis == "point":
+            return "not tested: no predictions; ranked by its point score"
+        interval = self.rank_interval
+        if self.rank_tied and interval:
+            return (
+                f"cannot be told apart from {interval['name']}: the difference {interval['name']} minus this model "
+                f"lies in [{interval['low']:.2f}, {interval['high']:.2f}] (95% paired bootstrap)"
+            )
+        if interval:
+            low, high = interval["low"], interval["high"]
+            return f"difference to {interval['name']}: [{low:.2f}, {high:.2f}] (95% paired bootstrap)"
+        return "paired bootstrap over the test examples"
 
     @property
     def overlap_summary(self) -> str:
@@ -50,6 +187,9 @@ class Leaderboard:
     benchmark: Benchmark
     columns: list[Column]
     rows: list[Row]
+    view: View = field(default_factory=View)
+    ranking: Ranking | None = None
+    total: int = 0  # rows before filtering: "12 of 40 models"
 
     @property
     def primary_label(self) -> str:
@@ -57,42 +197,45 @@ class Leaderboard:
         names = {s.slug: s.name for s in aggregation.summaries} | {g.slug: g.name for g in aggregation.groups}
         return names.get(aggregation.primary, "score")
 
+    @property
+    def visible_columns(self) -> list[Column]:
+        """Group and summary columns always; per-dataset ones when the reader turned them on."""
+        return [c for c in self.columns if c.kind != "entry" or self.view.datasets]
+
+    @property
+    def best(self) -> dict[str, float]:
+        """The best value of each column among the rows shown (bold on the page)."""
+        best: dict[str, float] = {}
+        scores = [r.score for r in self.rows if r.score is not None]
+        if scores:
+            best["score"] = max(scores)
+        for column in self.columns:
+            values = [r.values[column.key] for r in self.rows if r.values.get(column.key) is not None]
+            if values:
+                best[column.key] = max(values)
+        return best
+
+    @property
+    def ranked_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.ranked]
+
+    @property
+    def unranked_rows(self) -> list[Row]:
+        return [r for r in self.rows if not r.ranked]
+
     def as_json(self) -> dict:
-        precision = self.benchmark.precision
-        return {
-            "benchmark": self.benchmark.slug,
-            "name": self.benchmark.name,
-            "aggregation_version": self.benchmark.aggregation_version,
-            "primary": self.benchmark.aggregation["primary"],
-            "columns": [{"key": c.key, "label": c.label, "kind": c.kind} for c in self.columns],
-            "rows": [
-                {
-                    "rank": row.rank,
-                    "model": row.model.slug,
-                    "name": row.model.name,
-                    "origin": row.model.origin,
-                    "source": row.model.source_paper,
-                    "parameters": row.model.parameter_count,
-                    "score": _round(row.score, precision),
-                    "values": {k: _round(v, precision) for k, v in row.values.items()},
-                    "missing": row.missing,
-                    "test_overlap": row.test_overlap,
-                }
-                for row in self.rows
-            ],
-        }
+        from leaderboard.serializers import LeaderboardSerializer
+
+        return LeaderboardSerializer(self).data
 
 
-def _round(value: float | None, precision: int) -> float | None:
-    return None if value is None else round(value, precision)
-
-
-def columns_for(benchmark: Benchmark) -> list[Column]:
+def columns_for(benchmark: Benchmark, entries=None) -> list[Column]:
     aggregation = aggregation_from_json(benchmark.aggregation)
     columns = [Column(s.slug, s.name, "summary") for s in aggregation.summaries if s.slug != aggregation.primary]
     if aggregation.show_group_scores:
         columns += [Column(g.slug, g.name, "group") for g in aggregation.groups if g.slug != aggregation.primary]
-    for entry in benchmark.entries.select_related("dataset", "metric"):
+    entries = entries if entries is not None else benchmark.entries.select_related("dataset", "metric")
+    for entry in entries:
         title = f"{entry.dataset.name}: {entry.metric.name}" + (f" ({entry.variant})" if entry.variant else "")
         columns.append(Column(entry.key, entry.display_label, "entry", title))
     return columns
@@ -104,16 +247,48 @@ def test_overlap(model: LanguageModel, datasets: list[str]) -> dict[str, float]:
     return {slug: float(report[slug]["share"]) for slug in datasets if "share" in report.get(slug, {})}
 
 
-def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
-    """Scores of ``models`` (a LanguageModel queryset; default: public ones), best first."""
+def _sort_value(row: Row, key: str):
+    if key == "model":
+        return row.model.name.casefold()
+    if key == "parameters":
+        return row.model.parameter_count
+    if key == "score":
+        return row.score
+    if key == "throughput":
+        return row.inference_per_s
+    return row.values.get(key)
+
+
+def _sorted(rows: list[Row], view: View) -> list[Row]:
+    """Sort by the view's column, missing values last whatever the direction."""
+    key = view.sort_key
+    if key == "rank" and not view.sort:
+        return rows  # stored order: rank, then score
+    if key == "rank":
+        ordered = sorted(rows, key=lambda r: (r.rank is None, r.rank or 0, -(r.score or 0)), reverse=False)
+        return ordered if not view.desc else list(reversed(ordered))
+    present = [r for r in rows if _sort_value(r, key) is not None]
+    absent = [r for r in rows if _sort_value(r, key) is None]
+    return sorted(present, key=lambda r: _sort_value(r, key), reverse=view.desc) + absent
+
+
+def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None = None, view: View | None = None):
+    """The board of ``models`` (a LanguageModel queryset; default: public ones) under ``view``."""
+    view = view or View()
     models = LanguageModel.objects.public() if models is None else models
+    entries = list(benchmark.entries.select_related("dataset", "metric"))
+    columns = columns_for(benchmark, entries)
+    datasets = list(dict.fromkeys(e.dataset.slug for e in entries))
+    base = Score.objects.filter(benchmark=benchmark, language_model__in=models)
+    total = base.count() if view.filtered else None
+    shown = view.apply(models)
+    if view.pins:  # a pinned model stays in sight whatever the filters
+        shown = models.filter(Q(pk__in=shown.values("pk")) | Q(slug__in=view.pins))
     scores = (
-        Score.objects.filter(benchmark=benchmark, language_model__in=models)
-        .select_related("language_model", "language_model__architecture")
-        .ranked()
+        base.filter(language_model__in=shown)
+        .select_related("language_model", "language_model__architecture", "language_model__reported_in")
+        .order_by(F("rank").asc(nulls_last=True), F("score").desc(nulls_last=True), "language_model__name")
     )
-    columns = columns_for(benchmark)
-    datasets = list(dict.fromkeys(benchmark.entries.values_list("dataset__slug", flat=True)))
     ranked: list[Row] = []
     unranked: list[Row] = []
     for score in scores:
@@ -122,10 +297,23 @@ def leaderboard_for(benchmark: Benchmark, models=None) -> Leaderboard:
             source = {"summary": score.summaries, "group": score.groups, "entry": score.entries}[column.kind]
             values[column.key] = source.get(column.key)
         model = score.language_model
-        row = Row(None, model, score.score, values, list(score.missing), test_overlap(model, datasets))
-        if score.complete and score.score is not None:
-            row.rank = len(ranked) + 1
-            ranked.append(row)
-        else:  # a primary score can exist without every entry (GatorTron's F1 headline): still not ranked
-            unranked.append(row)
-    return Leaderboard(benchmark, columns, ranked + unranked)
+        row = Row(
+            score.rank,
+            model,
+            score.score,
+            values,
+            dict(score.entry_spread or {}),
+            list(score.missing),
+            test_overlap(model, datasets),
+            score.rank_tied,
+            score.rank_basis,
+            score.rank_interval,
+            score.inference_per_s,
+            model.slug in view.pins,
+        )
+        (ranked if row.rank is not None else unranked).append(row)
+    rows = _sorted(ranked, view) + _sorted(unranked, view)
+    if view.pins:
+        rows = [r for r in rows if r.pinned] + [r for r in rows if not r.pinned]
+    ranking = Ranking.objects.filter(benchmark=benchmark).first()
+    return Leaderboard(benchmark, columns, rows, view, ranking, total if total is not None else len(rows))

@@ -1,10 +1,45 @@
-from django.urls import path
+from django.urls import path, register_converter
 
-from leaderboard import views
+from leaderboard import model_page, views
+
+
+class IsoDate:
+    regex = r"\d{4}-\d{2}-\d{2}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value) -> str:
+        return str(value)
+
+
+register_converter(IsoDate, "isodate")
+
+
+class ModelSlug:
+    """A language model's slug as plugin specs write it: biolm.specs.SLUG_RE allows '.' (a published model's
+    ``bioformer--biobert-base-v1.1``), which Django's ``<slug:>`` does not, so such a model had no page."""
+
+    regex = r"[-a-zA-Z0-9_.]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value) -> str:
+        return str(value)
+
+
+register_converter(ModelSlug, "model_slug")
 
 app_name = "leaderboard"
 
 urlpatterns = [
     path("", views.index, name="index"),
     path("leaderboard/<slug:slug>/", views.benchmark, name="benchmark"),
+    path("leaderboard/<slug:slug>/export.<str:format>", views.export, name="export"),
+    path("leaderboard/<slug:slug>/<isodate:date>/", views.snapshot, name="snapshot"),
+    path("leaderboard/<slug:slug>/<isodate:date>/citation.bib", views.snapshot_bibtex, name="snapshot-bibtex"),
+    path("compare/", views.compare, name="compare"),
+    path("models/<model_slug:slug>/", model_page.model_detail, name="model"),
+    path("models/<model_slug:slug>/predictions/<int:result_id>.jsonl", model_page.predictions, name="predictions"),
 ]

@@ -1,26 +1,206 @@
-"""Server-rendered leaderboard pages: a plain table per benchmark, readable without JavaScript."""
+"""The readers' pages: the benchmark index, a leaderboard, its exports, compare and dated snapshots.
+
+Every page reads what :mod:`leaderboard.ranking` and :mod:`leaderboard.scoring` stored; none
+computes a score or a test per request. A leaderboard's filters, sort and pins live in the query
+string, so the CSV and JSON exports, the compare link and a reload give exactly the view on screen.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from leaderboard.tables import leaderboard_for
-from registry.models import Benchmark, LanguageModel
+from leaderboard import charts, compare_data, snapshots
+from leaderboard.models import Snapshot
+from leaderboard.tables import MAX_PINS, View, leaderboard_for
+from registry.models import Architecture, Benchmark, LanguageModel
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    public = Q(scores__language_model__visibility=LanguageModel.Visibility.PUBLIC)
+    visible = LanguageModel.objects.visible_to(request.user)
     benchmarks = Benchmark.objects.filter(active=True).annotate(
         # distinct: the join with entries would otherwise count each model once per dataset
-        n_models=Count("scores__language_model", filter=public, distinct=True),
+        n_models=Count("scores__language_model", filter=Q(scores__language_model__in=visible), distinct=True),
         n_entries=Count("entries", distinct=True),
     )
     return render(request, "leaderboard/index.html", {"benchmarks": benchmarks})
 
 
+def _benchmark(slug: str) -> Benchmark:
+    return get_object_or_404(Benchmark, slug=slug, active=True)
+
+
 def benchmark(request: HttpRequest, slug: str) -> HttpResponse:
-    bench = get_object_or_404(Benchmark, slug=slug, active=True)
-    board = leaderboard_for(bench, LanguageModel.objects.visible_to(request.user))
-    return render(request, "leaderboard/benchmark.html", {"benchmark": bench, "board": board})
+    bench = _benchmark(slug)
+    view = View.from_params(request.GET)
+    visible = LanguageModel.objects.visible_to(request.user)
+    board = leaderboard_for(bench, visible, view)
+    data = board.as_json()
+    architectures = Architecture.objects.filter(languagemodel__scores__benchmark=bench, languagemodel__in=visible)
+    context = {
+        "benchmark": bench,
+        "board": board,
+        "data": data,
+        "table": _table(board, data),
+        "view": view,
+        "filters": _filter_choices(architectures.distinct().order_by("name")),
+        "snapshots": list(Snapshot.objects.filter(benchmark=bench).values_list("date", flat=True)[:20]),
+        "pareto": _pareto_charts(board),
+        "max_pins": MAX_PINS,
+    }
+    return render(request, "leaderboard/benchmark.html", context)
+
+
+def _table(board, data: dict) -> list[dict]:
+    """Each row's cells as the page prints them: "mean ± std", bold where best, "—" where missing."""
+    precision = board.benchmark.precision
+    best = {key: round(value, precision) for key, value in board.best.items()}
+    columns = board.visible_columns
+    table = []
+    for row, shown in zip(board.rows, data["rows"], strict=True):
+        cells = [_cell_of(shown["score"], None, best.get("score"), precision, "summary", "")]
+        for column in columns:
+            value = shown["values"].get(column.key)
+            std = shown["std"].get(column.key) if column.kind == "entry" else None
+            n = shown["seeds"].get(column.key) if column.kind == "entry" else None
+            title = f"{column.label}: mean ± std over {n} seeds" if n else ""
+            if value is None and column.key in row.missing:
+                title = f"{column.label}: no result"
+            cells.append(_cell_of(value, std, best.get(column.key), precision, column.kind, title))
+        table.append({"row": row, "data": shown, "cells": cells, "pins": _pins_after_toggle(board.view, row)})
+    return table
+
+
+def _cell_of(value, std, best, precision: int, kind: str, title: str) -> dict:
+    if value is None:
+        return {"text": "\u2014", "best": False, "kind": kind, "title": title or "no result"}
+    text = f"{value:.{precision}f}"
+    if std is not None:
+        text += f" ± {std:.{precision}f}"
+    return {"text": text, "best": best is not None and value >= best, "kind": kind, "title": title}
+
+
+def _pins_after_toggle(view: View, row) -> str:
+    """The view's query string with this row's model pinned or unpinned."""
+    slug = row.model.slug
+    pins = tuple(p for p in view.pins if p != slug) if slug in view.pins else (*view.pins, slug)[-MAX_PINS:]
+    return view.query(pins=pins)
+
+
+def _filter_choices(architectures) -> list[dict]:
+    """The filter form's fields: (name, label, [(value, label)])."""
+    return [
+        {"name": "origin", "label": "Origin", "options": LanguageModel.Origin.choices},
+        {"name": "architecture", "label": "Architecture", "options": [(a.slug, a.name) for a in architectures]},
+        {"name": "size", "label": "Size", "options": [(slug, label) for slug, label, *_ in LanguageModel.SIZE_BUCKETS]},
+        {"name": "domain", "label": "Pretraining domain", "options": LanguageModel.Domain.choices},
+        {"name": "vocabulary", "label": "Vocabulary", "options": LanguageModel.VocabularyKind.choices},
+        {"name": "start", "label": "Pretraining start", "options": LanguageModel.Initialisation.choices},
+    ]
+
+
+def _pareto_charts(board) -> list[charts.Chart]:
+    """Score against size and against measured speed (Fang et al. 2023's question: what does small cost?)."""
+    label = board.primary_label
+    ranked = [r for r in board.rows if r.score is not None]
+    by_size = [
+        {"name": r.model.name, "x": r.model.parameter_count, "y": r.score} for r in ranked if r.model.parameter_count
+    ]
+    by_speed = [{"name": r.model.name, "x": r.inference_per_s, "y": r.score} for r in ranked if r.inference_per_s]
+    made = []
+    if by_size:
+        made.append(
+            charts.score_vs(
+                "parameters (count, log scale)", by_size, f"{label} (0-100)", maximise_x=False,
+                chart_id="pareto-size", title=f"{label} against model size",
+            )
+        )  # fmt: skip
+    if by_speed:
+        made.append(
+            charts.score_vs(
+                "inference throughput (test examples per second, log scale)", by_speed, f"{label} (0-100)",
+                maximise_x=True, chart_id="pareto-speed", title=f"{label} against inference throughput",
+            )
+        )  # fmt: skip
+    return made
+
+
+EXPORT_FORMATS = ("csv", "json")
+
+
+def export(request: HttpRequest, slug: str, format: str) -> HttpResponse:
+    """Exactly the rows of the current view (filters, search, sort, pins), as CSV or JSON."""
+    if format not in EXPORT_FORMATS:
+        raise Http404(f"no export format {format!r}; use csv or json")
+    bench = _benchmark(slug)
+    board = leaderboard_for(bench, LanguageModel.objects.visible_to(request.user), View.from_params(request.GET))
+    data = board.as_json()
+    filename = f"{bench.slug}-leaderboard.{format}"
+    if format == "json":
+        response = HttpResponse(json.dumps(data, indent=2), content_type="application/json")
+    else:
+        response = HttpResponse(leaderboard_csv(data), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def leaderboard_csv(data: dict) -> str:
+    """One row per model: rank (with "=" for a tie), the model, its facets, the score, every column's mean and std."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    columns = data["columns"]
+    header = ["rank", "tied", "model", "name", "origin", "source", "architecture", "parameters", "score"]
+    for column in columns:
+        header += [column["key"], f"{column['key']}_std"] if column["kind"] == "entry" else [column["key"]]
+    writer.writerow([*header, "missing", "rank_basis"])
+    for row in data["rows"]:
+        line = [row["rank"] if row["rank"] is not None else "", "=" if row["tied"] else "", row["model"], row["name"]]
+        line += [row["origin"], row["source"], row["architecture"], row["parameters"] or "", _cell(row["score"])]
+        for column in columns:
+            line.append(_cell(row["values"].get(column["key"])))
+            if column["kind"] == "entry":
+                line.append(_cell(row["std"].get(column["key"])))
+        writer.writerow([*line, ";".join(row["missing"]), row["rank_basis"]])
+    return out.getvalue()
+
+
+def _cell(value) -> str:
+    return "" if value is None else str(value)
+
+
+def compare(request: HttpRequest) -> HttpResponse:
+    """Up to four models side by side: group radar, per-dataset differences with the same paired test."""
+    slugs = [s for s in request.GET.get("models", "").split(",") if s][:MAX_PINS]
+    bench_slug = request.GET.get("benchmark", "")
+    benchmarks = Benchmark.objects.filter(active=True)
+    bench = benchmarks.filter(slug=bench_slug).first() if bench_slug else benchmarks.order_by("pk").first()
+    comparison = None
+    if bench is not None and slugs:
+        comparison = compare_data.comparison(bench, LanguageModel.objects.visible_to(request.user), slugs)
+    return render(
+        request,
+        "leaderboard/compare.html",
+        {"benchmark": bench, "benchmarks": benchmarks, "comparison": comparison, "slugs": slugs},
+    )
+
+
+def snapshot(request: HttpRequest, slug: str, date: str) -> HttpResponse:
+    bench = _benchmark(slug)
+    frozen = get_object_or_404(Snapshot, benchmark=bench, date=date)
+    return render(
+        request,
+        "leaderboard/snapshot.html",
+        {"benchmark": bench, "snapshot": frozen, "data": frozen.board, "bibtex": snapshots.bibtex(frozen, request)},
+    )
+
+
+def snapshot_bibtex(request: HttpRequest, slug: str, date: str) -> HttpResponse:
+    frozen = get_object_or_404(Snapshot, benchmark__slug=slug, date=date)
+    response = HttpResponse(snapshots.bibtex(frozen, request), content_type="application/x-bibtex; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="biolm-{slug}-{date}.bib"'
+    return response

@@ -1,3 +1,6 @@
+"""The registry's pages under /datasets/. A dataset's own page (``dataset-detail``) shows its leaderboard,
+which the registry may not import, so the project's URLconf (biolm_site.urls) adds it to these routes."""
+
 from django.urls import path
 
 from registry import views
@@ -6,5 +9,4 @@ app_name = "registry"
 
 urlpatterns = [
     path("", views.dataset_list, name="dataset-list"),
-    path("<slug:slug>/", views.dataset_detail, name="dataset-detail"),
 ]

@@ -7,12 +7,45 @@ register = template.Library()
 
 @register.filter
 def score(value: float | None, precision: int = 2) -> str:
-    """Format a 0-100 score with ``precision`` decimals; an absent value prints as an en dash."""
+    """Format a 0-100 score with ``precision`` decimals; an absent value prints as an em dash, never 0."""
     if value is None:
-        return "\u2013"
+        return "\u2014"
     return f"{value:.{int(precision)}f}"
 
 
 @register.filter
 def lookup(mapping: dict, key: str):
     return mapping.get(key)
+
+
+@register.filter
+def attr_of(obj, name: str):
+    """A named attribute, for a form field whose name a loop gives (a view's filter value)."""
+    return getattr(obj, name, "")
+
+
+@register.filter
+def sort_link(view, key: str) -> str:
+    return view.sort_link(key)
+
+
+@register.filter
+def aria_sort(view, key: str) -> str:
+    return view.aria_sort(key)
+
+
+@register.filter
+def query_without_pins(view) -> str:
+    return view.query(pins=())
+
+
+@register.filter
+def params(count: int | None) -> str:
+    """A parameter count as readers say it: 110M, 8.9B; "—" when unknown."""
+    if not count:
+        return "\u2014"
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= size:
+            value = count / size
+            return f"{value:.1f}{suffix}" if value < 10 else f"{value:.0f}{suffix}"
+    return str(count)

@@ -13,6 +13,7 @@ its unfinished or failed jobs are put back in their queue.
 
 from __future__ import annotations
 
+import datetime
 import os
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 from jobs import lifecycle, waiting
 from jobs.graph import SubmissionError, SubmissionRequest, submit
 from jobs.models import FINISHED, WAITING, Job
-from registry.models import LanguageModel
+from registry.models import Benchmark, LanguageModel
 
 BENCHMARK = "blurb-mini"
 MODELS = ("demo-tiny", "all-minilm-l6")
@@ -102,9 +103,8 @@ class Command(BaseCommand):
             self.follow(jobs)
             self.summarise(jobs, host, port, time.monotonic() - started)
             if not no_serve:
-                self.stdout.write(
-                    f"biolm leaderboard: http://{host}:{port}/leaderboard/{BENCHMARK}/  (Ctrl-C stops it)"
-                )
+                self.stdout.write(self.pages(jobs, f"http://{host}:{port}"))
+                self.stdout.write("(Ctrl-C stops the site and the workers)")
                 while all(child.poll() is None for child in children):
                     time.sleep(1)
                 raise CommandError("the web server or a worker stopped; see its log in " + str(logs))
@@ -177,6 +177,22 @@ class Command(BaseCommand):
                 return
             time.sleep(2)
 
+    def pages(self, ids: list[int], site: str) -> str:
+        """The readers' pages of this demo, to open in a browser."""
+        benchmark = Benchmark.objects.get(slug=BENCHMARK)
+        models = list(LanguageModel.objects.filter(jobs__pk__in=ids).distinct().order_by("pk"))
+        snapshot = _snapshot_of_today(benchmark)
+        lines = [
+            "open in a browser:",
+            f"  leaderboard      {site}/leaderboard/{BENCHMARK}/",
+            *(f"  model page       {site}{model.get_absolute_url()}" for model in models),
+            f"  compare          {site}/compare/?benchmark={BENCHMARK}&models={','.join(m.slug for m in models)}",
+            f"  a dataset        {site}/datasets/{benchmark.entries.first().dataset.slug}/",
+            f"  snapshot         {site}{snapshot.get_absolute_url()}",
+            f"  JSON API         {site}/api/v1/benchmarks/{BENCHMARK}/leaderboard  (docs: {site}/api/docs/)",
+        ]
+        return "\n".join(lines)
+
     def summarise(self, ids: list[int], host: str, port: int, seconds: float) -> None:
         jobs = Job.objects.filter(pk__in=ids)
         failed = jobs.exclude(status=Job.Status.SUCCEEDED)
@@ -187,6 +203,17 @@ class Command(BaseCommand):
             score = model.scores.filter(benchmark__slug=BENCHMARK).first()
             value = f"{score.score:.2f}" if score and score.score is not None else "incomplete"
             self.stdout.write(f"  {model.name}: BLURB-mini score {value}")
+
+
+def _snapshot_of_today(benchmark: Benchmark):
+    """Today's citable snapshot of the demo board (taken once a day, since snapshots are immutable)."""
+    from leaderboard.models import Snapshot
+    from leaderboard.snapshots import take_snapshot
+
+    today = datetime.date.today()
+    return Snapshot.objects.filter(benchmark=benchmark, date=today).first() or take_snapshot(
+        benchmark, today, by="manage.py demo"
+    )
 
 
 def describe(job: Job, states: dict[str, waiting.QueueState] | None = None) -> str:

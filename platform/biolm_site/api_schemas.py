@@ -1,0 +1,20 @@
+"""Which endpoints each OpenAPI schema describes: the workers' and the public one never mix.
+
+The site serves two schemas from one drf-spectacular. The internal one (/internal/schema/, behind
+the worker secret) is generated from the whole URLconf with the global SPECTACULAR_SETTINGS; this
+hook keeps it to /internal/, so the public API's views neither appear in it nor get fuzzed with a
+job's token. The public schema (/api/schema/) is generated from ``leaderboard.api_urls`` alone and
+turns this hook off (``leaderboard.api.PublicSchemaView``). For the same reason ``manage.py
+spectacular`` writes the internal schema; the public one is what GET /api/schema/ answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INTERNAL_PREFIX = "/internal/"
+
+
+def internal_endpoints_only(endpoints: list[tuple[str, str, str, Any]]) -> list[tuple[str, str, str, Any]]:
+    """drf-spectacular PREPROCESSING_HOOK: the (path, regex, method, view) endpoints under /internal/."""
+    return [endpoint for endpoint in endpoints if endpoint[0].startswith(INTERNAL_PREFIX)]

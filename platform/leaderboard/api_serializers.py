@@ -1,0 +1,187 @@
+"""The public API's shapes for benchmarks, models, datasets and results (the leaderboard's is in serializers).
+
+These serializers only ever read: the API is read-only, so every field describes output, and
+the classes double as the OpenAPI schema's components. Links are absolute URLs (a script follows
+them without knowing the host), built from the request in the serializer's context. A model's
+``checkpoint``, ``owner`` and ``notes`` are never exposed: a checkpoint may be a path on the
+platform's disk, and the other two are the submitter's business.
+
+Slugs are plain strings, not ``SlugField``: spec slugs may hold a '.' (``biobert-base-v1.1``), which
+the OpenAPI pattern of a SlugField would call invalid.
+
+Which models may appear is decided by the views (``LanguageModel.objects.visible_to``), never
+here: a serializer renders whatever queryset it is given.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from leaderboard.serializers import LeaderboardSerializer
+
+
+@extend_schema_field(OpenApiTypes.URI)
+class Link(serializers.Field):
+    """An absolute URL to a named route, reversed with one attribute of the object (its slug by default).
+
+    DRF's HyperlinkedIdentityField reads a single attribute; a score links to its benchmark's
+    routes, so this one follows a dotted path (``benchmark.slug``).
+    """
+
+    def __init__(self, view_name: str, lookup: str = "slug", **kwargs) -> None:
+        kwargs.update(source="*", read_only=True)
+        super().__init__(**kwargs)
+        self.view_name = view_name
+        self.lookup = attrgetter(lookup)
+
+    def to_representation(self, value) -> str:
+        path = reverse(self.view_name, args=[self.lookup(value)])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
+
+
+class ErrorSerializer(serializers.Serializer):
+    """DRF's error body: a missing (or private) object, a page past the end, a method not allowed."""
+
+    detail = serializers.CharField()
+
+
+class BenchmarkSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    citation = serializers.CharField(allow_blank=True)
+    aggregation_version = serializers.CharField(help_text="Scores computed with another version are being redone.")
+    n_models = serializers.IntegerField(help_text="Models with a score on it that the caller may see.")
+    url = Link("leaderboard:benchmark", help_text="The leaderboard's page.")
+    leaderboard = Link("api:benchmark-leaderboard", help_text="The leaderboard in this API.")
+
+
+class PaginatedLeaderboardSerializer(LeaderboardSerializer):
+    """The page's leaderboard (leaderboard.serializers) with its rows paginated; the header stays whole."""
+
+    count = serializers.IntegerField(help_text="Rows in this view (after filters), over all pages.")
+    next = serializers.URLField(allow_null=True, help_text="The next page of rows; null on the last.")
+    previous = serializers.URLField(allow_null=True, help_text="The previous page of rows; null on the first.")
+
+
+class ModelSummarySerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    origin = serializers.ChoiceField(
+        choices=["reported", "reproduced"], help_text="Transcribed from a paper, or evaluated on biolm."
+    )
+    source_paper = serializers.CharField(allow_blank=True)
+    architecture = serializers.SerializerMethodField(help_text="Its architecture's slug; empty when unknown.")
+    parameters = serializers.IntegerField(source="parameter_count", allow_null=True)
+    size = serializers.CharField(source="size_bucket", allow_blank=True, help_text="The leaderboard's size bucket.")
+    pretraining_domain = serializers.CharField(allow_blank=True)
+    vocabulary_kind = serializers.CharField(allow_blank=True)
+    initialisation = serializers.CharField(allow_blank=True)
+    url = Link("api:model-detail", help_text="This model in this API.")
+    page = Link("leaderboard:model", help_text="The model's page.")
+
+    @extend_schema_field(serializers.CharField(allow_blank=True))
+    def get_architecture(self, model) -> str:
+        """Empty rather than null, as in the leaderboard's rows: one convention for a script to handle."""
+        return model.architecture.slug if model.architecture_id else ""
+
+
+class ModelScoreSerializer(serializers.Serializer):
+    """A model's standing on one benchmark, as the leaderboard stores it."""
+
+    benchmark = serializers.CharField(source="benchmark.slug")
+    benchmark_name = serializers.CharField(source="benchmark.name")
+    score = serializers.SerializerMethodField(help_text="The primary summary; null while datasets are missing.")
+    rank = serializers.IntegerField(allow_null=True, help_text="1 + the models significantly better; null: unranked.")
+    tied = serializers.BooleanField(source="rank_tied", help_text="Shares its rank with the model above.")
+    rank_basis = serializers.CharField(allow_blank=True, help_text='"bootstrap", "point", or empty when unranked.')
+    missing = serializers.ListField(child=serializers.CharField(), help_text="Entries it has no result for.")
+    aggregation_version = serializers.CharField()
+    leaderboard = Link("api:benchmark-leaderboard", lookup="benchmark.slug")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_score(self, score) -> float | None:
+        """Rounded like the leaderboard, to the decimals the benchmark's paper prints."""
+        return None if score.score is None else round(score.score, score.benchmark.precision)
+
+
+class ResultSerializer(serializers.Serializer):
+    """One number a model obtained on a dataset under a metric (0-100 scale)."""
+
+    model = serializers.CharField(source="language_model.slug")
+    model_name = serializers.CharField(source="language_model.name")
+    dataset = serializers.CharField(source="dataset.slug")
+    metric = serializers.CharField(source="metric.slug")
+    variant = serializers.CharField(allow_blank=True)
+    scope = serializers.CharField(
+        allow_blank=True, help_text="The benchmark whose paper printed this number; empty for one measured here."
+    )
+    mean = serializers.FloatField(source="value", help_text="Over its seeds (or folds); a paper's number as printed.")
+    std = serializers.FloatField(allow_null=True)
+    median = serializers.FloatField(allow_null=True)
+    n_seeds = serializers.IntegerField(allow_null=True)
+    source = serializers.CharField(allow_blank=True)
+    inference_per_s = serializers.FloatField(allow_null=True, help_text="Test-set inference, examples per second.")
+    updated_at = serializers.DateTimeField()
+
+
+class ModelDetailSerializer(ModelSummarySerializer):
+    """The model card: its facets, its score on each benchmark and every result it has."""
+
+    vocabulary = serializers.CharField(allow_blank=True)
+    pretraining_corpus = serializers.CharField(allow_blank=True)
+    max_sequence_length = serializers.IntegerField(allow_null=True)
+    scores = ModelScoreSerializer(many=True, source="api_scores")
+    results = ResultSerializer(many=True, source="api_results")
+
+
+class MetricSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+
+
+class TaskTypeSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+
+
+class SplitSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    size = serializers.IntegerField(allow_null=True, help_text="As the dataset's paper reports it.")
+    unit = serializers.CharField(default="examples", help_text="What the size counts (examples, abstracts, ...).")
+
+
+class DatasetSummarySerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    task_type = serializers.CharField(source="task_type.slug")
+    metric = serializers.CharField(source="metric.slug")
+    domain = serializers.CharField()
+    access = serializers.CharField(help_text='"public", or "restricted" behind a data use agreement.')
+    demo = serializers.BooleanField(help_text="Invented demo data, not a real benchmark dataset.")
+    n_models = serializers.IntegerField(help_text="Models with a result on it that the caller may see.")
+    url = Link("api:dataset-detail", help_text="This dataset in this API.")
+    page = Link("registry:dataset-detail", help_text="The dataset's page.")
+
+
+class DatasetDetailSerializer(DatasetSummarySerializer):
+    """A dataset's card (never its examples or gold labels) and the results of the models the caller may see."""
+
+    description = serializers.CharField(allow_blank=True)
+    task_type = TaskTypeSerializer()
+    metric = MetricSerializer()
+    splits = SplitSerializer(many=True)
+    licence = serializers.CharField(allow_blank=True)
+    source = serializers.CharField(allow_blank=True)
+    citation = serializers.CharField(allow_blank=True)
+    benchmarks = serializers.ListField(
+        child=serializers.CharField(), source="api_benchmarks", help_text="Active benchmarks that score it."
+    )
+    results = ResultSerializer(many=True, source="api_results")

@@ -1,0 +1,100 @@
+"""What the compare page shows: up to four models' groups on a radar and their per-dataset differences.
+
+Each difference to the first model is tested by the same paired bootstrap as the ranks (the
+shared resamples of the dataset's test examples, seeds combined inside each): it is
+"significant" when 95% of the paired differences fall on one side of 0. A pair where either
+side has no stored predictions (a number reported in a paper) is shown, marked "not tested".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+
+from biolm.significance import difference
+from leaderboard import charts
+from leaderboard.models import Result, ResultResamples, Score
+from leaderboard.resamples import decode
+from leaderboard.scoring import aggregation_from_json
+from registry.models import Benchmark, LanguageModel
+
+
+@dataclass
+class Cell:
+    value: float | None
+    std: float | None = None
+    diff: float | None = None  # this model minus the reference
+    low: float | None = None
+    high: float | None = None
+    verdict: str = ""  # "better", "worse", "tie" or "not tested"; empty for the reference itself
+
+
+@dataclass
+class Comparison:
+    benchmark: Benchmark
+    models: list[LanguageModel]
+    not_found: list[str]
+    scores: dict[str, float | None]
+    rows: list[tuple[str, str, list[Cell]]] = field(default_factory=list)  # (entry key, label, cells)
+    radar: charts.Chart | None = None
+
+
+def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: list[str]) -> Comparison:
+    """The models of ``slugs`` that ``visible`` holds (in that order), compared on ``benchmark``."""
+    found = {m.slug: m for m in visible.filter(slug__in=slugs).select_related("architecture")}
+    models = [found[s] for s in slugs if s in found]
+    not_found = [s for s in slugs if s not in found]  # a private model is "not found", as a missing one
+    scores = {s.language_model_id: s for s in Score.objects.filter(benchmark=benchmark, language_model__in=models)}
+    entries = list(benchmark.entries.select_related("dataset", "metric"))
+    results: dict[tuple[int, str], Result] = {}
+    for result in Result.objects.filter(language_model__in=models, dataset__in=[e.dataset_id for e in entries]):
+        scope = benchmark.slug if found[result.language_model.slug].origin == LanguageModel.Origin.REPORTED else ""
+        if result.scope != scope:
+            continue
+        for entry in entries:
+            if (entry.dataset_id, entry.metric_id, entry.variant) == (
+                result.dataset_id, result.metric_id, result.variant,
+            ):  # fmt: skip
+                results[(result.language_model_id, entry.key)] = result
+    vectors = {
+        row["result_id"]: decode(row["values"])
+        for row in ResultResamples.objects.filter(result__in=[r.pk for r in results.values()]).values(
+            "result_id", "values"
+        )
+    }
+    outcome = Comparison(
+        benchmark,
+        models,
+        not_found,
+        {m.slug: (scores[m.pk].score if m.pk in scores else None) for m in models},
+    )
+    for entry in entries:
+        cells = []
+        reference = results.get((models[0].pk, entry.key)) if models else None
+        for index, model in enumerate(models):
+            result = results.get((model.pk, entry.key))
+            cell = Cell(result.value if result else None, result.std if result else None)
+            if index and result is not None and reference is not None:
+                cell.diff = result.value - reference.value
+                mine, theirs = vectors.get(result.pk), vectors.get(reference.pk)
+                if mine is None or theirs is None or len(mine) != len(theirs):
+                    cell.verdict = "not tested"
+                else:
+                    test = difference(mine, theirs)
+                    cell.low, cell.high = test["low"], test["high"]
+                    cell.verdict = ("better" if test["mean"] > 0 else "worse") if test["significant"] else "tie"
+            cells.append(cell)
+        outcome.rows.append((entry.key, entry.display_label, cells))
+    aggregation = aggregation_from_json(benchmark.aggregation)
+    axes = [g.name for g in aggregation.groups]
+    if models and len(axes) >= 3:
+        outcome.radar = charts.radar(
+            f"{benchmark.name}: group scores",
+            axes,
+            {
+                m.name: [(scores[m.pk].groups.get(g.slug) if m.pk in scores else None) for g in aggregation.groups]
+                for m in models
+            },
+        )
+    return outcome
