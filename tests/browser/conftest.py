@@ -1,0 +1,163 @@
+"""Browser tests: Debian's Chromium driven by Playwright against a live Django server.
+
+The browser is the system's ``chromium`` package (apt), not one Playwright downloads: CI installs
+it with apt (.ci/run) and nothing here reaches the network. Where it is missing the tests skip,
+saying what to install, except under ``BIOLM_REQUIRE_BROWSER=1`` (CI), where a missing browser
+must fail the run rather than silently drop the suite.
+
+The server and its data live for the whole module (:func:`live_site`), not per test. pytest-django's
+``live_server`` fixture would make each test transactional, and a transactional test ends by
+flushing every table, the plugin rows synced once per session included: storing the board and
+syncing the plugins again would then cost some ten seconds per test. The stories only read, so one
+board serves them all. It is committed (the server thread has its own database connection on
+PostgreSQL), with alice's signed-in session, and removed when the module ends
+(:func:`web_fixture.remove_web_fixture`), leaving the worker's database as the tests that follow
+expect it. Each test still takes pytest-django's ``db``: that is what makes the session create
+the test database at all, and a test's own writes, if it made any, are rolled back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from web_fixture import WebFixture, build_web_fixture, remove_web_fixture, sync_builtin_plugins
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+TIMEOUT_MS = 15_000  # a page or chart that takes longer on a loaded CI runner is a failure worth seeing
+
+
+def chromium_path() -> str | None:
+    """BIOLM_CHROMIUM if set, else Debian's ``chromium`` (or the older ``chromium-browser``) on PATH."""
+    explicit = os.environ.get("BIOLM_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{reason} (BIOLM_REQUIRE_BROWSER=1: the browser tests must run here)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser(live_site):
+    """One headless Chromium for the module (starting one costs seconds), started after the site
+    (and so after the test database exists).
+
+    Playwright's sync API keeps an asyncio loop running in this thread, which Django's ORM takes
+    for async code and refuses (SynchronousOnlyOperation) unless DJANGO_ALLOW_ASYNC_UNSAFE is set
+    (Playwright's own advice for Django). The ORM calls here never run inside that loop, so the
+    check is lifted, and only while the browser is up: other modules keep it.
+    """
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright not installed: pip install -r requirements.lock")
+    executable = chromium_path()
+    if executable is None:
+        where = os.environ.get("BIOLM_CHROMIUM") or "chromium on PATH"
+        _missing(f"chromium not found ({where}): apt install chromium")
+    from django.db import connections
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=executable, headless=True)
+            yield launched
+            launched.close()
+            # While that loop runs, Django keeps this thread's connections apart from the others
+            # (asgiref's Local for async code): close them now, or PostgreSQL refuses to drop the
+            # test database at the end of the session ("accessed by other users").
+            connections.close_all()
+
+
+@dataclass(frozen=True)
+class LiveSite:
+    url: str  # http://localhost:PORT
+    web: WebFixture
+    owner_session: str  # the session key of the private model's owner, signed in
+
+
+@pytest.fixture(scope="module")
+def live_site(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[LiveSite]:
+    """The site served on a free port, with tests/web_fixture.py's board committed to the test database.
+
+    Database access stays open for the module: the server thread's requests go through the same
+    pytest-django blocker as the tests. The artefact store (the model page's loss log) is a
+    folder of the module's own. ``django_db_setup`` makes every write land in the test database.
+    """
+    from django.conf import settings
+    from django.test import Client, override_settings
+    from pytest_django.live_server_helper import LiveServer
+
+    from registry.models import Benchmark
+
+    var = tmp_path_factory.mktemp("browser-var")
+    store = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": var / "store"}}
+    with (
+        django_db_blocker.unblock(),
+        override_settings(BIOLM_VAR_DIR=var, STORAGES={**settings.STORAGES, "default": store}),
+    ):
+        if not Benchmark.objects.filter(slug="blurb-mini").exists():  # flushed by a transactional test before
+            sync_builtin_plugins()
+        try:
+            web = build_web_fixture()
+            owner = Client()
+            owner.force_login(web.owner)
+            server = LiveServer("localhost")
+            server._live_server_modified_settings.enable()  # what the live_server fixture does per test
+            try:
+                yield LiveSite(server.url, web, owner.cookies[settings.SESSION_COOKIE_NAME].value)
+            finally:
+                server._live_server_modified_settings.disable()
+                server.stop()
+        finally:
+            remove_web_fixture()
+
+
+@pytest.fixture
+def web(live_site, db) -> WebFixture:
+    """The module's board; ``db``: see the module's docstring."""
+    return live_site.web
+
+
+@pytest.fixture(scope="module")
+def context(browser, live_site):
+    """An anonymous browser profile at a desktop size, its relative URLs on the live site.
+
+    One for the module, so that plotly.js (4.8 MB) is fetched and compiled once rather than by
+    every test; :func:`page` clears its cookies before each test, so no story inherits another's
+    state (the pages keep none elsewhere: no local storage, no service worker).
+    """
+    made = browser.new_context(viewport=DESKTOP, base_url=live_site.url, accept_downloads=True)
+    made.set_default_timeout(TIMEOUT_MS)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def screenshot_path(request) -> Path:
+    """var/screenshots/<test name>.png (a parameter's brackets made dashes), its folder made (var/ is git-ignored)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', request.node.name).strip('-')}.png"
+
+
+@pytest.fixture
+def page(context, screenshot_path):
+    """A page of that profile; when the test ends, pass or fail, the whole page is saved as
+    var/screenshots/<test name>.png for a person to look at (layout, overflow, contrast)."""
+    context.clear_cookies()
+    opened = context.new_page()
+    yield opened
+    if not opened.is_closed():
+        if opened.url.startswith("http"):  # a test that only made requests has nothing to show
+            opened.screenshot(path=str(screenshot_path), full_page=True)
+        opened.close()
