@@ -28,7 +28,7 @@ MISSING = "—"
 FONT_SIZE = 14
 """Readable at a hospital workstation's usual zoom; never below 12."""
 
-CONFIG = {"responsive": True, "displaylogo": False}
+CONFIG = {"responsive": True, "displaylogo": False, "displayModeBar": "hover"}
 """plotly.js options for every chart (``leaderboard/charts.js`` applies them): resize with the page, no
 plotly logo in the mode bar."""
 
@@ -93,6 +93,8 @@ def _layout(title: str, height: int, **layout: Any) -> dict[str, Any]:
         "autosize": True,
         "font": {"size": FONT_SIZE},
         "margin": {"l": 70, "r": 30, "t": 60, "b": 70},
+        # below the plot, not beside it: on a phone a side legend takes 40% of the width
+        "legend": {"orientation": "h", "x": 0, "y": -0.25, "yanchor": "top"},
         **layout,
     }
 
@@ -135,7 +137,8 @@ def radar(title: str, axes: list[str], series: Mapping[str, Sequence[float | Non
         title,
         480,
         polar={
-            "radialaxis": {"range": [0, 100], "title": {"text": "score (0-100)"}, "angle": 90, "tickangle": 90},
+            # no radial title: it would sit on the tick labels; the chart's title and table say "0-100"
+            "radialaxis": {"range": [0, 100], "angle": 90, "tickangle": 90, "ticksuffix": ""},
             "angularaxis": {"direction": "clockwise", "rotation": 90},
         },
         showlegend=True,
@@ -222,7 +225,7 @@ def score_vs(
     layout = _layout(
         title,
         440,
-        xaxis=_axis(x_label, type="log"),
+        xaxis=_axis(x_label, type="log", tickformat="~s"),  # 20M, 100M, 1G: every tick with its unit
         yaxis=_axis(y_label),
     )
     rows = [

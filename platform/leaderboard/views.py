@@ -117,14 +117,14 @@ def _pareto_charts(board) -> list[charts.Chart]:
         made.append(
             charts.score_vs(
                 "parameters (count, log scale)", by_size, f"{label} (0-100)", maximise_x=False,
-                chart_id="pareto-size", title=f"{label} against model size",
+                chart_id="pareto-size", title=f"{label} vs size",
             )
         )  # fmt: skip
     if by_speed:
         made.append(
             charts.score_vs(
                 "inference throughput (test examples per second, log scale)", by_speed, f"{label} (0-100)",
-                maximise_x=True, chart_id="pareto-speed", title=f"{label} against inference throughput",
+                maximise_x=True, chart_id="pareto-speed", title=f"{label} vs speed",
             )
         )  # fmt: skip
     return made

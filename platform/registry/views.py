@@ -13,5 +13,10 @@ from registry.models import Dataset
 
 
 def dataset_list(request: HttpRequest) -> HttpResponse:
-    datasets = Dataset.objects.filter(active=True).select_related("task_type", "metric").prefetch_related("imports")
+    datasets = (
+        Dataset.objects.filter(active=True)
+        .select_related("task_type", "metric")
+        .prefetch_related("imports")
+        .order_by("name")
+    )
     return render(request, "registry/dataset_list.html", {"datasets": datasets})

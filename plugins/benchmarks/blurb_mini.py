@@ -23,7 +23,7 @@ DESCRIPTION = (
     "Invented demo data, not a real benchmark; scores mean nothing about real performance. BLURB-mini has "
     "one small dataset written by the biolm project for each of BLURB's six task types (NER, PICO, relation "
     "extraction, sentence similarity, document classification, question answering), scored with BLURB's "
-    "metrics and aggregated as BLURB is (mean over task types), so that `make demo` can fine-tune a tiny "
+    "metrics and aggregated as BLURB is (mean over task types), so that make demo can fine-tune a tiny "
     "model and show a leaderboard without downloading anything."
 )
 

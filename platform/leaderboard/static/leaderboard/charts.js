@@ -8,7 +8,7 @@
 (function () {
   "use strict";
 
-  var DEFAULT_CONFIG = { responsive: true, displaylogo: false };
+  var DEFAULT_CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
 
   // A point whose customdata is a site-relative URL (a model's page) opens it when clicked. Only
   // paths on this site: never "//host" nor "javascript:".
