@@ -165,3 +165,20 @@ def test_a_leaderboard_page_costs_the_same_queries_for_few_and_many_models(clien
         page = client.get(f"/leaderboard/{benchmark.slug}/?datasets=1")
     assert page.content.decode().count("data-model=") == len(SKILLS) + 20
     assert len(many) == len(few)
+
+
+def test_making_a_model_private_re_ranks_the_public_models_it_was_ahead_of(
+    client, board, django_capture_on_commit_callbacks
+):
+    benchmark, _, _ = board
+    omega = Score.objects.get(benchmark=benchmark, language_model__slug="model-omega")
+    assert omega.rank == 5
+    for name in ("alpha", "beta"):
+        model = LanguageModel.objects.get(slug=f"model-{name}")
+        model.visibility = LanguageModel.Visibility.PRIVATE
+        with django_capture_on_commit_callbacks(execute=True):
+            model.save()
+    omega.refresh_from_db()
+    assert omega.rank == 3  # two fewer public models above it
+    page = client.get(f"/leaderboard/{benchmark.slug}/").content.decode()
+    assert "model-alpha" not in page and "model-beta" not in page

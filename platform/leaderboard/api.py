@@ -39,6 +39,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard import api_serializers as shapes
+from leaderboard import board_cache
 from leaderboard.models import Result, Score
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
 from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel
@@ -202,7 +203,14 @@ class BenchmarkLeaderboard(PublicAPI, APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         benchmark = get_object_or_404(Benchmark, slug=slug, active=True)
-        board = leaderboard_for(benchmark, self.visible_models(), View.from_params(self.params())).as_json()
+        params = self.params()
+        board = board_cache.cached(
+            "api",
+            benchmark,
+            request._request,
+            View.from_params(params).query(),
+            lambda: leaderboard_for(benchmark, self.visible_models(), View.from_params(params)).as_json(),
+        )
         header = {key: value for key, value in board.items() if key != "rows"}
         paginator = self.pagination_class()
         rows = paginator.paginate_queryset(board["rows"], request, view=self)

@@ -138,5 +138,5 @@ class LeaderboardSerializer(serializers.Serializer):
             "view": board.view.params(),
             "total": board.total,
             "columns": [{"key": c.key, "label": c.label, "kind": c.kind, "title": c.title} for c in board.columns],
-            "rows": [RowSerializer(row, context=context).data for row in board.rows],
+            "rows": [RowSerializer(context=context).to_representation(row) for row in board.rows],
         }

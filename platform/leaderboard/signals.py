@@ -58,3 +58,31 @@ def rescore(model_ids: set[int]) -> None:
             ):
                 continue  # a paper's row belongs only to the benchmarks that print it
             recompute_scores(benchmark, [model])
+
+
+def visibility_changed(sender, instance, created: bool = False, update_fields=None, **kwargs) -> None:
+    """A model made public or private moves the public ranks: re-rank its benchmarks at commit.
+
+    Ranks are computed over public models only (leaderboard.ranking), so without this a model made
+    private would keep pushing public models down until the next result arrived.
+    """
+    if created or (update_fields is not None and "visibility" not in update_fields):
+        return
+    previous = getattr(instance, "_loaded_visibility", None)
+    if previous is None or previous == instance.visibility:
+        return
+    instance._loaded_visibility = instance.visibility
+
+    def rerank() -> None:
+        from leaderboard.ranking import rank_benchmark
+        from registry.models import Benchmark
+
+        for benchmark in Benchmark.objects.filter(scores__language_model_id=instance.pk).distinct():
+            rank_benchmark(benchmark)
+
+    transaction.on_commit(rerank)
+
+
+def remember_visibility(sender, instance, **kwargs) -> None:
+    """The visibility a model had when it was read, so a save can tell whether it changed."""
+    instance._loaded_visibility = instance.visibility

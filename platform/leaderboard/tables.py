@@ -226,7 +226,7 @@ class Leaderboard:
     def as_json(self) -> dict:
         from leaderboard.serializers import LeaderboardSerializer
 
-        return LeaderboardSerializer(self).data
+        return LeaderboardSerializer().to_representation(self)  # plain dicts: cached and pickled as they are
 
 
 def columns_for(benchmark: Benchmark, entries=None) -> list[Column]:

@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from leaderboard import charts, compare_data, snapshots
+from leaderboard import board_cache, charts, compare_data, snapshots
 from leaderboard.models import Snapshot
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
 from registry.models import Architecture, Benchmark, LanguageModel
@@ -35,25 +35,39 @@ def _benchmark(slug: str) -> Benchmark:
     return get_object_or_404(Benchmark, slug=slug, active=True)
 
 
+ROWS_SHOWN = 100  # a phone should not render a thousand rows; "Show all" lifts it
+
+
 def benchmark(request: HttpRequest, slug: str) -> HttpResponse:
+    """The leaderboard; rendered once per view and audience until its results change (board_cache)."""
     bench = _benchmark(slug)
+    query = request.GET.urlencode()
+    html = board_cache.cached("page", bench, request, query, lambda: _render_board(request, bench))
+    return HttpResponse(html)
+
+
+def _render_board(request: HttpRequest, bench: Benchmark) -> str:
     view = View.from_params(request.GET)
     visible = LanguageModel.objects.visible_to(request.user)
     board = leaderboard_for(bench, visible, view)
     data = board.as_json()
     architectures = Architecture.objects.filter(languagemodel__scores__benchmark=bench, languagemodel__in=visible)
+    show_all = request.GET.get("rows") == "all"
+    table = _table(board, data)
     context = {
         "benchmark": bench,
         "board": board,
         "data": data,
-        "table": _table(board, data),
+        "table": table if show_all else table[:ROWS_SHOWN],
+        "hidden_rows": 0 if show_all else max(0, len(table) - ROWS_SHOWN),
+        "all_rows_query": view.query() + ("&" if view.params() else "") + "rows=all",
         "view": view,
         "filters": _filter_choices(architectures.distinct().order_by("name")),
         "snapshots": list(Snapshot.objects.filter(benchmark=bench).values_list("date", flat=True)[:20]),
         "pareto": _pareto_charts(board),
         "max_pins": MAX_PINS,
     }
-    return render(request, "leaderboard/benchmark.html", context)
+    return render(request, "leaderboard/benchmark.html", context).content.decode()
 
 
 def _table(board, data: dict) -> list[dict]:
