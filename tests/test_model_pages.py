@@ -84,7 +84,7 @@ def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, s
 PRETRAINING_REPORT = {
     "recipe": {"slug": "tiny", "objectives": ["mlm"], "settings": {"steps": 40, "mask_rate": 0.15}},
     "corpus": {
-        "path": "/home/alice/secret-corpora/pubmed-sample.txt",
+        "path": "/srv/secret-corpora/alice/pubmed-sample.txt",
         "fingerprint": "f00dfeedcafe1234",
         "documents": 1200,
         "train_tokens": 345678,
@@ -141,7 +141,7 @@ def test_the_model_card_shows_architecture_size_vocabulary_corpus_recipe_length_
     assert "4,386,304" in page and "4.4M" in page and "under 50M" in page
     assert page.count("8,192 entries") == 1  # the vocabulary's size, said once though both report and config say it
     assert "pubmed-sample.txt" in page and "f00dfeedcafe1234" in page and "345,678 training tokens" in page
-    assert "/home/alice" not in page and "/srv/data" not in page  # the corpus's file name, never a server path
+    assert "/srv/secret-corpora" not in page and "/srv/data" not in page  # the corpus's file name, never a server path
     assert "<code>mask_rate</code>: 0.15" in page  # the settings the run used, from its report
     assert "128 tokens" in page
     assert "evaluated on biolm" in page
