@@ -204,25 +204,25 @@ class BenchmarkLeaderboard(PublicAPI, APIView):
     def get(self, request: Request, slug: str) -> Response:
         benchmark = get_object_or_404(Benchmark, slug=slug, active=True)
         params = self.params()
-        board = board_cache.cached(
-            "api",
-            benchmark,
-            request._request,
-            View.from_params(params).query(),
-            lambda: leaderboard_for(benchmark, self.visible_models(), View.from_params(params)).as_json(),
-        )
-        header = {key: value for key, value in board.items() if key != "rows"}
-        paginator = self.pagination_class()
-        rows = paginator.paginate_queryset(board["rows"], request, view=self)
-        return Response(
-            {
+        view = View.from_params(params)
+        paging = {name: params.get(name, "") for name in ("page", "page_size")}
+        # One cached answer per view, page and host (the next/previous links are absolute).
+        query = f"{request.get_host()}|{view.query()}|{paging['page']}|{paging['page_size']}"
+
+        def answer() -> dict:
+            board = leaderboard_for(benchmark, self.visible_models(), view).as_json()
+            header = {key: value for key, value in board.items() if key != "rows"}
+            paginator = self.pagination_class()
+            rows = paginator.paginate_queryset(board["rows"], request, view=self)
+            return {
                 **header,
                 "count": paginator.page.paginator.count,
                 "next": paginator.get_next_link(),
                 "previous": paginator.get_previous_link(),
-                "rows": rows,
+                "rows": list(rows),
             }
-        )
+
+        return Response(board_cache.cached("api", benchmark, request._request, query, answer))
 
 
 # --- models --------------------------------------------------------------------------------------------------------
