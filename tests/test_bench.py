@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import checkpoint_intake, common, finetune_throughput, inference_throughput, jobs, pretrain_throughput
+from bench import (
+    checkpoint_intake,
+    common,
+    finetune_throughput,
+    inference_throughput,
+    jobs,
+    leaderboard,
+    pretrain_throughput,
+)
 from bench.__main__ import main
 
 TOP_LEVEL = {"name", "ratio", "arms", "machine", "versions", "settings", "data", "model", "goals"}
@@ -119,6 +127,51 @@ def test_the_jobs_benchmark_measures_start_latency_fair_share_and_a_dead_workers
     # at once: well under the production goal of 60 s.
     assert 4 <= written["dead_worker_recovery_s"] < 30
     assert written["recovery"]["worker"] == "survivor@harness"
+
+
+class TestLeaderboard:
+    """The leaderboard benchmark needs no official files: only the demo NER dataset and a tiny BERT."""
+
+    @pytest.fixture
+    def bc5_chem(self):
+        """The module's BC5-chem fixture, overridden: this benchmark runs on a clean checkout too."""
+
+    @pytest.mark.slow
+    def test_it_serves_the_board_counts_its_queries_and_reranks_after_a_new_result(self, tmp_path):
+        # PostgreSQL where the tests run against it (a database of its own, dropped), else a SQLite file.
+        server = os.environ.get("DATABASE_URL", "")
+        database_server = server.rsplit("/", 1)[0] if server.startswith("postgres") else ""
+        config = leaderboard.Config(models=12, private_models=2, datasets=4, groups=2, seeds=2, small_board_models=3,
+                                    clients=2, page_requests=4, api_requests=4, sequential_requests=1,
+                                    server_workers=2, finetune_epochs=1, miss_requests=2,
+                                    database_server=database_server)  # fmt: skip
+        result = leaderboard.run(config, tmp_path)
+        written = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))
+        assert written == json.loads(json.dumps(result, default=str))
+        assert set(written) >= {"p50_ms", "p95_ms", "queries_per_page", "api_p95_ms", "significance_recompute_s",
+                                "significance_split_s", "goals", "load", "queries", "data", "settings"}  # fmt: skip
+        page, api = written["load"]["page"], written["load"]["api"]
+        assert page["statuses"] == {"200": 4} and page["clients"] == 2
+        assert 0 < written["p50_ms"] <= written["p95_ms"] == page["p95_ms"]
+        assert written["api_p95_ms"] == (api["p95_ms"] if api["all_ok"] else None)
+        data = written["data"]
+        assert data["results"] == 12 * 4 - 1 and data["runs"] == 2 * data["results"] == 2 * data["jobs"]
+        assert data["result_resamples"] == data["results"] and data["scores"] == 12
+        # A fixed handful of queries, whatever the number of models on the board.
+        queries = written["queries"]["page"]
+        assert queries["small_board"]["status"] == queries["all_models"]["status"] == 200
+        assert queries["small_board"]["queries"] == queries["all_models"]["queries"] == written["queries_per_page"] > 0
+        assert queries["small_board"]["cached_queries"] == written["queries_per_page_cached"] > 0
+        assert written["load"]["cache_miss"]["page"]["statuses"] == {"200": 2} and written["page_miss_p95_ms"] > 0
+        # The new result completed its model, whose score was bootstrap-ranked among the public ones.
+        significance = written["significance"]
+        assert significance["before"]["rank"] is None and significance["before"]["missing"]
+        assert significance["after"]["rank_basis"] == "bootstrap" and 1 <= significance["after"]["rank"] <= 10
+        assert significance["ranking"]["models_ranked"] == significance["ranking"]["models_tested"] == 10
+        assert sum(written["significance_split_s"].values()) == pytest.approx(
+            written["significance_recompute_s"], abs=0.05
+        )
+        assert set(written["goals"]["met"]) == {"page_p95_under_100_ms", "significance_recompute_under_60_s"}
 
 
 def test_runner_takes_names_and_settings(tmp_path, capsys):
