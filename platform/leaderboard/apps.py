@@ -10,8 +10,8 @@ class LeaderboardConfig(AppConfig):
 
         from leaderboard.models import Result
         from leaderboard.signals import remember_visibility, result_changed, visibility_changed
-        from registry.models import LanguageModel
         from leaderboard.sync import recompute_stale, record_published_results
+        from registry.models import LanguageModel
         from registry.signals import benchmark_synced, contributions_synced
 
         post_save.connect(result_changed, sender=Result, dispatch_uid="leaderboard.result_saved")
