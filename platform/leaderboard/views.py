@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, render
 from leaderboard import board_cache, charts, compare_data, snapshots
 from leaderboard.models import Snapshot
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
+from leaderboard.templatetags.scores import score
 from registry.models import Architecture, Benchmark, LanguageModel
 
 
@@ -92,10 +93,8 @@ def _table(board, data: dict) -> list[dict]:
 
 def _cell_of(value, std, best, precision: int, kind: str, title: str) -> dict:
     if value is None:
-        return {"text": "\u2014", "best": False, "kind": kind, "title": title or "no result"}
-    text = f"{value:.{precision}f}"
-    if std is not None:
-        text += f" ± {std:.{precision}f}"
+        return {"text": score(None), "best": False, "kind": kind, "title": title or "no result"}
+    text = score(value, precision) + (f" ± {score(std, precision)}" if std is not None else "")
     return {"text": text, "best": best is not None and value >= best, "kind": kind, "title": title}
 
 
