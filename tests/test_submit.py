@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import tarfile
@@ -12,7 +13,7 @@ from checkpoints import tiny_bert
 from django.core.management import CommandError, call_command
 
 from jobs import artefacts
-from jobs.graph import QuotaExceeded, SubmissionError, SubmissionRequest, submit
+from jobs.graph import QuotaExceeded, SubmissionError, SubmissionRequest, quota, submit
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
@@ -60,19 +61,21 @@ def test_a_checkpoint_on_a_benchmark_becomes_a_protocol_job_and_a_recording_job_
             assert job.kind == Job.Kind.AGGREGATE and job.queue == Job.Queue.CPU
             (finetune,) = job.depends_on.all()
             assert finetune.dataset == job.dataset and job.spec["finetune_job"] == finetune.pk
-    # Workers read the checkpoint from the artefact store, byte for byte what was submitted.
+    # Workers read the checkpoint from the artefact store, byte for byte what was submitted, each file kept
+    # once under its content's digest and handed to the worker under its path in the checkpoint.
     manifest = jobs[0].spec["model"]["artefacts"]
     originals = {p.relative_to(checkpoint).as_posix(): p for p in checkpoint.iterdir()}
     prefix = jobs[0].spec["model"]["prefix"]
-    assert {entry["name"].removeprefix(prefix + "/") for entry in manifest} == set(originals)
+    assert {entry["path"] for entry in manifest} == set(originals)
     for entry in artefacts.download_manifest(manifest, prefix):  # what a worker is handed
         assert artefacts.sha256(Path(entry["url"])) == entry["sha256"] == artefacts.sha256(originals[entry["path"]])
     for entry in manifest:
         copy = artefact_store / entry["name"]
+        assert entry["name"] == artefacts.blob_name(entry["sha256"])
         assert (
             entry["sha256"]
             == hashlib.sha256(copy.read_bytes()).hexdigest()
-            == artefacts.sha256(originals[entry["name"].removeprefix(prefix + "/")])
+            == artefacts.sha256(originals[entry["path"]])
         )
 
 
@@ -97,6 +100,7 @@ def test_a_recipe_and_corpus_pretrain_first_and_every_protocol_job_waits_for_it(
     pretrain = submission.jobs.get(kind=Job.Kind.PRETRAIN)
     assert pretrain.spec["recipe"] == "tiny" and pretrain.spec["steps"] == 20 and pretrain.queue == Job.Queue.GPU
     assert (artefact_store / pretrain.spec["corpus"]["name"]).read_text() == corpus.read_text()
+    assert pretrain.spec["corpus"]["path"] == "corpus.txt"
     for job in submission.jobs.filter(kind=Job.Kind.FINETUNE):
         assert list(job.depends_on.all()) == [pretrain]
         assert job.spec["model"]["from_job"] == pretrain.pk and job.spec["protocol"] == {"grid": "single", "seeds": 1}
@@ -142,14 +146,20 @@ def test_an_incomplete_checkpoint_is_refused_before_anything_is_stored(alice, ch
 
 def test_the_daily_quota_counts_the_last_24_hours_and_not_refunded_submissions(alice, bob, checkpoint, settings):
     settings.BIOLM_SUBMISSIONS_PER_DAY = 2
-    request = SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, datasets=("demo-qa",))
-    first = submit(request)
-    submit(request)
-    with pytest.raises(QuotaExceeded, match="alice has made 2 submissions in the last 24 hours"):
-        submit(request)
+
+    def request(owner, dataset: str) -> SubmissionRequest:  # another dataset each time: not the same submission
+        return SubmissionRequest(owner=owner, benchmark="blurb-mini", model=checkpoint, datasets=(dataset,))
+
+    first = submit(request(alice, "demo-qa"))
+    submit(request(alice, "demo-ner"))
+    assert quota(alice).left == 0 and quota(alice).resets_at == first.created_at + dt.timedelta(days=1)
+    with pytest.raises(QuotaExceeded, match="alice has made 2 submissions in the last 24 hours") as refused:
+        submit(request(alice, "demo-pico"))
+    assert refused.value.resets_at == first.created_at + dt.timedelta(days=1)
+    assert f"the next slot frees at {refused.value.resets_at:%Y-%m-%d %H:%M} UTC" in str(refused.value)
     Submission.objects.filter(pk=first.pk).update(refunded=True)  # it failed through the platform's fault
-    submit(request)
-    submit(SubmissionRequest(owner=bob, benchmark="blurb-mini", model=checkpoint, datasets=("demo-qa",)))
+    submit(request(alice, "demo-pico"))
+    submit(request(bob, "demo-qa"))
 
 
 def test_the_submit_command_prints_the_queued_jobs_and_turns_errors_into_command_errors(alice, checkpoint, capsys):

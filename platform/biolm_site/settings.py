@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE
 from django.core.exceptions import ImproperlyConfigured
 
 from biolm import broker
@@ -43,6 +44,11 @@ INSTALLED_APPS = [
     "leaderboard",
     "submissions",
     "jobs",
+    "accounts",
+    # Sign-up, sign-in, password change and reset, with login rate limits (django-allauth)
+    "allauth",
+    "allauth.account",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     # Swagger UI's and Redoc's files, served from /static/ for the public API's docs (no CDN)
@@ -58,6 +64,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "biolm_site.urls"
@@ -90,12 +98,60 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 60, "transaction_mode": "IMMEDIATE"})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# One cache for every web process: Redis when BIOLM_CACHE_URL names one (login rate limits and the
+# leaderboard's cached pages are then shared by all gunicorn workers), else each process's memory.
+BIOLM_CACHE_URL = env_str("BIOLM_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BIOLM_CACHE_URL}
+    if BIOLM_CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Accounts (django-allauth): sign up with a username, an e-mail address and a password; sign in with
+# either. Failed sign-ins are rate-limited per address and per account (ACCOUNT_RATE_LIMITS' defaults).
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "accounts:profile"
+ACCOUNT_LOGOUT_REDIRECT_URL = "leaderboard:index"
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+# "none" lets a newcomer submit at once; "mandatory" asks them to confirm their address first.
+ACCOUNT_EMAIL_VERIFICATION = env_str("BIOLM_EMAIL_VERIFICATION", "none")
+ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
+ACCOUNT_PASSWORD_RESET_BY_CODE_ENABLED = False
+ACCOUNT_RATE_LIMITS = {"login_failed": env_str("BIOLM_LOGIN_RATE_LIMIT", "10/m/ip,5/5m/key")}
+
+# E-mail (password resets, a submission's end): printed to the console unless EMAIL_HOST names an
+# SMTP server.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "biolm <noreply@localhost>")
+BIOLM_SITE_URL = env_str("BIOLM_SITE_URL", "http://127.0.0.1:8000").rstrip("/")  # links in e-mails
+
+# Uploads (the submission form's checkpoints and corpora) are streamed to disk under var/tmp, never
+# held in memory, and never under a served path (STATIC_ROOT; the artefact store is not served).
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+FILE_UPLOAD_TEMP_DIR = VAR_DIR / "tmp"
+FILE_UPLOAD_TEMP_DIR.mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_PERMISSIONS = 0o600
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
@@ -239,6 +295,26 @@ SECURE_REDIRECT_EXEMPT = [r"^internal/", r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# The Content-Security-Policy (django-csp): scripts only from this site (plotly.js included, served
+# from /static/), no inline script without the response's nonce, no plugin objects, no framing.
+# Inline styles stay allowed: plotly draws its charts with them.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", NONCE],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 if env_bool("BIOLM_BEHIND_TLS_PROXY", False):
     # Trust the proxy's X-Forwarded-Proto only when one is really in front (it strips the client's own).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,5 +1,6 @@
 """URL routes: the leaderboard at the root, the admin under /admin/, the workers' API under /internal/,
-the public read-only API under /api/ (v1, its schema and docs)."""
+the public API under /api/ (v1, its schema and docs), accounts under /accounts/, and the submission
+form, pages and public queue."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -21,6 +22,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("datasets/", include((registry_routes, registry_urls.app_name))),
     path("internal/", include("jobs.urls")),
+    path("accounts/", include("allauth.urls")),  # sign up, sign in and out, password change and reset
+    path("accounts/", include("accounts.urls")),  # the profile page and its API tokens
+    path("api/v1/", include("submissions.api_urls")),  # submitting with an API token
+    path("", include("submissions.urls")),  # /submit/, /submissions/<id>/, /queue/
     path("", include("leaderboard.api_urls")),  # api/v1/..., api/schema/, api/docs/ (see that module)
     path("", include("leaderboard.urls")),
 ]

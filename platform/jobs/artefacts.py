@@ -5,6 +5,10 @@ Workers never see its credentials: a job's spec names artefacts with their sizes
 digests, and :func:`download_manifest` gives a worker each file's location, a local path for a
 filesystem store or the storage's URL for one without local paths (pre-signed, for S3 through
 django-storages), so the worker downloads with the standard library and checks every digest.
+
+Submitted checkpoints and corpora are stored by content (:func:`store_blob`, under ``blobs/sha256/``):
+an entry's ``name`` is the blob and its ``path`` the file's place in the checkpoint, so identical
+files, whoever submits them and however often, are kept once.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, storages
+
+BLOBS = "blobs/sha256"  # content-addressed files: one copy of each distinct content, however often submitted
 
 
 class ArtefactError(ValueError):
@@ -42,6 +48,50 @@ def store_directory(directory: Path, prefix: str) -> list[dict]:
     if not files:
         raise ArtefactError(f"{directory}: no files to store")
     return [store_file(path, f"{prefix}/{path.relative_to(directory).as_posix()}") for path in files]
+
+
+def blob_name(digest: str) -> str:
+    """Where the content with SHA-256 ``digest`` is kept: ``blobs/sha256/ab/abcdef...``."""
+    return f"{BLOBS}/{digest[:2]}/{digest}"
+
+
+def store_blob(path: Path, relative: str, created: list[str] | None = None) -> dict:
+    """Store ``path`` once by its content; the entry names the blob and keeps ``relative`` as its ``path``.
+
+    A checkpoint submitted five times (or by five users) costs one copy. ``created`` collects the
+    blobs this call wrote, so a submission that fails afterwards removes those and only those:
+    a blob that was there before belongs to somebody else too.
+    """
+    digest, size = sha256(path), Path(path).stat().st_size
+    name, target = blob_name(digest), storage()
+    if not target.exists(name):
+        with Path(path).open("rb") as handle:
+            saved = target.save(name, File(handle, name=digest))
+        if saved != name:  # a racing writer stored the same content first: keep theirs
+            target.delete(saved)
+        elif created is not None:
+            created.append(name)
+    return {"name": name, "path": relative, "size": size, "sha256": digest}
+
+
+def store_directory_blobs(directory: Path, created: list[str] | None = None) -> list[dict]:
+    """Every file under ``directory`` stored by content (:func:`store_blob`); the manifest, by relative path."""
+    files = sorted(p for p in Path(directory).rglob("*") if p.is_file())
+    if not files:
+        raise ArtefactError(f"{directory}: no files to store")
+    return [store_blob(path, path.relative_to(directory).as_posix(), created) for path in files]
+
+
+def delete_names(names: list[str]) -> None:
+    target = storage()
+    for name in names:
+        if target.exists(name):
+            target.delete(name)
+
+
+def stored_size(entries: list[dict]) -> int:
+    """Bytes the store holds for ``entries``, counting each distinct file once."""
+    return sum({entry["name"]: entry["size"] for entry in entries}.values())
 
 
 def store_file(path: Path, name: str) -> dict:
@@ -107,6 +157,11 @@ def download_manifest(entries: list[dict], prefix: str, url_for: Callable[[str],
     """The manifest a worker receives for artefacts stored under ``prefix``: path within it, location, digest."""
     cut = len(prefix.rstrip("/")) + 1
     return [
-        {"path": entry["name"][cut:], "url": url_for(entry["name"]), "size": entry["size"], "sha256": entry["sha256"]}
+        {
+            "path": entry.get("path") or entry["name"][cut:],  # a blob keeps its path; other names hold it
+            "url": url_for(entry["name"]),
+            "size": entry["size"],
+            "sha256": entry["sha256"],
+        }
         for entry in entries
     ]

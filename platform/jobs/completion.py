@@ -81,15 +81,16 @@ def model_files(job: Job) -> Iterator[Path]:
     entries = model_entries(job.spec["model"])
     prefix = job.spec["model"]["prefix"]
     store = artefacts.storage()
-    if isinstance(store, FileSystemStorage):
-        yield Path(store.path(prefix))
+    if isinstance(store, FileSystemStorage) and not any("path" in entry for entry in entries):
+        yield Path(store.path(prefix))  # a pretraining job's output, stored under its own names
         return
     with tempfile.TemporaryDirectory(prefix="biolm-tokenizer-") as temporary:
         cut = len(prefix.rstrip("/")) + 1
         for entry in entries:
-            if entry["name"].endswith((".safetensors", ".bin", ".pt", ".h5", ".msgpack")):
+            relative = entry.get("path") or entry["name"][cut:]
+            if relative.endswith((".safetensors", ".bin", ".pt", ".h5", ".msgpack")):
                 continue
-            target = Path(temporary) / entry["name"][cut:]
+            target = Path(temporary) / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             with store.open(entry["name"], "rb") as source, target.open("wb") as out:
                 for chunk in iter(lambda: source.read(1 << 20), b""):

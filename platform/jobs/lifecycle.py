@@ -20,12 +20,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from jobs.models import FINISHED, WAITING, Job
+from submissions import notifications
 from submissions.models import Submission
 
 LOG_TAIL_CHARS = 20_000
@@ -79,9 +81,13 @@ def follow_submissions(job_ids: Iterable[int]) -> None:
             .values_list("status", "n")
         )
         status = submission_status(counts)
-        Submission.objects.filter(pk=submission_id).exclude(status=status).update(
-            status=status, updated_at=timezone.now()
+        changed = (
+            Submission.objects.filter(pk=submission_id)
+            .exclude(status=status)
+            .update(status=status, updated_at=timezone.now())
         )
+        if changed and status in notifications.ENDED:
+            transaction.on_commit(partial(notifications.notify_ended, [submission_id]))
 
 
 def backoff_s(attempts: int) -> float:

@@ -249,6 +249,10 @@ class LanguageModel(models.Model):
         help_text="For reported models: the benchmark whose published table lists this row.",
     )
     notes = models.TextField(blank=True)
+    # What its submitter says of it on the submission form (shown escaped; only an http(s) link is a link).
+    description = models.TextField(blank=True)
+    licence = models.CharField(max_length=100, blank=True, help_text="The licence its weights are released under.")
+    homepage = models.URLField(max_length=500, blank=True, help_text="Its paper or code.")
     content_sha256 = models.CharField(
         max_length=64, blank=True, db_index=True,
         help_text="SHA-256 of the checkpoint's file names and contents: its owner's same weights reuse this model.",

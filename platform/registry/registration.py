@@ -133,7 +133,7 @@ def _same_place(model: LanguageModel, owner, location: str) -> bool:
 
 
 def _stem(location: str) -> str:
-    name = Path(location.removeprefix("artefacts:")).name
+    name = Path(location.removeprefix("artefacts:").removeprefix("upload:")).name
     for suffix in archives.ARCHIVE_SUFFIXES:
         name = name.removesuffix(suffix)
     return name

@@ -19,7 +19,19 @@ class Submission(models.Model):
     submitter = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
     language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="submissions")
     benchmarks = models.ManyToManyField(Benchmark, related_name="submissions")
+
+    class Protocol(models.TextChoices):
+        FULL = "full", "the benchmark's full protocol"
+        QUICK = "quick", "quick preview (one grid point, one seed; never ranked)"
+
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    protocol = models.CharField(
+        max_length=5, choices=Protocol.choices, default=Protocol.FULL,
+        help_text="A quick preview's results are marked as such and never ranked beside full-protocol results.",
+    )  # fmt: skip
+    notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its submitter was e-mailed that it finished or failed."
+    )
     notes = models.TextField(blank=True)
     refunded = models.BooleanField(
         default=False, help_text="It failed through the platform's fault and does not count against the quota."
@@ -32,6 +44,10 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"{self.language_model} by {self.submitter} ({self.status_text})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.FINISHED, self.Status.FAILED, self.Status.CANCELLED)
 
     @property
     def status_text(self) -> str:

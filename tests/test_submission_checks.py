@@ -1,0 +1,217 @@
+"""The checks ``submit`` adds for the web form and the API, the content-addressed store, quick previews, and
+the e-mail at a submission's end.
+
+The Open LLM Leaderboard's checks before anything is queued: the tokenizer loads, a licence is given, and
+the same weights already submitted by the same user link to that submission instead of queuing again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from checkpoints import tiny_bert
+from django.core import mail
+
+from jobs import artefacts, lifecycle
+from jobs.graph import SubmissionError, SubmissionRequest, submit
+from jobs.models import Job
+from registry.models import LanguageModel
+from submissions.models import Submission
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def artefact_store(settings, tmp_path):
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "store"},
+        },
+    }
+    settings.BIOLM_VAR_DIR = tmp_path / "var"
+    return tmp_path / "store"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    return tiny_bert(
+        tmp_path_factory.mktemp("checkpoints") / "tiny-bert", ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120
+    )
+
+
+def stored(store: Path) -> list[Path]:
+    return sorted(p for p in store.rglob("*") if p.is_file()) if store.exists() else []
+
+
+def nothing_left(store: Path) -> bool:
+    return (
+        not Submission.objects.exists()
+        and not Job.objects.exists()
+        and not LanguageModel.objects.filter(origin=LanguageModel.Origin.REPRODUCED).exists()
+        and stored(store) == []
+    )
+
+
+def web_request(owner, model: Path, **changes) -> SubmissionRequest:
+    values = {"owner": owner, "benchmark": "blurb-mini", "model": model, "datasets": ("demo-qa",),
+              "licence": "apache-2.0", "require_licence": True, "private": True}  # fmt: skip
+    return SubmissionRequest(**{**values, **changes})
+
+
+def test_a_tokenizer_that_does_not_load_is_refused_beside_the_checkpoint_and_leaves_nothing(
+    alice, checkpoint, tmp_path, artefact_store
+):
+    broken = tmp_path / "broken-tokenizer"
+    shutil.copytree(checkpoint, broken)
+    (broken / "vocab.txt").unlink(missing_ok=True)
+    (broken / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "NoSuchModel"}}')  # present, broken
+    with pytest.raises(SubmissionError, match="its tokenizer does not load") as refused:
+        submit(web_request(alice, broken))
+    assert refused.value.field == "checkpoint" and "include the tokenizer files" in str(refused.value)
+    assert nothing_left(artefact_store)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"licence": "  "}, "licence", "name the licence the weights are released under"),
+        ({"homepage": "javascript:alert(1)"}, "homepage", "must be an http:// or https:// address"),
+        ({"homepage": "ftp://example.org/paper"}, "homepage", "must be an http:// or https:// address"),
+        ({"description": "x" * 5001}, "description", "shorten it to 5,000"),
+        ({"datasets": ("nope",)}, "datasets", "blurb-mini has no dataset 'nope'"),
+        ({"benchmark": "nope"}, "benchmark", "no benchmark 'nope'"),
+        ({"name": "\u202e"}, "name", "the model's name is empty"),
+    ],
+)
+def test_each_refusal_names_the_field_it_concerns_and_leaves_nothing(
+    alice, checkpoint, artefact_store, changes, field, message
+):
+    with pytest.raises(SubmissionError, match=message) as refused:
+        submit(web_request(alice, checkpoint, **changes))
+    assert refused.value.field == field
+    assert nothing_left(artefact_store)
+
+
+def test_the_shell_may_leave_the_licence_out_but_the_web_may_not(alice, checkpoint):
+    assert submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, datasets=("demo-qa",)))
+    with pytest.raises(SubmissionError, match="name the licence"):
+        submit(web_request(alice, checkpoint, licence="", datasets=("demo-ner",)))
+
+
+def test_the_details_given_are_kept_on_the_model(alice, checkpoint):
+    submission = submit(web_request(alice, checkpoint, description="A <b>tiny</b> BERT.", homepage="https://x.org/p"))
+    model = submission.language_model
+    assert (model.licence, model.description, model.homepage) == (
+        "apache-2.0",
+        "A <b>tiny</b> BERT.",
+        "https://x.org/p",
+    )
+    assert model.visibility == LanguageModel.Visibility.PRIVATE and submission.reused is False
+
+
+def test_the_same_weights_from_the_same_user_link_to_the_earlier_submission_instead_of_queuing_again(
+    alice, bob, checkpoint, tmp_path
+):
+    first = submit(web_request(alice, checkpoint, datasets=("demo-qa", "demo-ner")))
+    jobs = Job.objects.count()
+    renamed = tmp_path / "renamed-copy"
+    shutil.copytree(checkpoint, renamed)  # the same content under another name is the same weights
+    again = submit(web_request(alice, renamed, datasets=("demo-ner",)))
+    assert again.pk == first.pk and again.reused is True
+    assert Job.objects.count() == jobs and Submission.objects.count() == 1
+    # Another protocol, more datasets or another user are new submissions.
+    assert submit(web_request(alice, checkpoint, quick=True)).reused is False
+    assert submit(web_request(alice, checkpoint, datasets=("demo-pico",))).reused is False
+    assert submit(web_request(bob, checkpoint)).reused is False
+    # A failed or cancelled submission does not stand in the way of submitting again.
+    lifecycle.cancel(Job.objects.filter(submission=first))
+    assert submit(web_request(alice, checkpoint, datasets=("demo-qa",))).reused is False
+
+
+def test_identical_checkpoint_files_are_stored_once_whoever_submits_them(alice, bob, staff, checkpoint, artefact_store):
+    one_copy = sum(p.stat().st_size for p in checkpoint.iterdir() if p.is_file())
+    for owner, dataset in ((alice, "demo-qa"), (bob, "demo-qa"), (staff, "demo-qa"), (alice, "demo-ner")):
+        submit(web_request(owner, checkpoint, datasets=(dataset,)))
+    assert sum(p.stat().st_size for p in stored(artefact_store)) == one_copy
+    assert len(stored(artefact_store)) == len([p for p in checkpoint.iterdir() if p.is_file()])
+
+
+def test_a_failed_submission_removes_only_the_blobs_it_wrote(
+    alice, bob, checkpoint, tmp_path, artefact_store, monkeypatch
+):
+    submit(web_request(alice, checkpoint))
+    before = stored(artefact_store)
+    changed = tmp_path / "changed"
+    shutil.copytree(checkpoint, changed)
+    (changed / "README.md").write_text("A file only bob's checkpoint has.\n")
+
+    def lost_connection(*args, **kwargs):
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr("jobs.graph._jobs", lost_connection)
+    with pytest.raises(ConnectionError):
+        submit(web_request(bob, changed))
+    assert stored(artefact_store) == before  # alice's blobs, which bob's checkpoint shares, are still there
+
+
+def test_an_upload_is_named_after_the_file_the_user_gave_not_its_temporary_path(alice, checkpoint, tmp_path):
+    temporary = tmp_path / "tmpa8f3k2.upload"
+    shutil.copytree(checkpoint, temporary)
+    submission = submit(web_request(alice, temporary, label="bio-tiny.tar.gz", name="Bio tiny"))
+    model = submission.language_model
+    assert model.checkpoint == "upload:bio-tiny.tar.gz" and model.slug == "bio-tiny" and model.name == "Bio tiny"
+
+
+def test_a_quick_preview_runs_one_grid_point_and_one_seed_and_is_marked(alice, checkpoint):
+    submission = submit(web_request(alice, checkpoint, quick=True, datasets=("demo-qa", "demo-ner")))
+    assert submission.protocol == Submission.Protocol.QUICK
+    for job in submission.jobs.all():
+        if job.kind == Job.Kind.FINETUNE:
+            assert job.spec["protocol"] == {"grid": "single", "seeds": 1}
+        else:
+            assert job.spec["preview"] is True
+    full = submit(web_request(alice, checkpoint, datasets=("demo-pico",)))
+    assert full.protocol == Submission.Protocol.FULL
+    assert all("preview" not in job.spec for job in full.jobs.all())
+
+
+def test_the_submitter_is_emailed_once_when_the_submission_finishes_or_fails(alice, checkpoint):
+    submission = submit(web_request(alice, checkpoint))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("django.db.transaction.on_commit", lambda callback, *a, **k: callback())
+        jobs = Job.objects.filter(submission=submission)
+        jobs.update(status=Job.Status.SUCCEEDED)
+        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))
+        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))  # nothing changed: no second e-mail
+    (message,) = mail.outbox
+    assert message.to == ["alice@example.org"] and "finished" in message.subject
+    assert f"/submissions/{submission.pk}/" in message.body
+    submission.refresh_from_db()
+    assert submission.status == Submission.Status.FINISHED and submission.notified_at is not None
+
+
+def test_the_failure_email_says_why_and_whether_the_quota_was_refunded(alice, checkpoint):
+    submission = submit(web_request(alice, checkpoint))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("django.db.transaction.on_commit", lambda callback, *a, **k: callback())
+        jobs = Job.objects.filter(submission=submission)
+        jobs.update(status=Job.Status.FAILED, error="Traceback...\nValueError: the loss became NaN at step 12",
+                    failure_cause=Job.Cause.SUBMISSION)  # fmt: skip
+        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))
+    (message,) = mail.outbox
+    assert "failed" in message.subject and "the loss became NaN at step 12" in message.body
+    assert "counts against your daily quota" in message.body
+
+
+def test_the_stored_blob_is_what_a_worker_downloads(alice, checkpoint, artefact_store):
+    submission = submit(web_request(alice, checkpoint))
+    finetune = submission.jobs.filter(kind=Job.Kind.FINETUNE).first()
+    model = finetune.spec["model"]
+    handed = {entry["path"]: entry for entry in artefacts.download_manifest(model["artefacts"], model["prefix"])}
+    assert set(handed) == {p.name for p in checkpoint.iterdir() if p.is_file()}
+    for path, entry in handed.items():
+        assert Path(entry["url"]).read_bytes() == (checkpoint / path).read_bytes()
