@@ -15,4 +15,5 @@ BENCHMARKS = (
     "jobs",
     "checkpoint_intake",
     "leaderboard",
+    "submission_store",
 )

@@ -21,6 +21,7 @@ from bench import (
     jobs,
     leaderboard,
     pretrain_throughput,
+    submission_store,
 )
 from bench.__main__ import main
 
@@ -193,3 +194,21 @@ def test_overrides_follow_the_field_types():
     assert config.learning_rate == 2e-4 and config.dev_examples is None and config.arms == ("engine",)
     with pytest.raises(ValueError, match="unknown setting"):
         common.apply_overrides(finetune_throughput.Config(), {"nope": "1"})
+
+
+class TestSubmissionStore:
+    """It needs no official files: only the MiniLM-L6 checkpoint and the demo benchmark."""
+
+    @pytest.fixture
+    def bc5_chem(self):
+        """The module's BC5-chem fixture, overridden: this benchmark runs on a clean checkout too."""
+
+    @pytest.mark.slow
+    def test_it_keeps_one_copy_of_a_checkpoint_submitted_by_several_users(self, tmp_path):
+        result = submission_store.run(submission_store.Config(submissions=2), tmp_path)
+        written = json.loads((tmp_path / "submission_store.json").read_text(encoding="utf-8"))
+        assert written["stored_bytes"] == result["stored_bytes"]
+        one_copy = written["checkpoint"]["bytes"]
+        assert written["per_submission_bytes"] == 2 * one_copy
+        assert one_copy <= written["stored_bytes"] < one_copy * 1.01  # the blobs, and nothing per submission
+        assert written["saving_ratio"] > 1.9 and len(written["submit_s"]) == 2

@@ -6,6 +6,7 @@ not surface later as a confusing behaviour.
 
 from __future__ import annotations
 
+import json
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -45,3 +46,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_json_object(name: str, default: dict) -> dict:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return dict(default)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a JSON object")
+    return value

@@ -65,6 +65,12 @@ PROTOCOL_OVERRIDES = (
 QUICK_PROTOCOL = {"grid": "single", "seeds": 1}  # a quick preview: one grid point, one seed
 
 
+def quick_protocol() -> dict:
+    """A quick preview's overrides: one grid point and one seed, plus what ``BIOLM_QUICK_PROTOCOL`` adds (the demo
+    caps epochs and examples there, so a preview fits two CPU cores)."""
+    return {**settings.BIOLM_QUICK_PROTOCOL, **QUICK_PROTOCOL}
+
+
 class SubmissionError(ValueError):
     """The submission cannot be accepted; the message says what to change.
 
@@ -148,7 +154,7 @@ def submit(request: SubmissionRequest) -> Submission:
     """
     benchmark = _benchmark(request.benchmark)
     entries = _entries(benchmark, request.datasets)
-    protocol = _protocol({**QUICK_PROTOCOL, **request.protocol} if request.quick else request.protocol)
+    protocol = _protocol({**quick_protocol(), **request.protocol} if request.quick else request.protocol)
     if (request.model is None) == (request.recipe is None):
         raise SubmissionError(
             "give either a checkpoint (--model DIR or archive) or a recipe with a corpus", "checkpoint"

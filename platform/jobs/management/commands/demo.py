@@ -7,6 +7,10 @@ its fine-tuning), and the real MiniLM-L6 checkpoint shipped in the ``gt-all-mini
 package. Each job's progress is printed as it changes; when every job has ended the leaderboard
 shows both rows, and the site keeps serving until Ctrl-C, which stops every process it started.
 
+It also makes a ``demo`` account and prints its password, so that a newcomer can sign in and
+submit a checkpoint of their own through the form (``/submit/``) while the workers run; the form's
+quick preview is capped for two CPU cores there (``BIOLM_QUICK_PROTOCOL``).
+
 Rerunning reuses finished work: a demo model whose jobs succeeded is not submitted again, and
 its unfinished or failed jobs are put back in their queue.
 """
@@ -14,7 +18,9 @@ its unfinished or failed jobs are put back in their queue.
 from __future__ import annotations
 
 import datetime
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -33,10 +39,28 @@ from registry.models import Benchmark, LanguageModel
 BENCHMARK = "blurb-mini"
 MODELS = ("demo-tiny", "all-minilm-l6")
 DEMO_USER = "demo"
+DEMO_EMAIL = "demo@example.org"
 DEMO_PROTOCOL = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
+DEMO_QUICK_PROTOCOL = {key: value for key, value in DEMO_PROTOCOL.items() if key not in ("grid", "seeds")}
 PRETRAIN_STEPS = 200
 PRETRAIN_SETTINGS = {"batch_size": 16}  # with 200 steps, a third of the recipe's tokens: minutes, not a quarter hour
 CORPUS = Path(settings.BASE_DIR) / "plugins" / "datasets" / "demo" / "corpus.txt"
+
+
+def demo_account() -> str:
+    """The ``demo`` user, who can sign in to submit through the form: its password, generated once and kept in
+    ``var/demo_password`` (a fresh machine gets its own; it is printed, never shipped)."""
+    path = Path(settings.BIOLM_VAR_DIR) / "demo_password"
+    if not path.is_file():
+        path.write_text(secrets.token_urlsafe(12) + "\n")
+        path.chmod(0o600)
+    password = path.read_text().strip()
+    user, _ = get_user_model().objects.get_or_create(username=DEMO_USER, defaults={"email": DEMO_EMAIL})
+    if not user.check_password(password):
+        user.set_password(password)
+        user.email = user.email or DEMO_EMAIL
+        user.save()
+    return password
 
 
 def minilm_checkpoint() -> Path:
@@ -71,6 +95,9 @@ class Command(BaseCommand):
         started = time.monotonic()
         api = f"http://{host}:{port}/internal/"
         environment = {**os.environ, "BIOLM_API_URL": api, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
+        # The form's quick preview, on two CPU cores: the demo's own caps on epochs, length and examples.
+        environment.setdefault("BIOLM_QUICK_PROTOCOL", json.dumps(DEMO_QUICK_PROTOCOL))
+        password = demo_account()
         children: list[subprocess.Popen] = []
         logs = Path(settings.BIOLM_VAR_DIR) / "demo"
         logs.mkdir(parents=True, exist_ok=True)
@@ -104,6 +131,10 @@ class Command(BaseCommand):
             self.summarise(jobs, host, port, time.monotonic() - started)
             if not no_serve:
                 self.stdout.write(self.pages(jobs, f"http://{host}:{port}"))
+                self.stdout.write(
+                    f"submit your own model: sign in at http://{host}:{port}/accounts/login/ as {DEMO_USER} "
+                    f"(password {password}), then http://{host}:{port}/submit/"
+                )
                 self.stdout.write("(Ctrl-C stops the site and the workers)")
                 while all(child.poll() is None for child in children):
                     time.sleep(1)
@@ -115,7 +146,7 @@ class Command(BaseCommand):
 
     def submissions(self, datasets: tuple[str, ...], models: tuple[str, ...] = MODELS) -> list[int]:
         """The demo models' jobs: submitted now, or those of an earlier run (unfinished ones requeued)."""
-        owner, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
+        owner = get_user_model().objects.get(username=DEMO_USER)
         requests = {
             "demo-tiny": lambda: SubmissionRequest(
                 owner=owner,
