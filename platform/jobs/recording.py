@@ -6,6 +6,11 @@ test and the model's :class:`Result` for the benchmark entry: the protocol's sta
 median) as its value, with std, median, the number of seeds or folds, and the runs' provenance.
 A redelivered aggregate finds the runs already there (their unique constraint) and the result
 already equal, so nothing counts twice. The leaderboard's signals rescore the model at commit.
+
+A quick preview's aggregate (``"preview": true`` in its spec: one grid point, one seed) records a
+result marked ``preview``, which the leaderboard shows apart and never ranks. A full-protocol
+result replaces a preview of the same entry; a preview never replaces a full result: its runs are
+kept, the full result stands, and the job still succeeds (:func:`outcome` says so in its log).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ def record(aggregate: Job) -> Result | None:
     values = _values(test_runs, finetune.pk, metric_slug)
     unit = "folds" if "cross_validation" in results else "test runs"
     provenance = {**(results.get("provenance") or {}), "job": finetune.pk, "protocol": results.get("protocol")}
+    preview = bool(aggregate.spec.get("preview"))
     with transaction.atomic():
         for run in test_runs:
             hyperparameters = run.get("hyperparameters") or {}
@@ -86,13 +92,22 @@ def record(aggregate: Job) -> Result | None:
             )
         if not values:
             return None
+        entry = {
+            "language_model": aggregate.language_model,
+            "dataset": aggregate.dataset,
+            "metric": metric,
+            "variant": aggregate.spec.get("variant") or "",
+            "scope": "",
+        }
+        # Locked: a full result recorded by another aggregate at the same moment is seen here or waits.
+        standing = Result.objects.select_for_update().filter(**entry).first()
+        if preview and standing is not None and not standing.preview:
+            logger.info("job #%s: quick preview not recorded; the full-protocol result %s stands",
+                        finetune.pk, standing)  # fmt: skip
+            return standing
         value = statistics.median(values) if statistic == "median" else statistics.fmean(values)
         result, _ = Result.objects.update_or_create(
-            language_model=aggregate.language_model,
-            dataset=aggregate.dataset,
-            metric=metric,
-            variant=aggregate.spec.get("variant") or "",
-            scope="",
+            **entry,
             defaults={
                 "value": value,
                 "std": statistics.stdev(values) if len(values) > 1 else 0.0,
@@ -102,6 +117,7 @@ def record(aggregate: Job) -> Result | None:
                 "job": finetune,
                 "provenance": provenance,
                 "inference_per_s": _inference_per_s(test_runs),
+                "preview": preview,
             },
         )
         if resampled is not None:
@@ -109,6 +125,15 @@ def record(aggregate: Job) -> Result | None:
         else:  # new predictions that cannot be resampled must not leave an old vector standing in for them
             ResultResamples.objects.filter(result=result).delete()
     return result
+
+
+def outcome(aggregate: Job, result: Result | None) -> str:
+    """What :func:`record` did, in words, for the aggregate job's log."""
+    if result is None:
+        return "recorded no result (metric undefined)"
+    if aggregate.spec.get("preview") and not result.preview:
+        return f"quick preview not recorded: the full-protocol result {result} stands (a preview never replaces it)"
+    return f"recorded {result}" + (" (quick preview: one grid point, one seed; not ranked)" if result.preview else "")
 
 
 def _inference_per_s(test_runs: list[dict]) -> float | None:

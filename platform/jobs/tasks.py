@@ -111,7 +111,7 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
     try:
         if job.kind == Job.Kind.AGGREGATE:
             result = recording.record(job)
-            lifecycle.heartbeat(job.pk, token, delivery, log=f"recorded {result or 'no result (metric undefined)'}\n")
+            lifecycle.heartbeat(job.pk, token, delivery, log=recording.outcome(job, result) + "\n")
         else:
             raise ValueError(f"a {job.kind} job cannot run on the platform's cpu queue")
     except recording.RecordingError as exc:

@@ -8,8 +8,8 @@ from registry.models import Benchmark
 
 @admin.register(Result)
 class ResultAdmin(admin.ModelAdmin):
-    list_display = ("language_model", "dataset", "metric", "variant", "value", "std", "n_seeds", "scope")
-    list_filter = ("scope", "metric", "dataset__domain", "language_model__origin")
+    list_display = ("language_model", "dataset", "metric", "variant", "value", "std", "n_seeds", "scope", "preview")
+    list_filter = ("scope", "preview", "metric", "dataset__domain", "language_model__origin")
     search_fields = ("language_model__name", "dataset__slug", "source")
     list_select_related = ("language_model", "dataset", "metric")
     raw_id_fields = ("language_model",)
@@ -17,11 +17,11 @@ class ResultAdmin(admin.ModelAdmin):
 
 @admin.register(Score)
 class ScoreAdmin(admin.ModelAdmin):
-    list_display = ("language_model", "benchmark", "score", "aggregation_version", "computed_at")
-    list_filter = ("benchmark", "language_model__origin")
+    list_display = ("language_model", "benchmark", "score", "rank", "preview", "aggregation_version", "computed_at")
+    list_filter = ("benchmark", "preview", "language_model__origin")
     search_fields = ("language_model__name",)
     list_select_related = ("language_model", "benchmark")
-    readonly_fields = ("groups", "summaries", "entries", "missing", "aggregation_version", "computed_at")
+    readonly_fields = ("groups", "summaries", "entries", "missing", "preview", "aggregation_version", "computed_at")
 
 
 @admin.register(Snapshot)

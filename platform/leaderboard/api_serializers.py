@@ -102,6 +102,9 @@ class ModelScoreSerializer(serializers.Serializer):
     tied = serializers.BooleanField(source="rank_tied", help_text="Shares its rank with the model above.")
     rank_basis = serializers.CharField(allow_blank=True, help_text='"bootstrap", "point", or empty when unranked.')
     missing = serializers.ListField(child=serializers.CharField(), help_text="Entries it has no result for.")
+    preview = serializers.BooleanField(
+        help_text="Built on a quick preview (one grid point, one seed): never ranked beside full-protocol scores."
+    )
     aggregation_version = serializers.CharField()
     leaderboard = Link("api:benchmark-leaderboard", lookup="benchmark.slug")
 
@@ -128,6 +131,9 @@ class ResultSerializer(serializers.Serializer):
     n_seeds = serializers.IntegerField(allow_null=True)
     source = serializers.CharField(allow_blank=True)
     inference_per_s = serializers.FloatField(allow_null=True, help_text="Test-set inference, examples per second.")
+    preview = serializers.BooleanField(
+        help_text="From a quick preview (one grid point, one seed), not the full protocol; a full result replaces it."
+    )
     updated_at = serializers.DateTimeField()
 
 

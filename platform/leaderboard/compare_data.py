@@ -4,6 +4,8 @@ Each difference to the first model is tested by the same paired bootstrap as the
 shared resamples of the dataset's test examples, seeds combined inside each): it is
 "significant" when 95% of the paired differences fall on one side of 0. A pair where either
 side has no stored predictions (a number reported in a paper) is shown, marked "not tested".
+A quick preview's numbers (one grid point, one seed) are marked as such, model and cell: the
+reader chose to put them side by side, but must not take them for the full protocol's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Cell:
     low: float | None = None
     high: float | None = None
     verdict: str = ""  # "better", "worse", "tie" or "not tested"; empty for the reference itself
+    preview: bool = False  # a quick preview's number (one grid point, one seed)
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Comparison:
     scores: dict[str, float | None]
     rows: list[tuple[str, str, list[Cell]]] = field(default_factory=list)  # (entry key, label, cells)
     radar: charts.Chart | None = None
+    previews: set[str] = field(default_factory=set)  # slugs of the models whose score is a quick preview
 
 
 def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: list[str]) -> Comparison:
@@ -68,6 +72,7 @@ def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: li
         models,
         not_found,
         {m.slug: (scores[m.pk].score if m.pk in scores else None) for m in models},
+        previews={m.slug for m in models if m.pk in scores and scores[m.pk].preview},
     )
     for entry in entries:
         cells = []
@@ -75,6 +80,7 @@ def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: li
         for index, model in enumerate(models):
             result = results.get((model.pk, entry.key))
             cell = Cell(result.value if result else None, result.std if result else None)
+            cell.preview = result is not None and result.preview
             if index and result is not None and reference is not None:
                 cell.diff = result.value - reference.value
                 mine, theirs = vectors.get(result.pk), vectors.get(reference.pk)

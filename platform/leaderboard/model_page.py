@@ -6,7 +6,9 @@ pretrained here, its score on every benchmark, and per dataset the result with e
 needed to judge and rerun it: the hyperparameters the protocol chose and the dev score that
 chose them, every seed's test value, the versions it ran with and the engine command. Reporting
 the spread over seeds and how a point was chosen is what makes a fine-tuning number comparable
-(Mosbach et al. 2021; Dodge et al. 2020 on seed variance); a bare mean is not.
+(Mosbach et al. 2021; Dodge et al. 2020 on seed variance); a bare mean is not. For the same
+reason a quick preview's result and score (one grid point, one seed) say so wherever they appear:
+"quick preview (not ranked)".
 
 A private model is a 404 for everyone but its owner and staff, the same 404 as a model that
 does not exist, so a URL does not reveal that a private model is there. Whatever the number of
@@ -108,9 +110,13 @@ class ScoreRow:
     url: str
 
     @property
+    def preview(self) -> bool:
+        return self.score.preview
+
+    @property
     def rank(self) -> str:
         """The stored rank, "=" marking one shared with the model above (their difference is not significant)."""
-        if self.score.rank is None:
+        if self.score.rank is None or self.score.preview:
             return ""
         return f"={self.score.rank}" if self.score.rank_tied else str(self.score.rank)
 
@@ -360,7 +366,11 @@ def _radar(model: LanguageModel, score: Score) -> charts.Chart | None:
 
 
 def _seed_chart(rows: list[ResultRow]) -> charts.Chart | None:
-    per_dataset = {row.label: row.seed_values for row in rows if not row.reported and row.seed_values}
+    per_dataset = {
+        row.label + (" (quick preview)" if row.result.preview else ""): row.seed_values
+        for row in rows
+        if not row.reported and row.seed_values
+    }
     if not per_dataset:
         return None
     return charts.seed_distribution(

@@ -7,6 +7,10 @@ here from seeds (scope = "", usable by every benchmark with that dataset and
 metric). A :class:`Score` is derived from results by the benchmark's
 aggregation and stores the aggregation version it was computed with, so a
 changed aggregation can find and recompute stale scores.
+
+A result from a quick preview (one grid point, one seed) is marked ``preview``, and so is every
+score built on one: a number that skipped the hyperparameter search and the seed average is not
+comparable with a full protocol's, so it is shown apart and never ranked (leaderboard.ranking).
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class Result(models.Model):
     )
     inference_per_s = models.FloatField(
         null=True, blank=True, help_text="Median test-set inference throughput of its runs, examples per second."
+    )
+    preview = models.BooleanField(
+        default=False,
+        help_text="From a quick preview: one grid point, one seed. Never ranked; a full result replaces it.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -75,6 +83,9 @@ class Score(models.Model):
         default=dict, blank=True, help_text="{entry key: {std, n}} over the seeds (or folds) behind each entry."
     )
     inference_per_s = models.FloatField(null=True, blank=True, help_text="Median over its entries' throughputs.")
+    preview = models.BooleanField(
+        default=False, help_text="Built on at least one quick-preview result: shown apart, never ranked."
+    )
     rank = models.PositiveIntegerField(null=True, blank=True, help_text="1 + the models significantly better.")
     rank_tied = models.BooleanField(default=False, help_text="Shares its rank with the model above.")
     rank_basis = models.CharField(

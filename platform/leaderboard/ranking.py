@@ -5,7 +5,9 @@ LMArena rule, made paired): two reproduced models are compared on the same boots
 of each dataset's test examples (:mod:`biolm.significance`), a reported row (no predictions) by
 its point score. Ranks are computed over public models only, so a private model can neither
 push a public one down nor be inferred from a gap; its owner sees where it would stand among
-the public ones. Pages only read what this stores.
+the public ones. A quick preview's score (one grid point, one seed) is never ranked and never
+compared: the full-protocol ranks are exactly what they would be without it. Pages only read
+what this stores.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def rank_benchmark(benchmark: Benchmark) -> Ranking:
     scores = list(
         Score.objects.filter(benchmark=benchmark)
         .select_related("language_model")
-        .only("pk", "score", "missing", "language_model__slug", "language_model__name",
+        .only("pk", "score", "missing", "preview", "language_model__slug", "language_model__name",
               "language_model__visibility", *RANK_FIELDS)
         .ranked()
     )  # fmt: skip
@@ -38,7 +40,8 @@ def rank_benchmark(benchmark: Benchmark) -> Ranking:
         for row in ScoreResamples.objects.filter(score__benchmark=benchmark).values("score_id", "values")
     }
     before = {s.pk: tuple(getattr(s, name) for name in RANK_FIELDS) for s in scores}
-    complete = [s for s in scores if s.score is not None and not s.missing]
+    # A preview skipped the search and the seeds its rivals ran: it is neither ranked nor a rival.
+    complete = [s for s in scores if s.score is not None and not s.missing and not s.preview]
     public = [s for s in complete if s.language_model.visibility == LanguageModel.Visibility.PUBLIC]
     points = [s.score for s in public]
     public_vectors = [vectors.get(s.pk) for s in public]

@@ -114,6 +114,8 @@ def recompute_scores(benchmark: Benchmark, models: Iterable[LanguageModel] | Non
                     key: {"std": r.std, "n": r.n_seeds} for key, r in results.items() if r.n_seeds is not None
                 },
                 "inference_per_s": statistics.median(throughputs) if throughputs else None,
+                # One quick-preview number makes the whole score a preview: never ranked (leaderboard.ranking).
+                "preview": any(r.preview for r in results.values()),
             },
         )
         store_score_resamples(spec, score, results)

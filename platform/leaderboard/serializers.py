@@ -62,6 +62,10 @@ class RowSerializer(serializers.Serializer):
     test_overlap = serializers.DictField(child=serializers.FloatField())
     inference_per_s = serializers.FloatField(allow_null=True, help_text="Test-set inference, examples per second.")
     pinned = serializers.BooleanField()
+    preview = serializers.BooleanField(
+        help_text="A quick preview (one grid point, one seed): never ranked (rank null), listed after every "
+        "full-protocol row."
+    )
 
     def to_representation(self, row) -> dict:
         precision = self.context.get("precision", 2)
@@ -91,6 +95,7 @@ class RowSerializer(serializers.Serializer):
             "test_overlap": row.test_overlap,
             "inference_per_s": _round(row.inference_per_s, 1),
             "pinned": row.pinned,
+            "preview": row.preview,
         }
 
 

@@ -3,7 +3,9 @@
 A paper that cites "the BLURB leaderboard" needs the numbers it saw to stay where the citation
 points, whatever results arrive later (HELM versions its releases for the same reason). A
 snapshot stores the public board's JSON as the API gave it, so a private model never enters one,
-and :class:`~leaderboard.models.Snapshot` refuses to be rewritten.
+and :class:`~leaderboard.models.Snapshot` refuses to be rewritten. Quick previews (one grid point,
+one seed, never ranked) are left out too: a citation points at the numbers of the full protocol,
+and a preview's are replaced as soon as its full run is recorded.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.urls import reverse
 
-from leaderboard.models import Snapshot
+from leaderboard.models import Score, Snapshot
 from leaderboard.tables import leaderboard_for
 from registry.models import Benchmark, LanguageModel
 
@@ -26,7 +28,8 @@ class SnapshotExists(ValueError):
 def take_snapshot(benchmark: Benchmark, date: datetime.date | None = None, by: str = "") -> Snapshot:
     """Freeze the public leaderboard of ``benchmark`` as of ``date`` (today by default)."""
     date = date or datetime.date.today()
-    board = leaderboard_for(benchmark, LanguageModel.objects.public()).as_json()
+    previews = Score.objects.filter(benchmark=benchmark, preview=True).values("language_model")
+    board = leaderboard_for(benchmark, LanguageModel.objects.public().exclude(pk__in=previews)).as_json()
     try:
         with transaction.atomic():
             return Snapshot.objects.create(

@@ -2,9 +2,12 @@
 
 Ranks are read as stored by :mod:`leaderboard.ranking` (paired bootstrap ties), never computed
 here. A model missing datasets is listed below the ranked ones, saying what it misses, never
-ranked on a partial mean. What a reader filters, sorts, searches and pins is a :class:`View`
-held in the URL's query string, so every view is a deep link and the CSV/JSON exports give
-exactly the rows on screen. A model pretrained on biolm carries its contamination report.
+ranked on a partial mean. A quick preview's row (one grid point, one seed) is never ranked and
+comes after every full-protocol row, marked ``preview``; the page shows those rows in a table of
+their own, so a preview is never read as standing among the ranked models. What a reader
+filters, sorts, searches and pins is a :class:`View` held in the URL's query string, so every
+view is a deep link and the CSV/JSON exports give exactly the rows on screen. A model pretrained
+on biolm carries its contamination report.
 
 Whatever the number of models, building a board is a fixed handful of queries: the scores
 (models and architectures joined), the benchmark's entries and its ranking row.
@@ -22,6 +25,7 @@ from leaderboard.scoring import aggregation_from_json
 from registry.models import Benchmark, LanguageModel
 
 MAX_PINS = 4
+PREVIEW_NOTE = "not ranked: a quick preview (one grid point, one seed), not comparable with the full protocol"
 FILTERS = ("origin", "architecture", "size", "domain", "vocabulary", "start")
 
 
@@ -146,6 +150,7 @@ class Row:
     rank_interval: dict | None = None
     inference_per_s: float | None = None
     pinned: bool = False
+    preview: bool = False  # a quick preview's score (one grid point, one seed): never ranked
 
     @property
     def ranked(self) -> bool:
@@ -154,6 +159,8 @@ class Row:
     @property
     def rank_note(self) -> str:
         """What the rank claims, in words, for its tooltip."""
+        if self.preview:
+            return PREVIEW_NOTE
         if self.rank is None:
             return ""
         if self.rank_basis == "point":
@@ -203,17 +210,37 @@ class Leaderboard:
         return [c for c in self.columns if c.kind != "entry" or self.view.datasets]
 
     @property
+    def preview_columns(self) -> list[Column]:
+        """The per-dataset columns, whatever the reader's switch: a preview often covers a few datasets, and
+        those numbers (not group summaries it may lack) are what it has to show."""
+        return [c for c in self.columns if c.kind == "entry"]
+
+    @property
     def best(self) -> dict[str, float]:
-        """The best value of each column among the rows shown (bold on the page)."""
+        """The best value of each column among the full-protocol rows shown (bold on the page).
+
+        A preview's number is left out: one lucky seed must not take the bold from a protocol's mean.
+        """
         best: dict[str, float] = {}
-        scores = [r.score for r in self.rows if r.score is not None]
+        full = self.full_rows
+        scores = [r.score for r in full if r.score is not None]
         if scores:
             best["score"] = max(scores)
         for column in self.columns:
-            values = [r.values[column.key] for r in self.rows if r.values.get(column.key) is not None]
+            values = [r.values[column.key] for r in full if r.values.get(column.key) is not None]
             if values:
                 best[column.key] = max(values)
         return best
+
+    @property
+    def full_rows(self) -> list[Row]:
+        """The full-protocol rows, ranked and unranked: the leaderboard proper."""
+        return [r for r in self.rows if not r.preview]
+
+    @property
+    def preview_rows(self) -> list[Row]:
+        """Quick previews (one grid point, one seed each), never ranked: shown apart from the board."""
+        return [r for r in self.rows if r.preview]
 
     @property
     def ranked_rows(self) -> list[Row]:
@@ -221,7 +248,8 @@ class Leaderboard:
 
     @property
     def unranked_rows(self) -> list[Row]:
-        return [r for r in self.rows if not r.ranked]
+        """Full-protocol rows without a rank (missing datasets); previews are :attr:`preview_rows`."""
+        return [r for r in self.rows if not r.ranked and not r.preview]
 
     def as_json(self) -> dict:
         from leaderboard.serializers import LeaderboardSerializer
@@ -291,6 +319,7 @@ def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None
     )
     ranked: list[Row] = []
     unranked: list[Row] = []
+    previews: list[Row] = []
     for score in scores:
         values: dict[str, float | None] = {}
         for column in columns:
@@ -310,9 +339,10 @@ def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None
             score.rank_interval,
             score.inference_per_s,
             model.slug in view.pins,
+            score.preview,
         )
-        (ranked if row.rank is not None else unranked).append(row)
-    rows = _sorted(ranked, view) + _sorted(unranked, view)
+        (previews if row.preview else ranked if row.rank is not None else unranked).append(row)
+    rows = _sorted(ranked, view) + _sorted(unranked, view) + _sorted(previews, view)
     if view.pins:
         rows = [r for r in rows if r.pinned] + [r for r in rows if not r.pinned]
     ranking = Ranking.objects.filter(benchmark=benchmark).first()

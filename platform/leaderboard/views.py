@@ -3,6 +3,8 @@
 Every page reads what :mod:`leaderboard.ranking` and :mod:`leaderboard.scoring` stored; none
 computes a score or a test per request. A leaderboard's filters, sort and pins live in the query
 string, so the CSV and JSON exports, the compare link and a reload give exactly the view on screen.
+Quick previews (one grid point, one seed) are never ranked: the page lists them in a table of
+their own below the board, and the exports mark each row's ``preview``.
 """
 
 from __future__ import annotations
@@ -54,13 +56,17 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
     data = board.as_json()
     architectures = Architecture.objects.filter(languagemodel__scores__benchmark=bench, languagemodel__in=visible)
     show_all = request.GET.get("rows") == "all"
-    table = _table(board, data)
+    table, previews = _table(board, data, preview=False), _table(board, data, preview=True)
+    shown = None if show_all else ROWS_SHOWN
     context = {
         "benchmark": bench,
         "board": board,
         "data": data,
-        "table": table if show_all else table[:ROWS_SHOWN],
-        "hidden_rows": 0 if show_all else max(0, len(table) - ROWS_SHOWN),
+        "table": table[:shown],
+        "previews": previews[:shown],
+        "preview_columns": board.preview_columns,
+        "all_rows": len(table) + len(previews),
+        "hidden_rows": 0 if show_all else max(0, len(table) - ROWS_SHOWN) + max(0, len(previews) - ROWS_SHOWN),
         "all_rows_query": view.query() + ("&" if view.params() else "") + "rows=all",
         "view": view,
         "filters": _filter_choices(architectures.distinct().order_by("name")),
@@ -71,19 +77,24 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
     return render(request, "leaderboard/benchmark.html", context).content.decode()
 
 
-def _table(board, data: dict) -> list[dict]:
-    """Each row's cells as the page prints them: "mean ± std", bold where best, "—" where missing."""
+def _table(board, data: dict, preview: bool) -> list[dict]:
+    """The full-protocol rows' cells (or the previews': per-dataset columns always, none bold) as the page
+    prints them: "mean ± std", bold where best, "—" where missing. A preview's single seed has no spread."""
     precision = board.benchmark.precision
-    best = {key: round(value, precision) for key, value in board.best.items()}
-    columns = board.visible_columns
+    best = {} if preview else {key: round(value, precision) for key, value in board.best.items()}
+    columns = board.preview_columns if preview else board.visible_columns
     table = []
     for row, shown in zip(board.rows, data["rows"], strict=True):
+        if row.preview != preview:
+            continue
         cells = [_cell_of(shown["score"], None, best.get("score"), precision, "summary", "")]
         for column in columns:
             value = shown["values"].get(column.key)
             std = shown["std"].get(column.key) if column.kind == "entry" else None
             n = shown["seeds"].get(column.key) if column.kind == "entry" else None
             title = f"{column.label}: mean ± std over {n} seeds" if n else ""
+            if preview and n == 1:
+                std, title = None, f"{column.label}: one seed"
             if value is None and column.key in row.missing:
                 title = f"{column.label}: no result"
             cells.append(_cell_of(value, std, best.get(column.key), precision, column.kind, title))
@@ -120,7 +131,7 @@ def _filter_choices(architectures) -> list[dict]:
 def _pareto_charts(board) -> list[charts.Chart]:
     """Score against size and against measured speed (Fang et al. 2023's question: what does small cost?)."""
     label = board.primary_label
-    ranked = [r for r in board.rows if r.score is not None]
+    ranked = [r for r in board.full_rows if r.score is not None]  # a preview's one seed is no point on a frontier
     by_size = [
         {"name": r.model.name, "x": r.model.parameter_count, "y": r.score} for r in ranked if r.model.parameter_count
     ]
@@ -163,14 +174,15 @@ def export(request: HttpRequest, slug: str, format: str) -> HttpResponse:
 
 
 def leaderboard_csv(data: dict) -> str:
-    """One row per model: rank (with "=" for a tie), the model, its facets, the score, every column's mean and std."""
+    """One row per model: rank (with "=" for a tie), the model, its facets, the score, every column's mean and std,
+    and whether it is a quick preview (never ranked)."""
     out = io.StringIO()
     writer = csv.writer(out)
     columns = data["columns"]
     header = ["rank", "tied", "model", "name", "origin", "source", "architecture", "parameters", "score"]
     for column in columns:
         header += [column["key"], f"{column['key']}_std"] if column["kind"] == "entry" else [column["key"]]
-    writer.writerow([*header, "missing", "rank_basis"])
+    writer.writerow([*header, "missing", "rank_basis", "preview"])
     for row in data["rows"]:
         line = [row["rank"] if row["rank"] is not None else "", "=" if row["tied"] else "", row["model"], row["name"]]
         line += [row["origin"], row["source"], row["architecture"], row["parameters"] or "", _cell(row["score"])]
@@ -178,7 +190,7 @@ def leaderboard_csv(data: dict) -> str:
             line.append(_cell(row["values"].get(column["key"])))
             if column["kind"] == "entry":
                 line.append(_cell(row["std"].get(column["key"])))
-        writer.writerow([*line, ";".join(row["missing"]), row["rank_basis"]])
+        writer.writerow([*line, ";".join(row["missing"]), row["rank_basis"], "true" if row["preview"] else "false"])
     return out.getvalue()
 
 

@@ -36,6 +36,7 @@ class Command(BaseCommand):
             rank = str(row.rank) if row.rank else "-"
             value = "-" if row.score is None else f"{row.score:.{precision}f}"
             note = f"  (missing {len(row.missing)})" if row.missing else ""
+            note += "  (quick preview: one grid point, one seed; not ranked)" if row.preview else ""
             self.stdout.write(f"{rank:>3}  {row.model.name:<{name_width}}  {value:>7}  {row.model.origin}{note}")
         if not board.rows:
             self.stdout.write("no model has results on this benchmark yet")
