@@ -18,65 +18,28 @@ the test database at all, and a test's own writes, if it made any, are rolled ba
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium
 from web_fixture import WebFixture, build_web_fixture, remove_web_fixture, sync_builtin_plugins
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
-DESKTOP = {"width": 1280, "height": 900}
-TIMEOUT_MS = 15_000  # a page or chart that takes longer on a loaded CI runner is a failure worth seeing
-
-
-def chromium_path() -> str | None:
-    """BIOLM_CHROMIUM if set, else Debian's ``chromium`` (or the older ``chromium-browser``) on PATH."""
-    explicit = os.environ.get("BIOLM_CHROMIUM")
-    if explicit:
-        return explicit if Path(explicit).is_file() else None
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (BIOLM_REQUIRE_BROWSER=1: the browser tests must run here)", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def browser(live_site):
     """One headless Chromium for the module (starting one costs seconds), started after the site
-    (and so after the test database exists).
-
-    Playwright's sync API keeps an asyncio loop running in this thread, which Django's ORM takes
-    for async code and refuses (SynchronousOnlyOperation) unless DJANGO_ALLOW_ASYNC_UNSAFE is set
-    (Playwright's own advice for Django). The ORM calls here never run inside that loop, so the
-    check is lifted, and only while the browser is up: other modules keep it.
-    """
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright not installed: pip install -r requirements.lock")
-    executable = chromium_path()
-    if executable is None:
-        where = os.environ.get("BIOLM_CHROMIUM") or "chromium on PATH"
-        _missing(f"chromium not found ({where}): apt install chromium")
+    (and so after the test database exists)."""
     from django.db import connections
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            launched = playwright.chromium.launch(executable_path=executable, headless=True)
-            yield launched
-            launched.close()
-            # While that loop runs, Django keeps this thread's connections apart from the others
-            # (asgiref's Local for async code): close them now, or PostgreSQL refuses to drop the
-            # test database at the end of the session ("accessed by other users").
-            connections.close_all()
+    with launched_chromium() as launched:
+        yield launched
+        # While Playwright's loop runs, Django keeps this thread's connections apart from the others
+        # (asgiref's Local for async code): close them now, or PostgreSQL refuses to drop the
+        # test database at the end of the session ("accessed by other users").
+        connections.close_all()
 
 
 @dataclass(frozen=True)
