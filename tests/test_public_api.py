@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from html import unescape as html_unescape
 
 import pytest
 import schemathesis
@@ -357,18 +358,44 @@ def test_the_api_is_read_only(models, alice):
 
 # --- schema and docs -----------------------------------------------------------------------------------------------
 
+READ_ONLY_PATHS = {
+    "/api/v1/benchmarks/", "/api/v1/benchmarks/{slug}/leaderboard", "/api/v1/models/", "/api/v1/models/{slug}",
+    "/api/v1/datasets/", "/api/v1/datasets/{slug}", "/api/v1/results/",
+}  # fmt: skip
+SUBMISSION_PATHS = {"/api/v1/submissions", "/api/v1/submissions/{id}", "/api/v1/submissions/{id}/cancel"}
+
 
 def test_the_public_schema_describes_the_public_api_only(client, settings):
     schema = get(client, "/api/schema/?format=json")
     assert schema["info"]["title"] == "biolm public API" and schema["info"]["version"]
     assert "Private models" in schema["info"]["description"]
     paths = set(schema["paths"])
-    assert paths == {
-        "/api/v1/benchmarks/", "/api/v1/benchmarks/{slug}/leaderboard", "/api/v1/models/", "/api/v1/models/{slug}",
-        "/api/v1/datasets/", "/api/v1/datasets/{slug}", "/api/v1/results/",
-    }  # fmt: skip
-    assert "/internal/" not in json.dumps(schema) and "job" not in json.dumps(schema["components"]).lower()
-    assert {m for ops in schema["paths"].values() for m in ops} == {"get"}
+    assert paths == READ_ONLY_PATHS | SUBMISSION_PATHS
+    assert "/internal/" not in json.dumps(schema) and "jobToken" not in json.dumps(schema)
+    assert {m for path in READ_ONLY_PATHS for m in schema["paths"][path]} == {"get"}
+    # Submitting: the API token (an http bearer scheme) alone, the upload as multipart, refusals and quota described.
+    token = schema["components"]["securitySchemes"]["apiToken"]
+    assert (token["type"], token["scheme"]) == ("http", "bearer") and "profile" in token["description"]
+    operations = {(m, path): op for path in SUBMISSION_PATHS for m, op in schema["paths"][path].items()}
+    assert set(operations) == {
+        ("get", "/api/v1/submissions"),
+        ("post", "/api/v1/submissions"),
+        ("get", "/api/v1/submissions/{id}"),
+        ("post", "/api/v1/submissions/{id}/cancel"),
+    }
+    assert all(op["security"] == [{"apiToken": []}] for op in operations.values())
+    submit = operations["post", "/api/v1/submissions"]
+    upload = submit["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    fields = schema["components"]["schemas"][upload]
+    assert (fields["properties"]["checkpoint"]["type"], fields["properties"]["checkpoint"]["format"]) == (
+        "string", "binary"
+    )  # fmt: skip
+    assert {"benchmark", "licence"} <= set(fields["required"]) and "checkpoint" not in fields["required"]
+    assert set(submit["responses"]) == {"200", "201", "400", "401", "429"}
+    assert "Retry-After" in submit["responses"]["429"]["headers"]
+    # The workers' components stay in their schema.
+    internal_components = {"ClaimIn", "ClaimOut", "HeartbeatIn", "VerdictOut", "WorkerIn", "FailIn", "DeliveryIn"}
+    assert not internal_components & set(schema["components"]["schemas"])
     leaderboard = schema["paths"]["/api/v1/benchmarks/{slug}/leaderboard"]["get"]
     documented = {p["name"] for p in leaderboard["parameters"]}
     assert {"origin", "architecture", "size", "domain", "vocabulary", "start", "q", "sort", "dir", "pins"} <= documented
@@ -385,20 +412,31 @@ def test_the_public_schema_describes_the_public_api_only(client, settings):
     internal_schema = json.loads(internal.content)
     assert internal_schema["info"]["title"] == "biolm worker API"
     assert internal_schema["paths"] and all(p.startswith("/internal/") for p in internal_schema["paths"])
+    assert internal_components <= set(internal_schema["components"]["schemas"])
 
 
-def test_the_docs_page_loads_swagger_ui_from_this_site(client):
+def test_the_docs_page_loads_swagger_ui_from_this_site_with_no_inline_script(client):
     response = client.get("/api/docs/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "swagger-ui" in html and "/api/schema/" in html
+    assert "swagger-ui" in html
     assets = re.findall(r'(?:src|href)="([^"]+)"', html)
-    assert assets and all(a.startswith("/static/drf_spectacular_sidecar/") for a in assets), assets
+    start_up = [a for a in assets if a.startswith("/api/docs/?")]
+    assert len(start_up) == 1 and all(
+        a.startswith("/static/drf_spectacular_sidecar/") for a in assets if a not in start_up
+    ), assets
     assert not re.search(r"https?://", html), "the docs must not load anything from a CDN"
+    # The Content-Security-Policy allows no inline script: every <script> has a src, the start-up one too.
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert all("src=" in tag for tag in re.findall(r"<script[^>]*>", html))
+    script = client.get(html_unescape(start_up[0]))
+    assert script.status_code == 200 and script["Content-Type"].startswith("application/javascript")
+    assert "/api/schema/" in script.content.decode()
     for asset in assets:
-        served = client.get(asset)
-        assert served.status_code == 200, asset
-        served.close()
+        if asset not in start_up:
+            served = client.get(asset)
+            assert served.status_code == 200, asset
+            served.close()
 
 
 # --- fuzzing -------------------------------------------------------------------------------------------------------
@@ -480,7 +518,9 @@ def test_fuzzed_requests_never_crash_the_api_and_every_answer_matches_the_schema
         headers["Cookie"] = f"sessionid={session.cookies['sessionid'].value}"
     with connection_kept_open():
         schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+    # The read-only API's operations; submitting needs a token (tests/test_submissions_api.py fuzzes it).
     operations = [result.ok() for result in schema.get_all_operations()]
+    operations = [op for op in operations if op.path in READ_ONLY_PATHS]
     assert len(operations) == 7 and {op.method.upper() for op in operations} == {"GET"}
     slugs = known_slugs()
     statuses: list[int] = []

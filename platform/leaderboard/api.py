@@ -12,7 +12,8 @@ secret mean nothing here. Every GET answers with a strong ETag (a hash of the bo
 change of a result, score or rank, or of what this caller may see, changes it) and honours
 ``If-None-Match`` with a 304. Anonymous answers are ``public, max-age=60``; a signed-in caller's
 are ``private``, and every answer varies on ``Cookie``, so no shared cache can hand an owner's
-private rows to anyone else. The schema at /api/schema/ describes this API only (the workers'
+private rows to anyone else. The schema at /api/schema/ describes this API and submitting with an
+API token (submissions.api) only (the workers'
 API is at /internal/schema/, behind the worker secret); /api/docs/ renders it with Swagger UI
 served from /static/.
 """
@@ -27,7 +28,7 @@ from django.http import HttpResponseBase, QueryDict
 from django.shortcuts import get_object_or_404
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import generics
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import MethodNotAllowed
@@ -38,6 +39,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from biolm_site import api_schemas
 from leaderboard import api_serializers as shapes
 from leaderboard import board_cache
 from leaderboard.models import Result, Score
@@ -46,7 +48,8 @@ from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel
 
 TITLE = "biolm public API"
 VERSION = "1.0.0"
-DESCRIPTION = f"""Read-only JSON access to biolm's leaderboards, models, datasets and results.
+DESCRIPTION = f"""JSON access to biolm's leaderboards, models, datasets and results (read-only), and submitting
+models with an API token (`/api/v1/submissions`).
 
 * The leaderboard endpoint returns exactly the rows of the leaderboard page under the same query
   string (filters, search, sort, pins), its rows paginated (`page`, `page_size`: default 100, at
@@ -57,6 +60,9 @@ DESCRIPTION = f"""Read-only JSON access to biolm's leaderboards, models, dataset
   Anonymous answers may be cached for 60 seconds.
 * Scores and results are on the 0-100 scale; ranks are 1 + the models significantly better
   (paired bootstrap), so tied models share a rank. At most {MAX_PINS} models can be pinned.
+* Submitting (`/api/v1/submissions`) needs an API token, created on your profile page and sent as
+  `Authorization: Bearer biolm_...`; the session cookie does not authenticate it. A submitted model
+  stays private until you publish it from its submission page.
 """
 
 ERRORS = OpenApiResponse(shapes.ErrorSerializer, description="No such object or page (a private model: none).")
@@ -376,14 +382,14 @@ def benchmark_results(slug: str) -> Q:
 
 
 class PublicSchemaView(SpectacularAPIView):
-    """This API's OpenAPI schema, for everyone: generated from leaderboard.api_urls only.
+    """The public OpenAPI schema, for everyone: this API's routes and submitting with an API token, only.
 
-    Generating from this API's own URLconf (not the site's) is what keeps the workers' /internal/
-    endpoints out by construction; the global settings' hook, which keeps the internal schema to
-    /internal/, is switched off here.
+    Generating from the public routes alone (:func:`biolm_site.api_schemas.public_patterns`), not
+    from the site's URLconf, is what keeps the workers' /internal/ endpoints out by construction;
+    the global settings' hook, which keeps the internal schema to /internal/, is switched off here.
     """
 
-    urlconf = "leaderboard.api_urls"
+    urlconf = None  # replaced by the public routes on each request (see get)
     authentication_classes: list = []
     permission_classes = [AllowAny]
     custom_settings = {
@@ -391,12 +397,21 @@ class PublicSchemaView(SpectacularAPIView):
         "DESCRIPTION": DESCRIPTION,
         "VERSION": VERSION,
         "PREPROCESSING_HOOKS": [],
-        "SCHEMA_PATH_PREFIX": r"/api/v1",  # tags and operation ids: benchmarks, models, datasets, results
+        "SCHEMA_PATH_PREFIX": r"/api/v1",  # tags and operation ids: benchmarks, models, ..., submissions
     }
 
+    @extend_schema(exclude=True)  # as the view it extends: the schema does not describe itself
+    def get(self, request, *args, **kwargs):
+        self.patterns = api_schemas.public_patterns()  # built here: those URLconfs import this module
+        return super().get(request, *args, **kwargs)
 
-class PublicDocsView(SpectacularSwaggerView):
-    """Swagger UI over the public schema; its JS and CSS come from drf_spectacular_sidecar under /static/."""
+
+class PublicDocsView(SpectacularSwaggerSplitView):
+    """Swagger UI over the public schema; its JS and CSS come from drf_spectacular_sidecar under /static/.
+
+    The split view serves Swagger UI's start-up script as a request of its own (``?script``) rather than
+    inline, so the site's Content-Security-Policy (no inline script) holds on this page too.
+    """
 
     url_name = "api:schema"
     title = TITLE

@@ -1,0 +1,224 @@
+"""The submissions API's shapes: the multipart request that submits, and the submission it answers with.
+
+:class:`SubmitSerializer` checks only the request's form (which fields, which types, a checkpoint
+or a recipe with its corpus); everything about what was sent (the benchmark and its datasets, the
+archive, the tokenizer, the licence, the quota) is ``jobs.graph.submit``'s, the checks the form
+shares. A job's state is ``submissions.services.JobState.as_json()``, exactly what the
+submission page's live updates carry; :class:`JobStateSerializer` only describes it for the schema.
+
+Component names are distinct from the read-only API's (``Error`` is shared on purpose: the same
+``{"detail": ...}`` body), since both live in one public schema.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from biolm.specs import NAME_MAX
+from registry.models import LanguageModel
+from submissions import services
+from submissions.models import Submission
+
+LICENCE_NEEDED = "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)"
+NEITHER = (
+    "send a checkpoint (a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint), "
+    "or a pretraining recipe with a corpus"
+)
+BOTH = "send either a checkpoint or a recipe with a corpus, not both"
+CORPUS_NEEDED = "a recipe needs a corpus: upload a text file with one document per line"
+CORPUS_WITHOUT_RECIPE = "a corpus goes with a recipe: name the recipe to pretrain, or send a checkpoint instead"
+STEPS_MAX = 100_000_000
+
+
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file part of the multipart request (the schema's ``binary``: clients and the fuzzer send bytes)."""
+
+
+class SubmitSerializer(serializers.Serializer):
+    """``POST /api/v1/submissions`` (multipart/form-data): a checkpoint, or a recipe with a corpus, on a benchmark."""
+
+    checkpoint = UploadField(
+        required=False,
+        allow_empty_file=True,  # the intake says what is wrong with it, in the words the form uses
+        help_text="A .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint: config.json, safetensors weights "
+        "and the tokenizer's files. Pickled weights and custom code are refused.",
+    )
+    recipe = serializers.CharField(
+        required=False,
+        allow_blank=True,  # an empty form field: no recipe
+        max_length=100,
+        help_text="Instead of a checkpoint: a registered pretraining recipe's slug.",
+    )
+    corpus = UploadField(
+        required=False, allow_empty_file=True, help_text="With a recipe: the corpus, text with one document per line."
+    )
+    steps = serializers.IntegerField(
+        required=False, min_value=1, max_value=STEPS_MAX, help_text="With a recipe: pretraining steps."
+    )
+    benchmark = serializers.CharField(max_length=100, help_text="The benchmark's slug, e.g. blurb-mini.")
+    datasets = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        required=False,
+        max_length=200,
+        help_text="Datasets of the benchmark to evaluate on: repeat the field or separate slugs with commas. "
+        "Default: all of them.",
+    )
+    protocol = serializers.ChoiceField(
+        choices=Submission.Protocol.choices,
+        default=Submission.Protocol.FULL,
+        help_text='"full": the benchmark\'s protocol; "quick": a preview with one grid point and one seed, '
+        "marked as such and never ranked beside full-protocol results.",
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=NAME_MAX,
+        help_text="The model's name; default: the file's name.",
+        error_messages={"max_length": f"the model's name is over {NAME_MAX} characters; give a shorter one"},
+    )
+    description = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
+    licence = serializers.CharField(
+        max_length=1000,
+        help_text="The licence the weights are released under, e.g. apache-2.0.",
+        error_messages={"required": LICENCE_NEEDED, "blank": LICENCE_NEEDED},
+    )
+    homepage = serializers.CharField(
+        required=False, allow_blank=True, max_length=2000, help_text="The paper or code, an http(s) URL."
+    )
+
+    def validate_datasets(self, values: list[str]) -> list[str]:
+        """``a,b`` and ``a&datasets=b`` alike; duplicates once, in the order given."""
+        slugs = [slug.strip() for value in values for slug in value.split(",")]
+        return list(dict.fromkeys(slug for slug in slugs if slug))
+
+    def validate(self, data: dict) -> dict:
+        """A checkpoint, or a recipe with its corpus: never both, never neither (said beside the field to fix)."""
+        has_checkpoint, has_recipe = "checkpoint" in data, bool(data.get("recipe", "").strip())
+        if has_checkpoint and (has_recipe or "corpus" in data):
+            raise serializers.ValidationError({"checkpoint": [BOTH]})
+        if not has_checkpoint and not has_recipe:
+            raise serializers.ValidationError({"corpus" if "corpus" in data else "checkpoint": [
+                CORPUS_WITHOUT_RECIPE if "corpus" in data else NEITHER]})  # fmt: skip
+        if has_recipe and "corpus" not in data:
+            raise serializers.ValidationError({"corpus": [CORPUS_NEEDED]})
+        return data
+
+
+class SubmissionModelSerializer(serializers.Serializer):
+    """The model a submission evaluates: private until its owner publishes it from the submission page."""
+
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    visibility = serializers.ChoiceField(choices=LanguageModel.Visibility.choices)
+    page = serializers.SerializerMethodField(help_text="The model's page (its owner sees it while it is private).")
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_page(self, model: LanguageModel) -> str:
+        return _absolute(self.context, reverse("leaderboard:model", args=[model.slug]))
+
+
+class JobStateSerializer(serializers.Serializer):
+    """One job as the submission page shows it (``submissions.services.JobState.as_json()``)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField(help_text='"pretrain", "finetune" (the protocol on one dataset) or "aggregate".')
+    dataset = serializers.CharField(allow_null=True)
+    seeds = serializers.IntegerField(allow_null=True, help_text="Seeds its protocol runs, where the spec says.")
+    status = serializers.CharField()
+    status_label = serializers.CharField()
+    progress = serializers.FloatField(allow_null=True, help_text="0 to 1; null before the first heartbeat.")
+    step = serializers.IntegerField()
+    total = serializers.IntegerField()
+    eta_s = serializers.FloatField(allow_null=True, help_text="Seconds left, while it runs.")
+    queue = serializers.CharField()
+    queue_position = serializers.IntegerField(allow_null=True, help_text="1 = next to start, while it waits.")
+    estimated_start = serializers.DateTimeField(allow_null=True)
+    waiting_reason = serializers.CharField(
+        allow_blank=True, help_text='Why it waits, e.g. "waiting: no gpu worker is running".'
+    )
+    heartbeat_age_s = serializers.FloatField(allow_null=True, help_text="Seconds since its worker's last heartbeat.")
+    attempts = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+    failure = serializers.CharField(allow_blank=True, help_text="Why it failed, in plain words.")
+    failure_cause = serializers.CharField(allow_blank=True)
+    refunded = serializers.BooleanField(
+        allow_null=True, help_text="On failure: whether the daily quota was given back (the platform's fault)."
+    )
+    log_tail = serializers.CharField(allow_blank=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class SubmissionSummarySerializer(serializers.Serializer):
+    """A submission in the list: where it stands, without its jobs (GET its ``api_url`` for them)."""
+
+    id = serializers.IntegerField()
+    url = serializers.SerializerMethodField(help_text="The submission's page.")
+    api_url = serializers.SerializerMethodField(help_text="This submission in this API, with its jobs.")
+    status = serializers.ChoiceField(choices=Submission.Status.choices)
+    status_text = serializers.CharField(help_text="The status in words; a failure says whether it was refunded.")
+    finished = serializers.BooleanField(source="is_finished")
+    protocol = serializers.ChoiceField(choices=Submission.Protocol.choices)
+    benchmarks = serializers.SerializerMethodField()
+    model = SubmissionModelSerializer(source="language_model")
+    created_at = serializers.DateTimeField()
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, submission: Submission) -> str:
+        return _absolute(self.context, reverse("submissions:detail", args=[submission.pk]))
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_api_url(self, submission: Submission) -> str:
+        return _absolute(self.context, reverse("submissions-api:detail", args=[submission.pk]))
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_benchmarks(self, submission: Submission) -> list[str]:
+        return sorted(benchmark.slug for benchmark in submission.benchmarks.all())
+
+
+class SubmissionSerializer(SubmissionSummarySerializer):
+    """A submission with every job's live state: what the submission page shows."""
+
+    datasets = serializers.SerializerMethodField(help_text="The datasets it evaluates on, in job order.")
+    jobs = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_datasets(self, submission: Submission) -> list[str]:
+        return services.datasets_of(submission)
+
+    @extend_schema_field(JobStateSerializer(many=True))
+    def get_jobs(self, submission: Submission) -> list[dict]:
+        return [state.as_json() for state in services.job_states(submission)]
+
+
+class SubmittedSerializer(SubmissionSerializer):
+    """The answer to a submit: the new submission (201), or the earlier one of the same weights (200)."""
+
+    reused = serializers.BooleanField(
+        help_text="True: the same weights were already submitted on this benchmark and protocol for these "
+        "datasets; this is that submission and nothing new was queued."
+    )
+
+
+class RefusalSerializer(serializers.Serializer):
+    """Why a submission was refused: one sentence that names the fix, under the field it concerns."""
+
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text='{field: [sentence]}; "non_field_errors" for the submission as a whole.',
+    )
+
+
+class QuotaRefusalSerializer(RefusalSerializer):
+    """The daily quota is spent; ``resets_at`` is when the next slot frees (also the ``Retry-After`` header)."""
+
+    resets_at = serializers.DateTimeField()
+
+
+def _absolute(context: dict, path: str) -> str:
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path

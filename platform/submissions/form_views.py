@@ -1,0 +1,124 @@
+"""``/submit/``: the submission form, which hands what it is given to :func:`jobs.graph.submit`.
+
+A refusal is shown beside the field it concerns and leaves nothing behind (``submit`` writes no
+row and keeps no file unless it accepts; the uploads are deleted here whatever happens). The form
+page's script sends the form itself to show the upload's progress: it asks with
+``X-Requested-With: XMLHttpRequest`` and then receives, instead of a redirect, the address to go
+to as JSON (so the message set for that page is shown there and not spent on the script's
+request); without the script the plain form post works the same.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+
+from jobs.graph import SubmissionError, SubmissionRequest, quota, submit
+from submissions import uploads
+from submissions.forms import LICENCES, Catalogue, SubmissionForm, archive_suffix, upload_name
+from submissions.models import Submission
+
+
+@csrf_exempt  # only until the size check is among the upload handlers: _submission_form checks the token
+@login_required
+def new_submission(request: HttpRequest) -> HttpResponse:
+    """The upload handlers must be set before the body is read, which checking the CSRF token does."""
+    handler = uploads.CheckpointSizeHandler(request)
+    if request.method == "POST":
+        request.upload_handlers.insert(0, handler)
+    return _submission_form(request, handler)
+
+
+@csrf_protect
+@never_cache
+def _submission_form(request: HttpRequest, handler: uploads.CheckpointSizeHandler) -> HttpResponse:
+    catalogue = Catalogue.load()
+    if request.method != "POST":
+        return _page(request, SubmissionForm(catalogue=catalogue, initial=_chosen(request, catalogue)))
+    form = SubmissionForm(request.POST, request.FILES, catalogue=catalogue, refused=handler.refused)
+    try:
+        if form.is_valid():
+            try:
+                submission = _submit(request.user, form.cleaned_data)
+            except SubmissionError as exc:
+                form.refuse(exc)
+            else:
+                return _submitted(request, submission)
+    finally:
+        uploads.discard(f for name in request.FILES for f in request.FILES.getlist(name))
+    return _page(request, form)
+
+
+def _chosen(request: HttpRequest, catalogue: Catalogue) -> dict:
+    """``/submit/?benchmark=blurb-mini`` (a leaderboard's "submit a model" link) preselects that benchmark."""
+    wanted = request.GET.get("benchmark", "")
+    return {"benchmark": wanted} if catalogue.benchmark(wanted) is not None else {}
+
+
+def _submit(user, data: dict) -> Submission:
+    """The form's values as one :class:`SubmissionRequest`, its upload linked where the intake can read it."""
+    common = {
+        "owner": user,
+        "benchmark": data["benchmark"],
+        "datasets": data["datasets"],
+        "quick": data["protocol"] == "quick",
+        "name": data["name"],
+        "description": data["description"],
+        "licence": data["licence"],
+        "homepage": data["homepage"],
+        "private": True,  # until its owner publishes it from the submission's page
+        "require_licence": True,
+    }
+    with ExitStack() as stack:
+        if data["source"] == "checkpoint":
+            label = upload_name(data["checkpoint"].name)
+            model = stack.enter_context(uploads.on_disk(data["checkpoint"], f"checkpoint{archive_suffix(label)}"))
+            return submit(SubmissionRequest(model=model, label=label, **common))
+        label = upload_name(data["corpus"].name)
+        corpus = stack.enter_context(uploads.on_disk(data["corpus"], "corpus.txt"))
+        return submit(
+            SubmissionRequest(recipe=data["recipe"], corpus=corpus, label=label, pretrain_steps=data["steps"], **common)
+        )
+
+
+def _submitted(request: HttpRequest, submission: Submission) -> HttpResponse:
+    """To the submission's page (an earlier one's when these weights were submitted already), with a message."""
+    if submission.reused:
+        messages.info(
+            request,
+            "These weights were already submitted on this benchmark with this protocol: nothing was queued again, "
+            "and this is that submission.",
+        )
+    else:
+        jobs = submission.jobs.count()
+        messages.success(
+            request,
+            f"Submitted: {jobs} jobs are queued. The model stays private until you publish it on this page.",
+        )
+    location = reverse("submissions:detail", args=[submission.pk])
+    if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+        return JsonResponse({"location": location})
+    return redirect(location)
+
+
+def _page(request: HttpRequest, form: SubmissionForm) -> HttpResponse:
+    left = quota(request.user)
+    top = form.non_field_errors()
+    context = {
+        "form": form,
+        "catalogue": form.catalogue,
+        "quota": left,
+        "licences": LICENCES,
+        "errors": bool(form.errors),
+        "top_errors": top,
+        "largest_archive": uploads.largest_archive_bytes(),
+        "too_large": uploads.too_large_sentence("{name}"),
+    }
+    return render(request, "submissions/new.html", context)

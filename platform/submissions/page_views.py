@@ -1,0 +1,102 @@
+"""A submission's page, its live status as JSON, and its owner's two actions: cancel, publish or unpublish.
+
+Who may see what is :mod:`submissions.services`' rule: the owner and staff see and manage a
+submission; anyone else sees it only once its model is public, read-only, and is told that a
+private one does not exist (404, never 403). Logs are the owner's and staff's alone.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from registry.models import LanguageModel
+from submissions import services
+from submissions.models import Submission
+
+POLL_INTERVAL_S = 2
+
+
+def is_web_address(url: str) -> bool:
+    """Only an http(s) address becomes a link; anything else (``javascript:``...) is shown as text."""
+    return url.lower().startswith(("http://", "https://"))
+
+
+@require_GET
+@never_cache
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = services.submission_for(request.user, pk, manage=False)
+    manage = services.may_manage(request.user, submission)
+    model = submission.language_model
+    states = services.job_states(submission)
+    context = {
+        "submission": submission,
+        "model": model,
+        "benchmark": submission.benchmarks.first(),
+        "datasets": services.datasets_of(submission),
+        "jobs": states,
+        "manage": manage,
+        "public": model.visibility == LanguageModel.Visibility.PUBLIC,
+        "homepage_link": is_web_address(model.homepage),
+        "poll_interval_s": POLL_INTERVAL_S,
+        "poll_interval_ms": POLL_INTERVAL_S * 1000,
+    }
+    return render(request, "submissions/detail.html", context)
+
+
+@require_GET
+@never_cache  # Cache-Control: no-store among others: every poll must reach the server
+def status(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the page's script polls: the submission's status and every job's state."""
+    submission = services.submission_for(request.user, pk, manage=False)
+    manage = services.may_manage(request.user, submission)
+    jobs = [state.as_json() for state in services.job_states(submission)]
+    if not manage:
+        for job in jobs:
+            job["log_tail"] = ""
+    return JsonResponse(
+        {
+            "status": submission.status,
+            "status_text": submission.status_text,
+            "finished": submission.is_finished,
+            "jobs": jobs,
+            "visibility": submission.language_model.visibility,
+        }
+    )
+
+
+@require_POST
+def cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = services.submission_for(request.user, pk, manage=True)
+    cancelled = services.cancel_submission(submission)
+    if cancelled:
+        messages.success(request, f"Cancelled: {cancelled} job{'s' if cancelled != 1 else ''} will not run.")
+    else:
+        messages.info(request, "Nothing was left to cancel: every job had finished.")
+    return redirect("submissions:detail", pk=submission.pk)
+
+
+@require_POST
+def publish(request: HttpRequest, pk: int) -> HttpResponse:
+    """``published=1`` makes the model public (on the leaderboard), ``published=0`` private again."""
+    submission = services.submission_for(request.user, pk, manage=True)
+    wanted = request.POST.get("published")
+    if wanted not in ("1", "0"):
+        return HttpResponseBadRequest("published must be 1 or 0")
+    model = services.set_published(submission, wanted == "1")
+    messages.success(request, _published_words(submission, model))
+    return redirect("submissions:detail", pk=submission.pk)
+
+
+def _published_words(submission: Submission, model: LanguageModel) -> str:
+    if model.visibility == LanguageModel.Visibility.PRIVATE:
+        return "Unpublished: the model is private again, shown only to you and the site's staff."
+    if submission.protocol == Submission.Protocol.QUICK:
+        return (
+            "Published: the model's page is public; its quick-preview results are marked as a preview and "
+            "not ranked beside full-protocol results."
+        )
+    return "Published: the model and its results are public and ranked on the leaderboard."

@@ -1,0 +1,72 @@
+"""How the submission and queue pages write durations, progress and times.
+
+``static/submissions/submission.js`` writes the live updates with the same rules (its
+``duration``, ``percent`` and ``clock``), so a cell reads the same before and after an update.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import template
+from django.utils import timezone
+
+register = template.Library()
+
+KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "aggregate": "scoring"}
+DASH = "—"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """``42 s``, ``3 min``, ``2 h 5 min``; a dash when unknown."""
+    if seconds is None:
+        return DASH
+    whole = max(0, int(seconds + 0.5))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+@register.filter
+def age(seconds: float | None) -> str:
+    """How long ago: ``12 s ago``; ``never`` when it never happened."""
+    return "never" if seconds is None else f"{duration(seconds)} ago"
+
+
+@register.filter
+def percent(progress: float | None) -> str:
+    """``42%`` (rounded down: 100% only when done); a dash when unknown."""
+    return DASH if progress is None else f"{int(progress * 100)}%"
+
+
+@register.filter
+def percent_value(progress: float | None) -> int:
+    """A ``<progress max="100">``'s value: 0 until something is known."""
+    return 0 if progress is None else int(progress * 100)
+
+
+@register.filter
+def clock(moment: dt.datetime | None) -> str:
+    """``14:05 UTC`` today, ``2025-03-02 14:05 UTC`` on another day (the site's times are UTC)."""
+    if moment is None:
+        return DASH
+    moment = moment.astimezone(dt.UTC)
+    today = timezone.now().astimezone(dt.UTC).date()
+    return f"{moment:%H:%M} UTC" if moment.date() == today else f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+@register.filter
+def job_kind(kind: str) -> str:
+    return KINDS.get(kind, kind)
+
+
+@register.filter
+def place(job) -> str:
+    """A waiting job's place in its queue and estimated start (a :class:`~submissions.services.JobState`)."""
+    if job.queue_position is None:
+        return DASH
+    where = f"#{job.queue_position} in the {job.queue} queue"
+    return f"{where}, starts about {clock(job.estimated_start)}" if job.estimated_start else where

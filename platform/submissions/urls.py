@@ -1,0 +1,16 @@
+"""The submission form, a submission's page with its live job status, and the public queue."""
+
+from django.urls import path
+
+from submissions import views
+
+app_name = "submissions"
+
+urlpatterns = [
+    path("submit/", views.new_submission, name="new"),
+    path("submissions/<int:pk>/", views.detail, name="detail"),
+    path("submissions/<int:pk>/status.json", views.status, name="status"),
+    path("submissions/<int:pk>/cancel", views.cancel, name="cancel"),
+    path("submissions/<int:pk>/publish", views.publish, name="publish"),
+    path("queue/", views.queue, name="queue"),
+]

@@ -1,0 +1,12 @@
+"""The submission views, gathered for the URL modules: each lives in the module of its page.
+
+* :mod:`submissions.form_views`: ``/submit/``, the submission form;
+* :mod:`submissions.page_views`: a submission's page, its live status, cancel and publish;
+* :mod:`submissions.queue_views`: ``/queue/``, the public queue.
+"""
+
+from submissions.form_views import new_submission
+from submissions.page_views import cancel, detail, publish, status
+from submissions.queue_views import queue
+
+__all__ = ["cancel", "detail", "new_submission", "publish", "queue", "status"]
