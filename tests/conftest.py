@@ -83,7 +83,7 @@ def staff(django_user_model):
 DATABASE_FIXTURES = {"db", "transactional_db", "client", "admin_client", "django_user_model", "settings", "live_server",
                      "alice", "bob", "staff"}  # fmt: skip
 _PLATFORM_IMPORT = re.compile(
-    r"^\s*(from|import)\s+(django|registry|leaderboard|jobs|submissions|biolm_site|bench\.harness)\b", re.M
+    r"^\s*(from|import)\s+(django|registry|leaderboard|jobs|submissions|accounts|biolm_site|bench\.harness)\b", re.M
 )
 
 

@@ -8,6 +8,7 @@ the same weights already submitted by the same user link to that submission inst
 from __future__ import annotations
 
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,12 @@ def test_the_stored_blob_is_what_a_worker_downloads(alice, checkpoint, artefact_
     assert set(handed) == {p.name for p in checkpoint.iterdir() if p.is_file()}
     for path, entry in handed.items():
         assert Path(entry["url"]).read_bytes() == (checkpoint / path).read_bytes()
+
+
+def test_the_same_weights_packed_under_another_folder_name_are_still_the_same_weights(alice, checkpoint, tmp_path):
+    first = submit(web_request(alice, checkpoint))
+    archive = tmp_path / "renamed.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(checkpoint, arcname="some-other-folder-name")
+    again = submit(web_request(alice, archive, label="renamed.tar.gz"))
+    assert again.reused is True and again.pk == first.pk

@@ -53,10 +53,16 @@ class Written:
     files: list[tuple[str, int, str]] = field(default_factory=list)
     total_bytes: int = 0
 
-    def content_sha256(self) -> str:
-        """One digest of every file's name and content: equal for two copies of the same checkpoint."""
+    def content_sha256(self, under: str = "") -> str:
+        """One digest of every file's name and content: equal for two copies of the same checkpoint.
+
+        Names count from ``under``, the checkpoint's own folder inside what was unpacked (see
+        :func:`content_root`), so the same files packed under another top folder, or given as a
+        directory once and as an archive later, are the same checkpoint.
+        """
+        prefix = under.strip("/") + "/" if under.strip("/.") else ""
         digest = hashlib.sha256()
-        for name, size, sha in sorted(self.files):
+        for name, size, sha in sorted((n.removeprefix(prefix), s, h) for n, s, h in self.files):
             digest.update(f"{name}\0{size}\0{sha}\n".encode())
         return digest.hexdigest()
 

@@ -72,7 +72,7 @@ def checkpoint_intake(
             config=checked.config,
             parameter_count=checked.parameter_count,
             weights_parameter_count=checked.weights_parameter_count,
-            content_sha256=written.content_sha256(),
+            content_sha256=written.content_sha256(root.relative_to(target).as_posix()),
             label=label,
         )
 

@@ -128,8 +128,16 @@ def register_checkpoint(
 
 
 def _same_place(model: LanguageModel, owner, location: str) -> bool:
-    """The same owner's model at the same location: registering it again updates it."""
-    return model.owner_id == getattr(owner, "pk", None) and model.checkpoint == location
+    """The same owner's model at the same location: registering it again updates it.
+
+    Not for uploads (``upload:NAME``): two uploads under one file name are two checkpoints, and
+    updating the first model in place would put the second's weights under the first's results.
+    """
+    return (
+        model.owner_id == getattr(owner, "pk", None)
+        and model.checkpoint == location
+        and not location.startswith("upload:")
+    )
 
 
 def _stem(location: str) -> str:
