@@ -38,6 +38,18 @@ def official_data() -> OfficialData:
     return OfficialData()
 
 
+@pytest.fixture(scope="session")
+def tiny_bert_checkpoint(tmp_path_factory) -> Path:
+    """A real tiny BERT checkpoint (config, safetensors weights, tokenizer) that passes the intake; built once.
+
+    Tests read it and copy it, never change it.
+    """
+    from checkpoints import tiny_bert
+
+    folder = tmp_path_factory.mktemp("checkpoints") / "tiny-bert"
+    return tiny_bert(folder, ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120)
+
+
 @pytest.fixture
 def artefact_store(settings, tmp_path) -> Path:
     """A platform of the test's own: ``BIOLM_VAR_DIR`` and the artefact store under ``tmp_path``."""

@@ -128,7 +128,7 @@ def test_every_long_running_compose_service_restarts_and_has_a_health_check_that
 def test_every_environment_variable_read_by_settings_is_documented_in_env_example():
     read = set()
     for path in (ROOT / "platform").rglob("*.py"):
-        read |= set(re.findall(r"env_(?:str|bool|int|list)\(\s*\"([A-Z_]+)\"", path.read_text()))
+        read |= set(re.findall(r"env_(?:str|bool|int|list|json_object)\(\s*\"([A-Z_]+)\"", path.read_text()))
     documented = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), re.M))
     assert read, "no settings found"
     assert read <= documented, sorted(read - documented)

@@ -12,7 +12,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from checkpoints import tiny_bert
 from django.core import mail
 
 from jobs import artefacts, lifecycle
@@ -25,23 +24,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def artefact_store(settings, tmp_path):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "store"},
-        },
-    }
-    settings.BIOLM_VAR_DIR = tmp_path / "var"
-    return tmp_path / "store"
+def store(artefact_store) -> Path:
+    """The test's own artefact store (tests/conftest.py), where blobs land."""
+    return artefact_store / "store"
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    return tiny_bert(
-        tmp_path_factory.mktemp("checkpoints") / "tiny-bert", ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120
-    )
+@pytest.fixture
+def checkpoint(tiny_bert_checkpoint) -> Path:
+    return tiny_bert_checkpoint
 
 
 def stored(store: Path) -> list[Path]:
@@ -64,7 +54,7 @@ def web_request(owner, model: Path, **changes) -> SubmissionRequest:
 
 
 def test_a_tokenizer_that_does_not_load_is_refused_beside_the_checkpoint_and_leaves_nothing(
-    alice, checkpoint, tmp_path, artefact_store
+    alice, checkpoint, tmp_path, store
 ):
     broken = tmp_path / "broken-tokenizer"
     shutil.copytree(checkpoint, broken)
@@ -73,7 +63,7 @@ def test_a_tokenizer_that_does_not_load_is_refused_beside_the_checkpoint_and_lea
     with pytest.raises(SubmissionError, match="its tokenizer does not load") as refused:
         submit(web_request(alice, broken))
     assert refused.value.field == "checkpoint" and "include the tokenizer files" in str(refused.value)
-    assert nothing_left(artefact_store)
+    assert nothing_left(store)
 
 
 @pytest.mark.parametrize(
@@ -88,13 +78,11 @@ def test_a_tokenizer_that_does_not_load_is_refused_beside_the_checkpoint_and_lea
         ({"name": "\u202e"}, "name", "the model's name is empty"),
     ],
 )
-def test_each_refusal_names_the_field_it_concerns_and_leaves_nothing(
-    alice, checkpoint, artefact_store, changes, field, message
-):
+def test_each_refusal_names_the_field_it_concerns_and_leaves_nothing(alice, checkpoint, store, changes, field, message):
     with pytest.raises(SubmissionError, match=message) as refused:
         submit(web_request(alice, checkpoint, **changes))
     assert refused.value.field == field
-    assert nothing_left(artefact_store)
+    assert nothing_left(store)
 
 
 def test_the_shell_may_leave_the_licence_out_but_the_web_may_not(alice, checkpoint):
@@ -133,19 +121,17 @@ def test_the_same_weights_from_the_same_user_link_to_the_earlier_submission_inst
     assert submit(web_request(alice, checkpoint, datasets=("demo-qa",))).reused is False
 
 
-def test_identical_checkpoint_files_are_stored_once_whoever_submits_them(alice, bob, staff, checkpoint, artefact_store):
+def test_identical_checkpoint_files_are_stored_once_whoever_submits_them(alice, bob, staff, checkpoint, store):
     one_copy = sum(p.stat().st_size for p in checkpoint.iterdir() if p.is_file())
     for owner, dataset in ((alice, "demo-qa"), (bob, "demo-qa"), (staff, "demo-qa"), (alice, "demo-ner")):
         submit(web_request(owner, checkpoint, datasets=(dataset,)))
-    assert sum(p.stat().st_size for p in stored(artefact_store)) == one_copy
-    assert len(stored(artefact_store)) == len([p for p in checkpoint.iterdir() if p.is_file()])
+    assert sum(p.stat().st_size for p in stored(store)) == one_copy
+    assert len(stored(store)) == len([p for p in checkpoint.iterdir() if p.is_file()])
 
 
-def test_a_failed_submission_removes_only_the_blobs_it_wrote(
-    alice, bob, checkpoint, tmp_path, artefact_store, monkeypatch
-):
+def test_a_failed_submission_removes_only_the_blobs_it_wrote(alice, bob, checkpoint, tmp_path, store, monkeypatch):
     submit(web_request(alice, checkpoint))
-    before = stored(artefact_store)
+    before = stored(store)
     changed = tmp_path / "changed"
     shutil.copytree(checkpoint, changed)
     (changed / "README.md").write_text("A file only bob's checkpoint has.\n")
@@ -156,7 +142,7 @@ def test_a_failed_submission_removes_only_the_blobs_it_wrote(
     monkeypatch.setattr("jobs.graph._jobs", lost_connection)
     with pytest.raises(ConnectionError):
         submit(web_request(bob, changed))
-    assert stored(artefact_store) == before  # alice's blobs, which bob's checkpoint shares, are still there
+    assert stored(store) == before  # alice's blobs, which bob's checkpoint shares, are still there
 
 
 def test_an_upload_is_named_after_the_file_the_user_gave_not_its_temporary_path(alice, checkpoint, tmp_path):
@@ -208,7 +194,7 @@ def test_the_failure_email_says_why_and_whether_the_quota_was_refunded(alice, ch
     assert "counts against your daily quota" in message.body
 
 
-def test_the_stored_blob_is_what_a_worker_downloads(alice, checkpoint, artefact_store):
+def test_the_stored_blob_is_what_a_worker_downloads(alice, checkpoint, store):
     submission = submit(web_request(alice, checkpoint))
     finetune = submission.jobs.filter(kind=Job.Kind.FINETUNE).first()
     model = finetune.spec["model"]
@@ -225,3 +211,16 @@ def test_the_same_weights_packed_under_another_folder_name_are_still_the_same_we
         tar.add(checkpoint, arcname="some-other-folder-name")
     again = submit(web_request(alice, archive, label="renamed.tar.gz"))
     assert again.reused is True and again.pk == first.pk
+
+
+def test_the_model_page_shows_what_the_submitter_said_escaped_and_links_only_http_urls(alice, checkpoint, client):
+    submission = submit(web_request(alice, checkpoint, private=False, description="<script>alert(1)</script>\nline 2",
+                                    homepage="https://example.org/paper?a=1&b=2"))  # fmt: skip
+    model = submission.language_model
+    html = client.get(model.get_absolute_url()).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;<br>line 2" in html and "<script>alert(1)" not in html
+    assert '<a href="https://example.org/paper?a=1&amp;b=2" rel="nofollow noopener ugc">' in html
+    assert "<dd>apache-2.0</dd>" in html
+    LanguageModel.objects.filter(pk=model.pk).update(homepage="javascript:alert(1)")  # never through submit()
+    html = client.get(model.get_absolute_url()).content.decode()
+    assert "javascript:alert(1)" in html and 'href="javascript:' not in html

@@ -274,7 +274,7 @@ def test_over_the_daily_quota_the_form_says_when_a_slot_frees_and_refuses(signed
     first = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, datasets=("demo-qa",)))
     frees = f"{first.created_at + dt.timedelta(days=1):%Y-%m-%d %H:%M} UTC"
     page = signed_in.get(URL).content.decode()
-    assert "You have made 1 submissions in the last 24 hours, the daily quota." in page and frees in page
+    assert "You have made 1 submission in the last 24 hours, the daily quota." in page and frees in page
     response = send(signed_in, archive_of(checkpoint, tmp_path / "again.tar.gz"), datasets=["blurb-mini:demo-ner"])
     html = response.content.decode()
     top = re.search(r'<div class="error-summary".*?</ul>', html, re.S).group(0)

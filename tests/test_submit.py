@@ -9,7 +9,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from checkpoints import tiny_bert
 from django.core.management import CommandError, call_command
 
 from jobs import artefacts
@@ -34,11 +33,9 @@ def artefact_store(settings, tmp_path):
     return tmp_path / "store"
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    return tiny_bert(
-        tmp_path_factory.mktemp("checkpoints") / "tiny-bert", ["aspirin inhibits cyclooxygenase in platelets"] * 5, 120
-    )
+@pytest.fixture
+def checkpoint(tiny_bert_checkpoint) -> Path:
+    return tiny_bert_checkpoint
 
 
 def stored_files(store: Path) -> list[Path]:

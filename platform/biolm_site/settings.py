@@ -135,9 +135,8 @@ ACCOUNT_RATE_LIMITS = {"login_failed": env_str("BIOLM_LOGIN_RATE_LIMIT", "10/m/i
 # E-mail (password resets, a submission's end): printed to the console unless EMAIL_HOST names an
 # SMTP server.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
-EMAIL_BACKEND = env_str(
-    "EMAIL_BACKEND",
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "") or (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

@@ -166,7 +166,8 @@ def submit(request: SubmissionRequest) -> Submission:
     used = quota(request.owner)
     if used.left == 0:
         raise QuotaExceeded(
-            f"{request.owner} has made {used.limit} submissions in the last 24 hours, the daily quota; the next "
+            f"{request.owner} has made {used.limit} submission{'s' if used.limit != 1 else ''} in the last 24 hours, "
+            "the daily quota; the next "
             f"slot frees at {used.resets_at:%Y-%m-%d %H:%M} UTC (submissions that failed through the platform's "
             "fault are refunded and do not count)",
             used.resets_at,

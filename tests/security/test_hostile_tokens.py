@@ -8,6 +8,7 @@ operation from that schema without a server error.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -54,14 +55,36 @@ def mine(alice, good) -> Job:
 
 
 @pytest.fixture
-def other(bob, good) -> Job:
-    return running(bob, good, "theirs")
+def other(bob, good, tmp_path) -> Job:
+    """Bob's checkpoint holds a file of its own (a README), stored as a blob that alice's job never lists."""
+    theirs = tmp_path / "theirs"
+    shutil.copytree(good, theirs)
+    (theirs / "README.md").write_text("Bob's model card, his alone.\n")
+    return running(bob, theirs, "theirs")
+
+
+def blob(job: Job, path: str) -> str:
+    """The artefact name of the file at ``path`` of the job's checkpoint (a content-addressed blob)."""
+    (entry,) = [entry for entry in job.spec["model"]["artefacts"] if entry["path"] == path]
+    return entry["name"]
 
 
 def traversals(mine: Job, other: Job, store) -> list[str]:
     me, them = mine.submission_id, other.submission_id
     target = f"{them}/model/config.json"
+    own, theirs = blob(mine, "config.json"), blob(other, "README.md")
+    shard, digest = theirs.split("/")[-2:]
     return [
+        theirs,
+        f"{own}/../../{shard}/{digest}",
+        f"{own}/%2e%2e/%2e%2e/{shard}/{digest}",
+        f"{own}/..%2f..%2f{shard}%2f{digest}",
+        f"{own}%00",
+        f"blobs/sha256/{shard}/../{shard}/{digest}",
+        f"blobs/sha256/{shard}",
+        f"blobs/sha256/{shard}/",
+        "blobs/sha256",
+        f"/{store}/store/{theirs}",
         f"submissions/{me}/model/../../{target}",
         f"submissions/{me}/model/%2e%2e/%2e%2e/{target}",
         f"submissions/{me}/model/%2E%2E/%2E%2E/{target}",
@@ -94,17 +117,11 @@ def traversals(mine: Job, other: Job, store) -> list[str]:
 
 def test_no_traversal_encoding_reads_another_jobs_artefact(mine, other, isolated):
     client = client_for(mine.token)
-    assert (
-        client.get(f"{API}jobs/{mine.pk}/artefacts/submissions/{mine.submission_id}/model/config.json").status_code
-        == 200
-    )
+    assert client.get(f"{API}jobs/{mine.pk}/artefacts/{blob(mine, 'config.json')}").status_code == 200
     for name in traversals(mine, other, str(isolated).lstrip("/")):
         response = client.get(f"{API}jobs/{mine.pk}/artefacts/{name}")
         assert response.status_code in (400, 404), f"{name}: {response.status_code}"
-    assert (
-        client.get(f"{API}jobs/{other.pk}/artefacts/submissions/{other.submission_id}/model/config.json").status_code
-        == 404
-    )
+    assert client.get(f"{API}jobs/{other.pk}/artefacts/{blob(other, 'README.md')}").status_code == 404
 
 
 def test_an_unknown_job_and_another_jobs_id_answer_alike(mine, other):

