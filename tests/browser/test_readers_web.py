@@ -153,6 +153,8 @@ def test_pinned_models_open_side_by_side_on_the_compare_page_with_a_chart_and_ve
 
 
 def test_a_models_name_opens_its_page_with_the_pretraining_loss_curve_and_the_seed_plot(web: WebFixture, page: Page):
+    printed: list[str] = []  # a script or style the Content-Security-Policy refused is reported on the console
+    page.on("console", lambda message: printed.append(message.text))
     page.goto(BOARD)
     page.get_by_role("link", name="Alder-BERT", exact=True).click()
     page.wait_for_url("**/models/alder-bert/")
@@ -161,6 +163,8 @@ def test_a_models_name_opens_its_page_with_the_pretraining_loss_curve_and_the_se
     seeds = page.locator("figure", has_text=re.compile("seed", re.I)).locator(CHART)
     expect(loss).to_be_visible()
     expect(seeds).to_be_visible()
+    assert "script-src 'self'" in page.request.get(page.url).headers["content-security-policy"]
+    assert not [line for line in printed if "Content Security Policy" in line], printed  # plotly draws under it
 
 
 def test_the_csv_download_holds_exactly_the_rows_on_screen(web: WebFixture, page: Page):

@@ -33,6 +33,7 @@ from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ("demo-ner", "demo-similarity")
+PHONE = {"width": 375, "height": 800}
 JOBS_TIMEOUT_S = 600  # two quick fine-tunes of MiniLM-L6 and their scoring, on a loaded 2-core runner
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -154,6 +155,11 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
 ):
     from playwright.sync_api import expect
 
+    # Everything the pages print to the console (the upload's progress below, and any script or style the
+    # Content-Security-Policy refused: plotly's charts must draw under it).
+    shown: list[str] = []
+    page.on("console", lambda message: shown.append(message.text))
+
     # Sign up.
     page.goto("/accounts/signup/")
     page.get_by_label("Username").fill("rosalind")
@@ -175,8 +181,6 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     # Upload MiniLM-L6 with the quick protocol on two datasets; the upload shows its progress.
     page.goto("/submit/")
     fill_form(page, minilm_archive, "MiniLM-L6 via the form")
-    shown: list[str] = []  # what the progress line said, logged to the console: it outlives the page
-    page.on("console", lambda message: shown.append(message.text))
     page.evaluate("""() => {
         const line = document.getElementById("upload-text");
         new MutationObserver(() => console.log("upload: " + line.textContent))
@@ -184,6 +188,7 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     }""")
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(re.compile(r"/submissions/\d+/$"), timeout=120_000)
+    submission_page = page.url
     assert any(re.search(r"upload: Sending: \d+% \([\d.]+ of [\d.]+ MB sent\)", line) for line in shown), shown
     assert any(line.startswith("upload: Sent. Checking the submission") for line in shown), shown
     shot(page, "3-submitted")
@@ -215,6 +220,21 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     page.goto("/submit/")
     expect(page.locator("main")).to_contain_text(re.compile(r"frees at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC"))
     shot(page, "7-over-quota")
+
+    # On a phone, the submission page and the public queue fit the screen; the queue shows the demo's live
+    # workers, and the last day's jobs with a median wait.
+    page.set_viewport_size(PHONE)
+    page.goto(submission_page)
+    expect(page.locator("[data-submission-status]")).to_have_text(re.compile("finished", re.I))
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(page, "8-phone-submission")
+    page.goto("/queue/")
+    workers = page.get_by_role("table", name="Workers")
+    expect(workers.get_by_role("row").filter(has_text="live").first).to_be_visible()
+    expect(page.locator(".queue-health").filter(has_text="gpu")).to_contain_text("median wait")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(page, "9-phone-queue")
+    assert not [line for line in shown if "Content Security Policy" in line], shown
 
 
 def fill_form(page, archive: Path, name: str) -> None:
