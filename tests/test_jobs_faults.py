@@ -234,29 +234,28 @@ def test_cancelling_a_running_job_stops_its_training_within_seconds(platform, ag
     assert platform.wait_for_job(next_job, ("running", "succeeded"), timeout=60)["worker"] == "gpu-cancel@harness"
 
 
-def test_a_malformed_checkpoint_fails_with_its_error_and_log_is_charged_and_the_rest_runs(
+def test_a_malformed_checkpoint_is_refused_before_any_job_exists_and_the_queue_keeps_going(
     platform, against_postgres, workers, checkpoint, tmp_path
 ):
+    """Weights that do not match their header, and a tokenizer that transformers cannot load, are both the
+    submission's to fix: ``submit`` refuses them (the security issue's checks, and the tokenizer check the web
+    form added), so no worker ever spends an attempt on them. (A job the engine refuses is charged to the
+    submission and not retried: tests/test_worker_runner.py and tests/test_jobs_api.py.)"""
     truncated = copy_checkpoint(checkpoint, tmp_path / "truncated")
     weights = truncated / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:200])  # the header promises tensors that are not there
-    with pytest.raises(AssertionError, match=r"model\.safetensors: truncated"):  # refused at submission: no job
+    with pytest.raises(AssertionError, match=r"model\.safetensors: truncated"):
         submit(platform, truncated, "demo-ner", name="truncated")
-    # What the intake does not read, the worker does: a tokenizer that transformers cannot load.
     broken = copy_checkpoint(checkpoint, tmp_path / "malformed")
+    (broken / "vocab.txt").unlink(missing_ok=True)
     (broken / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Nonsense"}}')
+    with pytest.raises(AssertionError, match=r"its tokenizer does not load"):
+        submit(platform, broken, "demo-ner", "demo-doc-classification", name="malformed")
+    refused = platform.query("SELECT COUNT(*) AS n FROM jobs_job j JOIN registry_languagemodel m "
+                             "ON m.id = j.language_model_id WHERE m.name IN ('truncated', 'malformed')")  # fmt: skip
+    assert refused == [{"n": 0}]
+    # The queue keeps going: the next submission runs on the worker.
     workers("gpu-malformed")
-    submitted = submit(platform, broken, "demo-ner", "demo-doc-classification", name="malformed")
-    for job in jobs_of(submitted, "finetune"):
-        record = platform.wait_for_job(job, ("succeeded", "failed"), timeout=180)
-        assert record["status"] == "failed" and record["failure_cause"] == "submission"
-        assert "its tokenizer cannot be loaded" in record["error"] and record["attempts"] == 1
-        assert "error:" in record["log"]
-    for job in jobs_of(submitted, "aggregate"):
-        assert platform.job(job)["status"] == "failed"
-    (submission,) = platform.query("SELECT refunded FROM submissions_submission WHERE id = ?", submitted["submission"])
-    assert not submission["refunded"]
-    # The queue keeps going: the next submission runs on the same worker.
     healthy = submit(platform, copy_checkpoint(checkpoint, tmp_path / "after"), "demo-ner", name="after malformed")
     (aggregate,) = jobs_of(healthy, "aggregate")
     assert platform.wait_for_job(aggregate, ("succeeded", "failed"))["status"] == "succeeded"
