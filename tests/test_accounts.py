@@ -352,3 +352,9 @@ def test_every_account_page_is_in_the_site_layout_with_labelled_fields_and_csrf(
     assert all(field_id in audit.labelled for field_id in audit.fields), audit.fields
     assert audit.fields or name == "account_logout"  # the sign-out page is a button
     assert audit.post_forms >= 1 and audit.csrf_inputs >= audit.post_forms
+
+
+def test_the_sign_in_field_tells_password_managers_it_takes_the_username(client):
+    page = client.get(reverse("account_login")).content.decode()
+    (field,) = re.findall(r"<input[^>]*name=\"login\"[^>]*>", page)
+    assert 'autocomplete="username"' in field and 'autocomplete="email"' not in field

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from allauth.account.forms import LoginForm
 from django import forms
 
 from accounts.models import ApiToken
@@ -15,3 +16,16 @@ class TokenForm(forms.Form):
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
         error_messages={"required": "Give the token a name, e.g. 'lab cluster'."},
     )
+
+
+class SignInForm(LoginForm):
+    """allauth's sign-in form, whose one field takes a username or an e-mail address: the browser is told so.
+
+    allauth marks that field ``autocomplete="email"``, so a password manager that saved a username
+    would not fill it in; ``username`` is the token for "the identifier the user signs in with".
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["login"].label = "Username or e-mail address"
+        self.fields["login"].widget.attrs.update({"autocomplete": "username", "placeholder": ""})

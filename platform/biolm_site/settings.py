@@ -126,6 +126,7 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "leaderboard:index"
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_FORMS = {"login": "accounts.forms.SignInForm"}
 # "none" lets a newcomer submit at once; "mandatory" asks them to confirm their address first.
 ACCOUNT_EMAIL_VERIFICATION = env_str("BIOLM_EMAIL_VERIFICATION", "none")
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
