@@ -7,40 +7,17 @@ the end, and a second run reuses all of it.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from embedded_demo import environment, free_port, manage_in, skip_on_postgres
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_the_demo_carries_both_models_to_the_leaderboard_and_a_rerun_reuses_them(tmp_path):
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        pytest.skip("the demo runs on its embedded defaults (SQLite, filesystem broker): CI's second pass")
-    keep = ("PATH", "HOME", "LANG", "TMPDIR")
-    environment = {k: v for k, v in os.environ.items() if k in keep} | {
-        "BIOLM_VAR_DIR": str(tmp_path / "var"),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
-        "HF_HUB_OFFLINE": "1",
-        "BIOLM_LOAD_ENTRYPOINT_PLUGINS": "0",
-    }
-
-    def manage(*arguments: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *arguments], cwd=ROOT, env=environment,
-                                capture_output=True, text=True, timeout=900)  # fmt: skip
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        return result.stdout
+    skip_on_postgres()
+    manage = manage_in(environment(tmp_path))
 
     manage("migrate", "--noinput", "-v", "0")
     manage("sync_plugins")

@@ -19,7 +19,6 @@ import os
 import pickle
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -30,19 +29,13 @@ from pathlib import Path
 
 import pytest
 from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium
+from embedded_demo import ROOT, environment, free_port, manage_in, skip_on_postgres
 
-ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ("demo-ner", "demo-similarity")
 PHONE = {"width": 375, "height": 800}
 JOBS_TIMEOUT_S = 600  # two quick fine-tunes of MiniLM-L6 and their scoring, on a loaded 2-core runner
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -56,24 +49,10 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Iterator[Demo]:
     """``manage.py demo`` serving on a free port, once its own submission has ended; stopped at the end."""
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        pytest.skip("the demo runs on its embedded defaults (SQLite, filesystem broker): CI's second pass")
+    skip_on_postgres()
     folder = tmp_path_factory.mktemp("submitters-demo")
-    keep = ("PATH", "HOME", "LANG", "TMPDIR")
-    environment = {k: v for k, v in os.environ.items() if k in keep} | {
-        "BIOLM_VAR_DIR": str(folder / "var"),
-        "DATABASE_URL": f"sqlite:///{folder / 'demo.sqlite3'}",
-        "HF_HUB_OFFLINE": "1",
-        "BIOLM_LOAD_ENTRYPOINT_PLUGINS": "0",
-        "BIOLM_SUBMISSIONS_PER_DAY": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-    def manage(*arguments: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *arguments], cwd=ROOT, env=environment,
-                                capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        return result.stdout
+    env = environment(folder, BIOLM_SUBMISSIONS_PER_DAY="1", PYTHONUNBUFFERED="1")
+    manage = manage_in(env, timeout_s=600)
 
     manage("migrate", "--noinput", "-v", "0")
     manage("sync_plugins")
@@ -83,7 +62,7 @@ def demo(tmp_path_factory) -> Iterator[Demo]:
     process = subprocess.Popen(
         [sys.executable, "manage.py", "demo", "--port", str(port), "--datasets", DATASETS[0],
          "--models", "all-minilm-l6"],
-        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
         printed = _wait_for(folder / "demo.out", r"sign in at (\S+) as (\S+) \(password (\S+)\)", process, 600)
