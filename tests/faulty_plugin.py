@@ -21,11 +21,10 @@ from biolm.plugins import Contributions, collect_contributions, get_plugin_manag
 PLUGIN = """
 from pathlib import Path
 
-import pluggy
+from biolm import hookimpl
 from biolm.canonical_jsonl import READER
 from biolm.specs import AdapterSpec, DatasetSpec, MetricSpec, PreprocessorSpec, TaskTypeSpec
 
-hookimpl = pluggy.HookimplMarker("biolm")
 DATA = str(Path(__file__).resolve().parent / "data")
 
 

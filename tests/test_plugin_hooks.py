@@ -13,10 +13,9 @@ import types
 from pathlib import Path
 
 import numpy as np
-import pluggy
 import pytest
 
-from biolm import hookspecs
+from biolm import hookimpl, hookspecs
 from biolm.aggregation import aggregate
 from biolm.canonical_jsonl import READER
 from biolm.corpus import preprocess_corpus
@@ -41,7 +40,6 @@ from biolm.testing import check_plugin
 ROOT = Path(__file__).resolve().parents[1]
 HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("biolm_"))
 DEMO_QA = ROOT / "plugins" / "datasets" / "demo" / "demo-qa"
-hookimpl = pluggy.HookimplMarker("biolm")
 
 
 def plugin(name: str, **hooks) -> types.ModuleType:

@@ -35,11 +35,10 @@ pytestmark = [pytest.mark.faults, pytest.mark.slow]
 PLUGIN = """
 from pathlib import Path
 
-import pluggy
+from biolm import hookimpl
 from biolm.canonical_jsonl import READER
 from biolm.specs import AdapterSpec, AggregationSpec, BenchmarkSpec, DatasetSpec, EntrySpec, MetricSpec, SummarySpec
 
-hookimpl = pluggy.HookimplMarker("biolm")
 DATA = Path(__file__).resolve().parent / "data"
 
 

@@ -10,15 +10,14 @@ import types
 import zipfile
 from pathlib import Path
 
-import pluggy
 import pytest
 
+from biolm import hookimpl
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import AdapterSpec, ArchitectureSpec, DatasetSpec, MetricSample, MetricSpec, PreprocessorSpec
 from biolm.testing import check_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
-hookimpl = pluggy.HookimplMarker("biolm")
 OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 

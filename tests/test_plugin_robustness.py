@@ -15,9 +15,9 @@ import sys
 import types
 from pathlib import Path
 
-import pluggy
 import pytest
 
+from biolm import hookimpl
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import (
     AggregationSpec,
@@ -33,7 +33,6 @@ from biolm.specs import (
 from tests.distributions import install_distribution
 
 ROOT = Path(__file__).resolve().parents[1]
-hookimpl = pluggy.HookimplMarker("biolm")
 LONG = "x" * 101
 
 
@@ -145,7 +144,7 @@ def test_a_plugin_name_too_long_for_its_column_is_reported():
 
 
 def test_a_hook_raising_systemexit_is_reported_by_name_and_the_command_still_runs(tmp_path):
-    source = "import pluggy, sys\n\n@pluggy.HookimplMarker('biolm')\ndef biolm_metrics():\n    sys.exit(7)\n"
+    source = "import sys\n\nfrom biolm import hookimpl\n\n\n@hookimpl\ndef biolm_metrics():\n    sys.exit(7)\n"
     target = install_distribution(
         tmp_path / "src", tmp_path / "site", "biolm-exits", "0.1", {"biolm_exits/__init__.py": source},
         {"exits": "biolm_exits"},

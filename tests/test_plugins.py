@@ -6,14 +6,12 @@ import inspect
 import sys
 import types
 
-import pluggy
 import pytest
 
-from biolm import hookspecs
+from biolm import hookimpl, hookspecs
 from biolm.plugins import DEFAULT_PLUGINS, collect_contributions, get_plugin_manager
 from biolm.specs import AggregationSpec, BenchmarkSpec, DatasetSpec, EntrySpec, MetricSpec, SummarySpec
 
-hookimpl = pluggy.HookimplMarker("biolm")
 HOOK_NAMES = sorted(name for name in dir(hookspecs) if name.startswith("biolm_"))
 
 

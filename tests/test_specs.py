@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import types
 
-import pluggy
 import pytest
 
+from biolm import hookimpl
 from biolm.specs import (
     AggregationSpec,
     BenchmarkSpec,
@@ -63,7 +63,7 @@ def test_a_dataset_naming_an_unknown_task_type_is_skipped_with_the_known_ones_na
     from biolm.plugins import collect_contributions, get_plugin_manager
 
     module = types.ModuleType("tagging_plugin")
-    module.biolm_datasets = pluggy.HookimplMarker("biolm")(lambda: [dataset(slug="tagged", task_type="tagging")])
+    module.biolm_datasets = hookimpl(lambda: [dataset(slug="tagged", task_type="tagging")])
     contributions = collect_contributions(
         get_plugin_manager(load_entrypoints=False, extra_plugins=[("tagging_plugin", module)])
     )

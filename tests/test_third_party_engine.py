@@ -25,14 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = """
 from pathlib import Path
 
-import pluggy
+from biolm import hookimpl
 from biolm.canonical_jsonl import READER
 from biolm.specs import (
     AdapterSpec, AggregationSpec, BenchmarkSpec, DatasetSpec, EntrySpec, MetricSample, MetricSpec, SummarySpec,
     TaskTypeSpec,
 )
 
-hookimpl = pluggy.HookimplMarker("biolm")
 DATA = str(Path(__file__).resolve().parent / "data" / "tp-polarity")
 
 

@@ -21,10 +21,8 @@ from tests.distributions import install_distribution
 ROOT = Path(__file__).resolve().parents[1]
 
 PLUGIN_SOURCE = """
-import pluggy
+from biolm import hookimpl
 from biolm.specs import AggregationSpec, BenchmarkSpec, DatasetSpec, EntrySpec, PublishedModelSpec, SummarySpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 
 @hookimpl

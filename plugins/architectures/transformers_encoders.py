@@ -13,11 +13,8 @@ Clinical-Longformer and Clinical-BigBird at 4,096 tokens (Li et al. 2022).
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import ArchitectureSpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 _TINY = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
 

@@ -58,12 +58,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.published import load_published
 from biolm.specs import AggregationSpec, BenchmarkSpec, EntrySpec, GroupSpec, SummarySpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 PUBLISHED = Path(__file__).parent / "published" / "blurb.json"
 

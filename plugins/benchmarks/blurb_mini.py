@@ -13,11 +13,8 @@ is invented, and scores on it mean nothing about real performance.
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import AggregationSpec, BenchmarkSpec, EntrySpec, GroupSpec, SummarySpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 DESCRIPTION = (
     "Invented demo data, not a real benchmark; scores mean nothing about real performance. BLURB-mini has "

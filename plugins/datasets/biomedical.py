@@ -21,12 +21,9 @@ Why these values:
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import DatasetSpec, SplitSpec
 from plugins.datasets.readers import all_adapters, with_adapters
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 NER_TAGS = ("B", "I", "O")
 

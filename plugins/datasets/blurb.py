@@ -20,12 +20,9 @@ Why these values:
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import DatasetSpec, SplitSpec
 from plugins.datasets.readers import all_adapters, with_adapters
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 CRICHTON = "Crichton et al. 2017 preprocessed {corpus} (github.com/cambridgeltl/MTL-Bioinformatics-2016, {folder})"
 CRICHTON_LICENCE = "CC BY 4.0 (Crichton et al. MTL-Bioinformatics-2016 materials); BLURB data_generation code is MIT"

@@ -29,12 +29,9 @@ Why these values:
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import DatasetSpec, SplitSpec
 from plugins.datasets.readers import all_adapters, with_adapters
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 N2C2_PORTAL = "https://portal.dbmi.hms.harvard.edu/projects/n2c2-nlp/"
 N2C2_SOURCE = (

@@ -11,11 +11,8 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import PreprocessorSpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 _MIMIC_PLACEHOLDER = re.compile(r"\[\*\*.*?\*\*\]", re.DOTALL)
 _NOT_ALNUM_OR_PUNCT = re.compile(r"[^0-9A-Za-z\s!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]")

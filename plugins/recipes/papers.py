@@ -6,11 +6,9 @@ compared with the published one on equal terms.
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import RecipeSpec
 
-hookimpl = pluggy.HookimplMarker("biolm")
 MLM = "workers.engine.pretrain.objectives:masked_language_model"
 
 # PubMedBERT's settings (Gu et al. 2021, sections 3 and 6.1), which its adversarial variant extends.

@@ -12,11 +12,8 @@ every metric through these specs: no second table keyed by the same slugs exists
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import MetricSample, MetricSpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 TAGGING = "workers.engine.metrics.tagging"
 CLASSIFICATION = "workers.engine.metrics.classification"

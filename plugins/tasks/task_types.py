@@ -9,11 +9,8 @@ datasets that need 10 say so themselves).
 
 from __future__ import annotations
 
-import pluggy
-
+from biolm import hookimpl
 from biolm.specs import TaskTypeSpec
-
-hookimpl = pluggy.HookimplMarker("biolm")
 
 FORMULATIONS = "workers.engine.formulations"
 TOKEN_TAGGING = f"{FORMULATIONS}.token_tagging:TokenTagging"
