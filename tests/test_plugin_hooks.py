@@ -66,7 +66,7 @@ def test_every_hook_has_a_test(hook):
 
 def test_the_readme_points_plugin_authors_to_the_plugin_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## For plugin authors", 1)[1].split("\n## ", 1)[0]
     assert "docs/plugins.md" in section
 
 
