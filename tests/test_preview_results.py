@@ -18,7 +18,14 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 from django.db import transaction
-from web_fixture import PUBLIC_MODELS, WebModel, build_web_fixture, correctness_of, resampled_accuracy
+from web_fixture import (
+    PUBLIC_MODELS,
+    WebModel,
+    build_web_fixture,
+    correctness_of,
+    paper_test_size,
+    resampled_accuracy,
+)
 
 from jobs import artefacts, recording
 from jobs.models import Job
@@ -136,7 +143,7 @@ def add_preview(spec: WebModel, benchmark: Benchmark, datasets: int | None = Non
     )  # fmt: skip
     entries = list(benchmark.entries.select_related("dataset", "metric").order_by("position"))[:datasets]
     for entry in entries:
-        correct = correctness_of(spec, entry.dataset.slug, entry.dataset.split_size("test"))
+        correct = correctness_of(spec, entry.dataset.slug, paper_test_size(entry.dataset))
         result = Result.objects.create(
             language_model=model, dataset=entry.dataset, metric=entry.metric, variant=entry.variant,
             value=100.0 * float(correct.mean()), std=0.0, median=100.0 * float(correct.mean()), n_seeds=1,

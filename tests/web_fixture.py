@@ -32,8 +32,12 @@ import datetime
 import json
 import statistics
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from registry.models import Dataset
 
 BENCHMARK = "blurb-mini"
 SEEDS = (11, 12, 13, 14, 15)
@@ -135,6 +139,12 @@ def sync_builtin_plugins() -> None:
 
     report = sync_contributions(collect_contributions(get_plugin_manager(load_entrypoints=False)))
     assert not report.problems, report.problems
+
+
+def paper_test_size(dataset: Dataset) -> int:
+    """The test split's size as the dataset's paper reports it (``Dataset.splits``): the examples a model is
+    scored on, so the length of its correctness array."""
+    return next(split["size"] for split in dataset.splits if split["name"] == "test")
 
 
 def correctness_of(model: WebModel, dataset: str, n: int) -> np.ndarray:
@@ -247,7 +257,7 @@ def _store_model(spec: WebModel, owner, benchmark, entries, correctness: dict):
         dataset = entry.dataset
         if dataset.slug in spec.missing:
             continue
-        correct = correctness_of(spec, dataset.slug, dataset.split_size("test"))
+        correct = correctness_of(spec, dataset.slug, paper_test_size(dataset))
         correctness[(spec.slug, dataset.slug)] = correct
         seeds = [100.0 * float(correct.mean()) + offset for offset in SEED_OFFSETS]
         job = Job.objects.create(

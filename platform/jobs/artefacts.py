@@ -89,11 +89,6 @@ def delete_names(names: list[str]) -> None:
             target.delete(name)
 
 
-def stored_size(entries: list[dict]) -> int:
-    """Bytes the store holds for ``entries``, counting each distinct file once."""
-    return sum({entry["name"]: entry["size"] for entry in entries}.values())
-
-
 def store_file(path: Path, name: str) -> dict:
     """Store one file under exactly ``name`` (an existing artefact of that name is replaced)."""
     target = storage()

@@ -71,11 +71,6 @@ def entry_results(benchmark: Benchmark, model: LanguageModel) -> dict[str, Resul
     return found
 
 
-def entry_values(benchmark: Benchmark, model: LanguageModel) -> dict[str, float]:
-    """The model's number for each entry (see :func:`entry_results`)."""
-    return {key: result.value for key, result in entry_results(benchmark, model).items()}
-
-
 def models_with_results(benchmark: Benchmark) -> Iterable[LanguageModel]:
     """Models that have at least one number this benchmark can use."""
     reported = LanguageModel.objects.filter(

@@ -28,11 +28,6 @@ class RankIntervalSerializer(serializers.Serializer):
     high = serializers.FloatField(help_text="97.5th percentile.")
 
 
-class SpreadSerializer(serializers.Serializer):
-    std = serializers.FloatField(allow_null=True)
-    n = serializers.IntegerField(allow_null=True, help_text="Seeds (or folds) behind the mean.")
-
-
 class RowSerializer(serializers.Serializer):
     """One model on one benchmark."""
 

@@ -242,15 +242,6 @@ class Leaderboard:
         """Quick previews (one grid point, one seed each), never ranked: shown apart from the board."""
         return [r for r in self.rows if r.preview]
 
-    @property
-    def ranked_rows(self) -> list[Row]:
-        return [r for r in self.rows if r.ranked]
-
-    @property
-    def unranked_rows(self) -> list[Row]:
-        """Full-protocol rows without a rank (missing datasets); previews are :attr:`preview_rows`."""
-        return [r for r in self.rows if not r.ranked and not r.preview]
-
     def as_json(self) -> dict:
         from leaderboard.serializers import LeaderboardSerializer
 

@@ -88,9 +88,6 @@ class Dataset(PluginContributed):
     adapter = models.JSONField(null=True, blank=True, help_text="The AdapterSpec that reads official files.")
     demo = models.BooleanField(default=False, help_text="Invented demo data, not a real benchmark dataset.")
 
-    def split_size(self, name: str) -> int | None:
-        return next((s["size"] for s in self.splits if s["name"] == name), None)
-
     @property
     def current_import(self) -> DatasetImport | None:
         return self.imports.order_by("-imported_at").first()
