@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test test-official-data lint format lock clean bench
+.PHONY: demo test test-fast test-backend test-official-data lint format lock clean bench
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,11 +24,24 @@ demo: $(VENV)/.installed
 # the fault tests alone, since they time real processes (a dead worker's recovery, a cancelled
 # engine's stop) and must not compete with the other tests for the CPU.
 # PYTEST_ARGS (empty by default) is added to every pytest line, e.g. `make test PYTEST_ARGS=-x`.
+# Every run writes each test's durations to var/test-durations.txt (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 test: lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not faults" $(PYTEST_ARGS)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -m faults $(PYTEST_ARGS)
+
+# The loop while working: everything but the slow, fault and browser tests, without lint, in under
+# 5 minutes on two cores. A test that makes it slower is marked slow (see var/test-durations.txt).
+test-fast: $(VENV)/.installed
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not faults and not browser" $(PYTEST_ARGS)
+
+# CI's second pass (.ci/run), on the embedded defaults: `make test`'s two runs narrowed to the tests
+# marked backend (tests/conftest.py), those that can reach the database or the broker; no lint,
+# which the first pass ran.
+test-backend: $(VENV)/.installed
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "backend and not faults" $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -m "backend and faults" $(PYTEST_ARGS)
 
 # Only the tests that read the official dataset files or papers (marker official_data), from
 # BIOLM_DATA_DIR and BIOLM_PAPERS_DIR (default ../shared/data and ../shared/seeds): each passes, or

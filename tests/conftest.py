@@ -1,4 +1,5 @@
-"""Shared fixtures: the plugin registry synced once per session, the usual personas, the official files.
+"""Shared fixtures: the plugin registry synced once per session, the usual personas, the official files;
+and two habits: the ``backend`` marker (CI's second pass) and every test's durations in var/test-durations.txt.
 
 alice submits models, bob is another user, staff administers (healthchecks' habit).
 """
@@ -6,7 +7,6 @@ alice submits models, bob is another user, staff administers (healthchecks' habi
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -88,33 +88,74 @@ def staff(django_user_model):
     return django_user_model.objects.create_user("staff", "staff@example.org", "staff-password-123", is_staff=True)
 
 
-# CI's second pass (`.ci/run`, on the embedded defaults) needs only the tests that can reach the
-# database or the broker. A module that imports neither Django nor an app, uses no database
-# fixture and starts no platform process tests Django-free code (import-linter proves that the
-# engine, pretraining, readers and plugins never import Django), which the first pass already ran.
+# CI's second pass (`.ci/run`: `make test-backend`, on the embedded defaults) runs only the tests marked
+# `backend`, those that can reach the database or the broker. A test that uses the database (the
+# django_db marker, or one of these fixtures) is marked here; a module whose tests start platform
+# processes or run manage.py without a database fixture says so itself (`pytestmark`). Everything
+# else tests Django-free code (import-linter proves that the engine, pretraining, readers and
+# plugins never import Django), which the first pass already ran.
 DATABASE_FIXTURES = {"db", "transactional_db", "client", "admin_client", "django_user_model", "settings", "live_server",
                      "alice", "bob", "staff"}  # fmt: skip
-_PLATFORM_IMPORT = re.compile(
-    r"^\s*(from|import)\s+(django|registry|leaderboard|jobs|submissions|accounts|biolm_site|bench\.harness)\b", re.M
-)
+DURATIONS = "var/test-durations.txt"
+DURATIONS_HEADER = "# seconds, phase, test: each test's latest run, slowest first (tests/conftest.py)"
 
 
-def _reaches_the_platform(item) -> bool:
-    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return True
-    source = Path(str(item.fspath)).read_text(encoding="utf-8")
-    return bool(_PLATFORM_IMPORT.search(source)) or "manage.py" in source or "call_command" in source
+def uses_the_database(item: pytest.Item) -> bool:
+    """Marked django_db, or asks for a fixture that needs the database (directly or through another fixture)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & fixtures)
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marker must be there when it does
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the markers must be there when it does
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "official_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.official_data)
-    if os.environ.get("BIOLM_TESTS_BACKEND_ONLY") != "1":
+        if uses_the_database(item):
+            item.add_marker(pytest.mark.backend)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own --durations list, which the terminal keeps
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Write every test phase's duration to var/test-durations.txt, slowest first, for finding what to mark slow.
+
+    A run replaces the lines of the tests it ran and keeps the others', so `make test`'s two pytest
+    runs (or one module run again) leave one file with each test's latest times; lines of test files
+    that no longer exist are dropped. Under xdist the controller writes it: it receives every report.
+    """
+    if hasattr(config, "workerinput"):
         return
-    kept = [item for item in items if _reaches_the_platform(item)]
-    deselected = [item for item in items if not _reaches_the_platform(item)]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+    fastest = 0.005 if config.option.durations_min is None else config.option.durations_min  # as --durations hides
+    measured = {
+        (report.nodeid, report.when): report.duration
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and report.duration >= fastest
+    }
+    if not measured:
+        return
+    path = config.rootpath / DURATIONS
+    kept = {
+        key: seconds
+        for key, seconds in read_durations(path).items()
+        if (config.rootpath / key[0].split("::")[0]).is_file()
+    }
+    slowest_first = sorted((kept | measured).items(), key=lambda pair: -pair[1])
+    lines = [f"{seconds:.2f}s {when:<8} {nodeid}" for (nodeid, when), seconds in slowest_first]
+    path.parent.mkdir(exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}")  # then renamed: a concurrent reader never sees half
+    partial.write_text("\n".join([DURATIONS_HEADER, *lines, ""]), encoding="utf-8")
+    os.replace(partial, path)
+    terminalreporter.write_line(f"every test's durations: {DURATIONS}")
+
+
+def read_durations(path: Path) -> dict[tuple[str, str], float]:
+    """The lines :func:`pytest_terminal_summary` wrote, as {(node id, phase): seconds}; none if there is no file."""
+    if not path.is_file():
+        return {}
+    durations = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            seconds, when, nodeid = line.split(maxsplit=2)
+            durations[(nodeid, when)] = float(seconds.removesuffix("s"))
+    return durations

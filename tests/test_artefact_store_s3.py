@@ -17,6 +17,7 @@ from django.test import override_settings
 from jobs import artefacts, completion
 from jobs.models import Job
 
+pytestmark = pytest.mark.backend  # start-up checks run manage.py in processes of their own
 ROOT = Path(__file__).resolve().parents[1]
 S3 = {
     "BACKEND": "storages.backends.s3.S3Storage",

@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 
+pytestmark = pytest.mark.backend  # manage.py's commands, most without a database fixture
 BLURB = collect_contributions(get_plugin_manager(load_entrypoints=False)).benchmarks["blurb"]
 TABLE_6_MODELS = [m for m in BLURB.published if m.source.endswith("Table 6")]
 

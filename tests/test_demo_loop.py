@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from embedded_demo import environment, free_port, manage_in, skip_on_postgres
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.backend]
 
 
 def test_the_demo_carries_both_models_to_the_leaderboard_and_a_rerun_reuses_them(tmp_path):

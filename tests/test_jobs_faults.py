@@ -19,7 +19,7 @@ from checkpoints import demo_texts, tiny_bert
 
 from bench.harness import Platform, wait_until
 
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.backend]
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
 
 

@@ -32,6 +32,7 @@ from biolm.specs import (
 )
 from tests.distributions import install_distribution
 
+pytestmark = pytest.mark.backend  # a raising plugin meets manage.py plugins
 ROOT = Path(__file__).resolve().parents[1]
 LONG = "x" * 101
 

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from biolm_site.env import env_bool, env_int, env_list
 
+pytestmark = pytest.mark.backend  # settings (database, broker) start in processes of their own
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -18,6 +18,7 @@ import pytest
 from biolm.plugins import collect_contributions, get_plugin_manager
 from tests.distributions import install_distribution
 
+pytestmark = pytest.mark.backend  # an installed plugin meets manage.py plugins
 ROOT = Path(__file__).resolve().parents[1]
 
 PLUGIN_SOURCE = """

@@ -19,7 +19,7 @@ from checkpoints import demo_texts, tiny_bert
 
 from bench.harness import Platform, wait_until
 
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.backend]
 RECOVERY_LIMIT_S = 90  # from the kill to the job's success, on the 2-core CI machine
 
 

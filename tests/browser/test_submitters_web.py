@@ -35,7 +35,7 @@ DATASETS = ("demo-ner", "demo-similarity")
 PHONE = {"width": 375, "height": 800}
 JOBS_TIMEOUT_S = 600  # two quick fine-tunes of MiniLM-L6 and their scoring, on a loaded 2-core runner
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.backend]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from hostile_inputs import CANARY
 
 from registry.models import LanguageModel
 
+pytestmark = pytest.mark.backend  # register_model runs in manage.py processes too
 ROOT = Path(__file__).resolve().parents[2]
 CODE = """
 from pathlib import Path
