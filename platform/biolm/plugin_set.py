@@ -314,9 +314,12 @@ def ensure_current() -> list[str]:
 
 
 def describe_changes(before: dict[str, InstalledPlugin], after: dict[str, InstalledPlugin]) -> list[str]:
-    """What changed, in words: ``biolm-acme 0.2 installed``, ``... 0.2 -> 0.3``, ``... removed``, and for the same
-    version ``... code changed (sha256:... -> sha256:...)`` (other files: an edit in place, another folder's copy)
-    or ``... reinstalled`` (the same files, installed anew)."""
+    """What changed between two plugin sets, in words, one line per entry point.
+
+    ``biolm-acme 0.2 installed``, ``biolm-acme 0.2 -> 0.3``, ``biolm-acme 0.2 removed``; for the
+    same version, ``biolm-acme 0.2 code changed (sha256:... -> sha256:...)`` (other files: an edit
+    in place, another folder's copy) or ``biolm-acme 0.2 reinstalled`` (the same files, anew).
+    """
     changes = []
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
@@ -362,9 +365,11 @@ def _refresh(changed: list[InstalledPlugin], now: dict[str, InstalledPlugin]) ->
 
 
 def _stale_modules(changed: list[InstalledPlugin], now: Iterable[InstalledPlugin]) -> set[str]:
-    """The top-level modules to forget: the entry points' of plugins that changed, their distributions' others
-    where they were imported from those distributions' places, and any plugin's imported from somewhere else
-    than where a fresh interpreter would import it now (a change this process missed).
+    """The top-level modules to forget, so that their next import reads the installed code.
+
+    They are the entry points' modules of the plugins that changed, their distributions' other
+    modules where imported from those distributions' places, and any plugin's module imported from
+    somewhere other than where a fresh interpreter would import it now (a change this process missed).
 
     A distribution's other top-level names (``top_level.txt``) are forgotten only when imported
     from its own places: a sloppy distribution listing ``tests`` or ``utils`` must not take
