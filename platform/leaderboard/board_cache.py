@@ -17,7 +17,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.http import HttpRequest
 
 from leaderboard.models import Ranking, Score, Snapshot
-from registry.models import Benchmark
+from registry.models import Benchmark, visibility_audience
 
 TIMEOUT_S = 600
 
@@ -44,11 +44,9 @@ def version(benchmark: Benchmark) -> str:
 
 
 def audience(request: HttpRequest) -> str:
-    """Who may see which rows: anonymous readers share one copy, an owner or staff member gets their own."""
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return "public"
-    return "staff" if user.is_staff else f"user-{user.pk}"
+    """Who may see which rows (the privacy rule's audience): anonymous readers share one copy, staff another,
+    and each signed-in user has their own."""
+    return visibility_audience(getattr(request, "user", None))
 
 
 def key(kind: str, benchmark: Benchmark, request: HttpRequest, query: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from biolm.significance import CONFIDENCE, RESAMPLES, rank, rank_among
 from leaderboard.models import Ranking, Score, ScoreResamples
@@ -28,13 +29,15 @@ RANK_FIELDS = ["rank", "rank_tied", "rank_basis", "rank_interval"]
 def rank_benchmark(benchmark: Benchmark) -> Ranking:
     """Recompute and store every rank on ``benchmark`` from the stored scores and bootstrap vectors."""
     started = time.perf_counter()
+    # Public: what the privacy rule shows an anonymous visitor (visible_to(None)), asked in the same query.
+    public_model = LanguageModel.objects.visible_to(None).filter(pk=OuterRef("language_model_id"))
     scores = list(
         Score.objects.filter(benchmark=benchmark)
         .select_related("language_model")
-        .only("pk", "score", "missing", "preview", "language_model__slug", "language_model__name",
-              "language_model__visibility", *RANK_FIELDS)
+        .only("pk", "score", "missing", "preview", "language_model__slug", "language_model__name", *RANK_FIELDS)
+        .annotate(is_public=Exists(public_model))
         .ranked()
-    )  # fmt: skip
+    )
     vectors = {
         row["score_id"]: decode(row["values"])
         for row in ScoreResamples.objects.filter(score__benchmark=benchmark).values("score_id", "values")
@@ -42,7 +45,7 @@ def rank_benchmark(benchmark: Benchmark) -> Ranking:
     before = {s.pk: tuple(getattr(s, name) for name in RANK_FIELDS) for s in scores}
     # A preview skipped the search and the seeds its rivals ran: it is neither ranked nor a rival.
     complete = [s for s in scores if s.score is not None and not s.missing and not s.preview]
-    public = [s for s in complete if s.language_model.visibility == LanguageModel.Visibility.PUBLIC]
+    public = [s for s in complete if s.is_public]
     points = [s.score for s in public]
     public_vectors = [vectors.get(s.pk) for s in public]
     ranking = rank(points, public_vectors)
@@ -58,7 +61,7 @@ def rank_benchmark(benchmark: Benchmark) -> Ranking:
             else None
         )
     for score in complete:
-        if score.language_model.visibility == LanguageModel.Visibility.PUBLIC:
+        if score.is_public:
             continue
         own = vectors.get(score.pk)
         score.rank, interval = rank_among(points, public_vectors, score.score, own)

@@ -175,16 +175,49 @@ class BenchmarkEntry(models.Model):
         return self.label or self.dataset.name
 
 
-class LanguageModelQuerySet(models.QuerySet["LanguageModel"]):
-    def public(self) -> LanguageModelQuerySet:
-        return self.filter(visibility=LanguageModel.Visibility.PUBLIC)
+# --- who may see which language model ------------------------------------------------------------------
+#
+# The one privacy rule: a public model is everyone's; a private one is its owner's and staff's, and to
+# anyone else it does not exist (the same 404 as a missing one, absent from every list, count and
+# export). :meth:`LanguageModelQuerySet.visible_to` says which models a user may see,
+# :meth:`LanguageModel.is_visible_to` whether they may see one model; both read :func:`_viewer`, so
+# they cannot disagree. A surface that shows the public only (ranks, snapshots, the public queue) asks
+# ``visible_to(None)``, the anonymous visitor's view, rather than filtering on ``visibility`` itself.
 
-    def visible_to(self, user) -> LanguageModelQuerySet:
-        if user.is_authenticated and user.is_staff:
+_SEES_ALL = "staff"
+_SEES_PUBLIC = "public"
+
+
+def _viewer(user) -> str | int:
+    """What ``user`` sees beyond public models: every model (:data:`_SEES_ALL`), their own (their pk), or
+    nothing (:data:`_SEES_PUBLIC`: no user, or an anonymous one)."""
+    if user is None or not user.is_authenticated:
+        return _SEES_PUBLIC
+    return _SEES_ALL if user.is_staff else user.pk
+
+
+def visibility_audience(user) -> str:
+    """Who sees which models, as a cache key: ``visible_to`` gives the same models to two users of the same
+    audience ("public" for every anonymous visitor, "staff" for staff, "user-<pk>" for each signed-in user)."""
+    viewer = _viewer(user)
+    return viewer if isinstance(viewer, str) else f"user-{viewer}"
+
+
+class LanguageModelQuerySet(models.QuerySet["LanguageModel"]):
+    def visible_to(self, user=None) -> LanguageModelQuerySet:
+        """The models ``user`` may see: all of them for staff, the public ones and their own for a signed-in
+        user, the public ones for anyone else (``None`` included: the public's view)."""
+        viewer = _viewer(user)
+        if viewer == _SEES_ALL:
             return self.all()
-        if user.is_authenticated:
-            return self.filter(models.Q(visibility=LanguageModel.Visibility.PUBLIC) | models.Q(owner=user))
-        return self.public()
+        seen = models.Q(visibility=LanguageModel.Visibility.PUBLIC)
+        if viewer != _SEES_PUBLIC:
+            seen |= models.Q(owner_id=viewer)
+        return self.filter(seen)
+
+    def public(self) -> LanguageModelQuerySet:
+        """The models anyone may see: :meth:`visible_to` with no user."""
+        return self.visible_to(None)
 
 
 class LanguageModel(models.Model):
@@ -282,6 +315,13 @@ class LanguageModel(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("leaderboard:model", args=[self.slug])
+
+    def is_visible_to(self, user=None) -> bool:
+        """Whether ``user`` may see this model: exactly when ``visible_to(user)`` holds it, without a query."""
+        viewer = _viewer(user)
+        if viewer == _SEES_ALL or self.visibility == self.Visibility.PUBLIC:
+            return True
+        return viewer != _SEES_PUBLIC and self.owner_id == viewer
 
     @property
     def size_bucket(self) -> str:

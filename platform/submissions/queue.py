@@ -160,9 +160,10 @@ def _workers(states: dict[str, waiting.QueueState], now: dt.datetime) -> list[Wo
 
 
 def _running() -> list[RunningJob]:
-    """Public models' running jobs (a private model's are counted above, never named)."""
+    """Public models' running jobs (a private model's are counted above, never named). The page is the same for
+    everyone, its owner included, so it names what the privacy rule shows an anonymous visitor."""
     jobs = (
-        Job.objects.filter(status=Job.Status.RUNNING, language_model__visibility=LanguageModel.Visibility.PUBLIC)
+        Job.objects.filter(status=Job.Status.RUNNING, language_model__in=LanguageModel.objects.visible_to(None))
         .select_related("language_model", "benchmark", "dataset")
         .order_by("started_at", "pk")[:RUNNING_SHOWN]
     )

@@ -36,15 +36,17 @@ CAUSE_WORDS = {
 
 
 def may_see(user, submission: Submission) -> bool:
-    """The owner and staff see every submission; others only one whose model is public."""
-    if user is not None and user.is_authenticated and (user.is_staff or user.pk == submission.submitter_id):
-        return True
-    return submission.language_model.visibility == LanguageModel.Visibility.PUBLIC
+    """A submission is seen by whoever may see its model (the privacy rule: everyone once it is public, its
+    owner and staff while it is private), since its page names the model."""
+    return submission.language_model.is_visible_to(user)
 
 
 def may_manage(user, submission: Submission) -> bool:
-    """Cancelling and publishing: the owner's and staff's."""
-    return user is not None and user.is_authenticated and (user.is_staff or user.pk == submission.submitter_id)
+    """Cancelling and publishing: its submitter's and staff's, and only while they may see its model, so no
+    action reaches a model that is not theirs to see."""
+    if user is None or not user.is_authenticated or not (user.is_staff or user.pk == submission.submitter_id):
+        return False
+    return may_see(user, submission)
 
 
 def submission_for(user, pk: int, *, manage: bool = True) -> Submission:
