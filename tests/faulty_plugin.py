@@ -1,8 +1,10 @@
 """A plugin package whose code fails in every way a plugin's code can, written to a folder for tests to load.
 
-A metric that divides by zero in a helper, one that returns NaN, one that runs out of memory, a
-reader shared by two datasets that raises ``ValueError``, a reader that refuses its file the
-documented way (``DataFormatError``), a formulation that refuses empty input (``ValueError``, as
+A metric that divides by zero in a helper, one that returns NaN, one that returns a percentage
+above 100, one that returns text, one that runs out of memory, a reader shared by two datasets
+that raises ``ValueError``, a reader that refuses its file the documented way (``DataFormatError``),
+a reader that yields nothing, one whose filter leaves its train split empty, one that cuts an
+empty optional dev split (as it may), a formulation that refuses empty input (``ValueError``, as
 its contract allows) and fails on a missing key, a corpus preprocessor that fails on a document
 without a title, and a dataset scored with the dividing metric.
 """
@@ -46,14 +48,16 @@ def biolm_metrics():
     return [
         MetricSpec("acme-zero", "Zero", "Divides by zero.", "acme_faulty.metrics:zero"),
         MetricSpec("acme-nan", "NaN", "Returns NaN.", "acme_faulty.metrics:not_a_number"),
+        MetricSpec("acme-percent", "Percent", "Returns 250.", "acme_faulty.metrics:above_a_hundred"),
+        MetricSpec("acme-text", "Text", "Returns a word.", "acme_faulty.metrics:a_word"),
         MetricSpec("acme-oom", "OOM", "Runs out of memory.", "acme_faulty.metrics:out_of_memory"),
     ]
 
 
 @hookimpl
 def biolm_datasets():
-    def dataset(slug, reader, metric="accuracy"):
-        adapter = AdapterSpec("classification", reader, default_path=DATA)
+    def dataset(slug, reader, metric="accuracy", optional_splits=()):
+        adapter = AdapterSpec("classification", reader, default_path=DATA, optional_splits=optional_splits)
         return DatasetSpec(slug, slug, "document-classification", metric, "biomedical", "Invented.", adapter=adapter)
 
     return [
@@ -61,6 +65,9 @@ def biolm_datasets():
         dataset("acme-b", "acme_faulty.reader:read"),
         dataset("acme-refusing", "acme_faulty.reader:refuse"),
         dataset("acme-scored", READER, "acme-zero"),
+        dataset("acme-empty", "acme_faulty.reader:nothing"),
+        dataset("acme-untrained", "acme_faulty.reader:sideways_only"),
+        dataset("acme-no-dev", "acme_faulty.reader:without_dev", optional_splits=("dev",)),
     ]
 """
 
@@ -80,11 +87,20 @@ def not_a_number(gold, predictions):
     return math.nan
 
 
+def above_a_hundred(gold, predictions):
+    return 250.0
+
+
+def a_word(gold, predictions):
+    return "excellent"
+
+
 def out_of_memory(gold, predictions):
     raise MemoryError("cannot allocate 80 GiB")
 """
 
 READER = """
+from biolm.canonical_jsonl import read_canonical_jsonl
 from biolm.errors import DataFormatError
 
 
@@ -94,6 +110,22 @@ def read(directory, **options):
 
 def refuse(directory, **options):
     raise DataFormatError(directory / "train.tsv", "expected 3 columns, found 2", 2)
+
+
+def nothing(directory, **options):
+    return {split: [] for split in ("train", "dev", "test") if (directory / f"{split}.tsv").exists()}
+
+
+def sideways_only(directory, **options):
+    splits = read_canonical_jsonl(directory)
+    splits["train"] = [row for row in splits["train"] if row["labels"] == ["sideways"]]
+    return splits
+
+
+def without_dev(directory, **options):
+    splits = read_canonical_jsonl(directory)
+    splits["dev"] = []
+    return splits
 """
 
 

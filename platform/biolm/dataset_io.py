@@ -8,6 +8,13 @@ wrong columns, a broken line, bad encoding, an empty file) or by
 :func:`validate_examples` here (for content: unknown labels, tag/token count
 mismatches, overlapping or out-of-range spans, answers not found in their
 context, a missing split). No Django, so workers and notebooks can load data too.
+
+A reader that returns without an example at all, or with none for a split the dataset needs,
+broke its contract (a file it cannot use is refused with :class:`DataFormatError`, never read as
+nothing): :func:`load_dataset_files` raises :class:`~biolm.specs.ContractBreach`, which
+:func:`biolm.plugin_faults.blame` charges to the plugin, "dataset reader 'x' yielded no
+examples from DIR". A split the distribution legitimately lacks (an adapter's
+``optional_splits``) is only noted as absent.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any
 
 from biolm.errors import DataFormatError, locate
 from biolm.schemas import get_schema
-from biolm.specs import SPLIT_NAMES, DatasetSpec, resolve_implementation
+from biolm.specs import SPLIT_NAMES, ContractBreach, DatasetSpec, resolve_implementation
 
 __all__ = [
     "DataFormatError",
@@ -38,6 +45,7 @@ __all__ = [
     "read_lines",
     "read_tsv",
     "reject_repeated_keys",
+    "require_examples",
     "validate_examples",
 ]
 
@@ -204,15 +212,23 @@ def resolve_reader(path: str) -> Callable[..., Mapping[str, list[dict]]]:
     return resolve_implementation(path, "adapter reader")
 
 
-def load_dataset_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
-    """Read ``directory`` with the dataset's adapter and validate every example."""
+def load_dataset_files(spec: DatasetSpec, directory: Path, *, contributed: bool = True) -> LoadedDataset:
+    """Read ``directory`` with the dataset's adapter and validate every example.
+
+    ``contributed``: the adapter's reader is the plugin's, so reading nothing is the plugin's
+    fault (:func:`require_examples`); False where the platform's own reader reads the copy it
+    exported, which the import already checked.
+    """
     if spec.adapter is None:
         raise DataFormatError(directory, f"dataset {spec.slug!r} has no adapter to read files with")
     directory = Path(directory)
     if not directory.is_dir():
         raise DataFormatError(directory, "is not a directory")
-    reader = resolve_reader(spec.adapter.reader)
+    contribution = ("datasets", spec.slug) if contributed else None
+    reader = resolve_implementation(spec.adapter.reader, f"dataset {spec.slug}: reader", contribution)
     splits = dict(reader(directory, **dict(spec.adapter.options)))
+    if contributed:
+        require_examples(spec, splits, directory)
     notes = []
     for split in SPLIT_NAMES:
         if split not in splits or not splits[split]:
@@ -228,14 +244,32 @@ def load_dataset_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
     return LoadedDataset(spec, splits, label_set, fingerprint_of(splits), notes)
 
 
+def require_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]], directory: Path) -> None:
+    """Raise :class:`ContractBreach` when the reader yielded nothing, or nothing for a split the dataset needs.
+
+    A split the reader leaves out is not judged here: :func:`load_dataset_files` then calls a
+    required one missing (the files' fault) and notes an optional one as absent. An optional split
+    read empty is absent too (EU-ADR's dev cut from a train set too small to spare one).
+    """
+    if any(splits.values()):
+        empty = [s for s in SPLIT_NAMES if s in splits and not splits[s] and s not in spec.adapter.optional_splits]
+        if not empty:
+            return
+        conduct = f"yielded no {' or '.join(empty)} examples from {directory}"
+    else:
+        conduct = f"yielded no examples from {directory}"
+    raise ContractBreach(f"dataset {spec.slug}: reader", conduct, ("datasets", spec.slug), spec.adapter.reader)
+
+
 def load_canonical_files(spec: DatasetSpec, directory: Path) -> LoadedDataset:
     """Read ``directory/{train,dev,test}.jsonl``, the dataset already canonical, validated like its official files.
 
     This is how a worker receives a dataset from the platform: the platform exports the
-    examples it imported, so the worker needs neither the official files nor their reader.
+    examples it imported, so the worker needs neither the official files nor their reader (and
+    an empty file here is not the plugin's doing).
     """
     adapter = dataclasses.replace(spec.adapter, reader="biolm.canonical_jsonl:read_canonical_jsonl", options={})
-    return load_dataset_files(dataclasses.replace(spec, adapter=adapter), directory)
+    return load_dataset_files(dataclasses.replace(spec, adapter=adapter), directory, contributed=False)
 
 
 def validate_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]]) -> list[str]:

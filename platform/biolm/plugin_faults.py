@@ -10,10 +10,12 @@ not a traceback that ends in the platform's files.
 :func:`blame` reads an exception's traceback against the contributions' implementations: the
 outermost frame that runs a contribution's code names the contribution (and so, through
 :attr:`Contributions.origin`, its plugin); the innermost frame inside that plugin's package is
-where it was raised. Failures of the machine rather than of the code (out of memory, a CUDA fault,
-a full disk) are never blamed on a plugin, and neither are the ways a contribution's contract lets
-it refuse its input: :class:`~biolm.errors.DataFormatError` from a reader, ``ValueError`` from a
-formulation (:data:`REFUSALS`).
+where it was raised. Code that returned without raising but broke its contract (a metric's NaN,
+a reader that yields no examples: :class:`~biolm.specs.ContractBreach`) is reported as what it
+did, located where its function is defined. Failures of the machine rather than of the code (out
+of memory, a CUDA fault, a full disk) are never blamed on a plugin, and neither are the ways a
+contribution's contract lets it refuse its input: :class:`~biolm.errors.DataFormatError` from a
+reader, ``ValueError`` from a formulation (:data:`REFUSALS`).
 
 No Django here: the engine, the GPU worker and the platform share it.
 """
@@ -31,7 +33,7 @@ from types import FrameType
 
 from biolm.errors import DataFormatError
 from biolm.plugins import Contributions
-from biolm.specs import ImplementationError
+from biolm.specs import ContractBreach, ImplementationError
 
 # Contribution kinds as Contributions names them -> how a person names them.
 KIND_NAMES = {
@@ -51,19 +53,27 @@ ENVIRONMENTAL_WORDS = ("out of memory", "cuda", "cudnn", "nccl", "cublas")
 
 @dataclass(frozen=True)
 class PluginFault:
-    """Which plugin's code raised what, and where, in the one line a job's error holds."""
+    """Which plugin's code did what wrong, and where, in the one line a job's error holds.
+
+    Code that raised reads ``plugin acme (biolm-acme 0.1): metric 'acme-f1' raised
+    ZeroDivisionError: division by zero at biolm_acme/metrics.py:19``; code that broke its contract
+    without raising (``conduct`` set) reads ``plugin acme (biolm-acme 0.1): metric 'acme-f1'
+    returned nan, not a finite number (defined at biolm_acme/metrics.py:12)``. The line always
+    starts ``plugin ``: the worker reads ``error: plugin ...`` as the plugin's fault.
+    """
 
     plugin: str
     kind: str  # a key of KIND_NAMES
     slug: str
     exception: str  # "ZeroDivisionError: division by zero"
     location: str  # "biolm_acme/metrics.py:12", relative to the plugin's package
+    conduct: str = ""  # what the code did against its contract without raising: "returned nan, not a finite number"
 
     def __str__(self) -> str:
-        return (
-            f"plugin {self.plugin}: {KIND_NAMES.get(self.kind, self.kind)} {self.slug!r} raised "
-            f"{self.exception} at {self.location}"
-        )
+        what = f"plugin {self.plugin}: {KIND_NAMES.get(self.kind, self.kind)} {self.slug!r}"
+        if self.conduct:
+            return f"{what} {self.conduct} (defined at {self.location})"
+        return f"{what} raised {self.exception} at {self.location}"
 
 
 class PluginCodeError(Exception):
@@ -94,6 +104,8 @@ def blame(
     """
     if isinstance(exc, PluginCodeError):
         return exc.fault
+    if isinstance(exc, ContractBreach) and exc.contribution is not None:
+        return _broken_contract(exc, contributions)  # before the machine's words: a path may contain "cuda"
     if isinstance(exc, DataFormatError) or _environmental(exc):
         return None
     preferred = _in_use(contributions, dataset, recipe)
@@ -229,22 +241,39 @@ def _broken_contract(exc: ImplementationError, contributions: Contributions) -> 
     """An implementation that ran but broke its contract (a metric returning NaN): blamed at its definition."""
     kind, slug = exc.contribution
     spec = getattr(contributions, kind, {}).get(slug)
-    location = "its implementation"
-    value = getattr(spec, "implementation", None) or getattr(spec, "formulation", None)
-    named = _named(value) if value is not None else None
-    if named is not None:
-        target = sys.modules.get(named[0])
-        for part in named[1].split("."):
-            target = getattr(target, part, None)
-        try:
-            file, line = inspect.getsourcefile(target), inspect.getsourcelines(target)[1]
-            root = _package_root(named[0])
-            base = root.parent if root is not None else Path(file).parent
-            location = f"{Path(file).resolve().relative_to(base).as_posix()}:{line}"
-        except (TypeError, OSError, ValueError):
-            pass
-    return PluginFault(_plugin_label(contributions, contributions.origin.get((kind, slug), "?")), kind, slug,
-                       exception_text(exc), location)  # fmt: skip
+    value = getattr(exc, "implementation", None) or _implementation_of(spec)
+    return PluginFault(
+        plugin=_plugin_label(contributions, contributions.origin.get((kind, slug), "?")),
+        kind=kind,
+        slug=slug,
+        exception=exception_text(exc),
+        location=_definition(value) if value is not None else "its implementation",
+        conduct=getattr(exc, "conduct", ""),
+    )
+
+
+def _implementation_of(spec: object) -> object:
+    """The code a contribution's spec names: a metric's or preprocessor's implementation, a formulation, a reader."""
+    adapter = getattr(spec, "adapter", None)
+    reader = getattr(adapter, "reader", None)
+    return getattr(spec, "implementation", None) or getattr(spec, "formulation", None) or reader
+
+
+def _definition(value: object) -> str:
+    """``file:line`` where ``value`` (a callable or a ``module:attribute`` path) is defined, relative to its package."""
+    named = _named(value)
+    if named is None:
+        return "its implementation"
+    target = sys.modules.get(named[0])
+    for part in named[1].split("."):
+        target = getattr(target, part, None)
+    try:
+        file, line = inspect.getsourcefile(target), inspect.getsourcelines(target)[1]
+        root = _package_root(named[0])
+        base = root.parent if root is not None else Path(file).parent
+        return f"{Path(file).resolve().relative_to(base).as_posix()}:{line}"
+    except (TypeError, OSError, ValueError):
+        return "its implementation"
 
 
 def _plugin_label(contributions: Contributions, plugin: str) -> str:

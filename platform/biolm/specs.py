@@ -66,6 +66,24 @@ class ImplementationError(RuntimeError):
         self.contribution = contribution
 
 
+class ContractBreach(ImplementationError):
+    """A contribution's code returned without raising, but what it gave breaks its contract.
+
+    A metric that returns NaN or a value outside its range, a reader that yields no examples: the
+    fault is the plugin's, yet no line of its code raised, so ``conduct`` says what it did
+    ("returned nan, not a finite number"), worded to follow the contribution's name, and
+    ``implementation`` names the code that did it. :class:`biolm.plugin_faults.PluginFault` words
+    the one line a job's error shows; ``str()`` keeps the subject ("metric f1 returned nan, ...").
+    """
+
+    def __init__(
+        self, subject: str, conduct: str, contribution: tuple[str, str], implementation: object = None
+    ) -> None:
+        super().__init__(f"{subject} {conduct}", contribution)
+        self.conduct = conduct
+        self.implementation = implementation
+
+
 Implementation = Callable[..., Any] | str
 
 
@@ -411,6 +429,7 @@ class TaskTypeSpec:
 
 METRIC_CONTEXT = ("labels", "negative")
 METRIC_INPUTS = ("predictions", "scores", "ranked")
+RETURNED_MAX = 80  # characters of a wrong return value quoted in the error: a returned list can be huge
 
 
 @dataclass(frozen=True)
@@ -475,20 +494,18 @@ class MetricSpec:
     def compute(self, gold: Any, predictions: Any, **options: Any) -> float:
         """The metric's value; ``options`` add to (and override) the spec's fixed ``options``.
 
-        Raises :class:`ImplementationError` when the implementation returns something that is
-        not a finite number in ``value_range``; its own ``ValueError`` passes through.
+        Raises :class:`ContractBreach` when the implementation returns something that is not a
+        finite number in ``value_range``; its own ``ValueError`` passes through.
         """
         value = self.resolve()(gold, predictions, **{**self.options, **options})
+        shown = repr(value) if len(repr(value)) <= RETURNED_MAX else repr(value)[: RETURNED_MAX - 3] + "..."
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ImplementationError(
-                f"metric {self.slug} returned {value!r}, not a finite number", ("metrics", self.slug)
-            )
+            conduct = f"returned {shown}, not a finite number"
+            raise ContractBreach(f"metric {self.slug}", conduct, ("metrics", self.slug), self.implementation)
         low, high = self.value_range
         if not low - 1e-9 <= value <= high + 1e-9:
-            raise ImplementationError(
-                f"metric {self.slug} returned {value!r}, outside its range [{low}, {high}] (the 0-100 scale?)",
-                ("metrics", self.slug),
-            )
+            conduct = f"returned {shown}, outside its range [{low}, {high}] (the 0-100 scale?)"
+            raise ContractBreach(f"metric {self.slug}", conduct, ("metrics", self.slug), self.implementation)
         return float(value)
 
 
