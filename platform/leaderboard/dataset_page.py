@@ -11,6 +11,9 @@ The leaderboard lists every model the reader may see with a number on the datase
 with their source, since a transcribed number was obtained under that paper's protocol, not ours.
 One table per metric (and variant), best first by the metric's direction. Examples and gold
 labels are never shown; only sizes, the label set's size and the import's fingerprint.
+
+A dataset whose plugin was uninstalled (inactive) keeps its page and its results as they were last
+computed, under a notice that says so, without the way to import it (its reader is gone).
 """
 
 from __future__ import annotations
@@ -42,8 +45,7 @@ class Board:
 def dataset_detail(request: HttpRequest, slug: str) -> HttpResponse:
     dataset = get_object_or_404(
         Dataset.objects.select_related("task_type", "metric").prefetch_related("entries__benchmark"),
-        slug=slug,
-        active=True,  # a dataset no plugin contributes any more is gone from the site
+        slug=slug,  # inactive too: a dataset whose plugin was uninstalled keeps its page and results
     )
     latest = dataset.current_import
     return render(
@@ -51,6 +53,7 @@ def dataset_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "registry/dataset_detail.html",
         {
             "dataset": dataset,
+            "uninstalled": not dataset.active,
             "latest": latest,
             "splits": _splits(dataset, latest),
             "benchmarks": sorted({e.benchmark for e in dataset.entries.all()}, key=lambda b: b.name),

@@ -5,6 +5,11 @@ computes a score or a test per request. A leaderboard's filters, sort and pins l
 string, so the CSV and JSON exports, the compare link and a reload give exactly the view on screen.
 Quick previews (one grid point, one seed) are never ranked: the page lists them in a table of
 their own below the board, and the exports mark each row's ``preview``.
+
+A benchmark whose plugin was uninstalled (``manage.py sync_plugins`` marks it inactive) keeps its
+page, exports, snapshots and comparisons with its results as they were last computed, under a
+notice that says so; the index lists it apart, under "No longer installed", and the page offers
+no way to run it (no engine command, no API link: the API serves installed benchmarks only).
 """
 
 from __future__ import annotations
@@ -26,16 +31,22 @@ from registry.models import Architecture, Benchmark, LanguageModel
 
 def index(request: HttpRequest) -> HttpResponse:
     visible = LanguageModel.objects.visible_to(request.user)
-    benchmarks = Benchmark.objects.filter(active=True).annotate(
+    benchmarks = Benchmark.objects.annotate(
         # distinct: the join with entries would otherwise count each model once per dataset
         n_models=Count("scores__language_model", filter=Q(scores__language_model__in=visible), distinct=True),
         n_entries=Count("entries", distinct=True),
     )
-    return render(request, "leaderboard/index.html", {"benchmarks": benchmarks})
+    listed = list(benchmarks)
+    context = {
+        "benchmarks": [b for b in listed if b.active],
+        "uninstalled": [b for b in listed if not b.active],  # listed apart: their plugins are gone
+    }
+    return render(request, "leaderboard/index.html", context)
 
 
 def _benchmark(slug: str) -> Benchmark:
-    return get_object_or_404(Benchmark, slug=slug, active=True)
+    """The benchmark, installed or not: one whose plugin was uninstalled keeps its page and its results."""
+    return get_object_or_404(Benchmark, slug=slug)
 
 
 ROWS_SHOWN = 100  # a phone should not render a thousand rows; "Show all" lifts it
@@ -45,7 +56,9 @@ def benchmark(request: HttpRequest, slug: str) -> HttpResponse:
     """The leaderboard; rendered once per view and audience until its results change (board_cache)."""
     bench = _benchmark(slug)
     query = request.GET.urlencode()
-    html = board_cache.cached("page", bench, request, query, lambda: _render_board(request, bench))
+    # sync_plugins deactivates with a bulk update, which leaves the cache's version as it was
+    kind = "page" if bench.active else "page-uninstalled"
+    html = board_cache.cached(kind, bench, request, query, lambda: _render_board(request, bench))
     return HttpResponse(html)
 
 
@@ -60,6 +73,7 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
     shown = None if show_all else ROWS_SHOWN
     context = {
         "benchmark": bench,
+        "uninstalled": not bench.active,
         "board": board,
         "data": data,
         "table": table[:shown],
@@ -202,8 +216,13 @@ def compare(request: HttpRequest) -> HttpResponse:
     """Up to four models side by side: group radar, per-dataset differences with the same paired test."""
     slugs = [s for s in request.GET.get("models", "").split(",") if s][:MAX_PINS]
     bench_slug = request.GET.get("benchmark", "")
-    benchmarks = Benchmark.objects.filter(active=True)
-    bench = benchmarks.filter(slug=bench_slug).first() if bench_slug else benchmarks.order_by("pk").first()
+    benchmarks = list(Benchmark.objects.filter(active=True))
+    if bench_slug:  # an uninstalled benchmark's page links here too: its kept scores compare as they were
+        bench = Benchmark.objects.filter(slug=bench_slug).first()
+    else:
+        bench = min(benchmarks, key=lambda b: b.pk, default=None)
+    if bench is not None and not bench.active:
+        benchmarks.append(bench)
     comparison = None
     if bench is not None and slugs:
         comparison = compare_data.comparison(bench, LanguageModel.objects.visible_to(request.user), slugs)
