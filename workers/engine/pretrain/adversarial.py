@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from workers.engine.pretrain.loop import IGNORE, mlm_forward, mlm_loss_from_logits
+from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.mlm import mlm_forward, mlm_loss_from_logits
 
 SETTINGS = {  # recipe setting -> (field, ALUM's pretraining value)
     "adversarial_alpha": ("alpha", 10.0),

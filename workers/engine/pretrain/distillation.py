@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from workers.engine.pretrain.loop import IGNORE, autocast, output_head
+from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.mlm import autocast, output_head
 
 
 @dataclass

@@ -28,17 +28,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from workers.engine.pretrain.adversarial import Adversarial
+from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
-
-if TYPE_CHECKING:
-    from workers.engine.pretrain.adversarial import Adversarial
-    from workers.engine.pretrain.distillation import Distillation
+from workers.engine.pretrain.mlm import masked_lm_loss
+from workers.engine.pretrain.mlm import mlm_forward as mlm_forward  # re-exported: tests import it from the loop
 
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
 CHECKPOINT = "checkpoint"
@@ -118,12 +117,6 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
             continue
         (no_decay if parameter.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(parameter)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def autocast(device: torch.device, dtype: torch.dtype | None):
-    if dtype is None:
-        return torch.autocast(device_type=device.type, enabled=False)
-    return torch.autocast(device_type=device.type, dtype=dtype)
 
 
 @torch.inference_mode()
@@ -248,58 +241,6 @@ def pretrain_loop(
         "processes": world,
         "settings": {**asdict(settings), "betas": list(settings.betas)},
     }
-
-
-def output_head(model: torch.nn.Module) -> torch.nn.Module:
-    """The model's pretraining head: its child that is not the encoder (``cls``, ``lm_head``)."""
-    base = model.base_model
-    return next(module for _, module in model.named_children() if module is not base)
-
-
-def has_pair_head(model: torch.nn.Module) -> bool:
-    """Whether the model predicts a sentence-pair label (BERT's ``seq_relationship``) beside MLM."""
-    return hasattr(output_head(model), "seq_relationship")
-
-
-def masked_lm_loss(
-    model, batch: dict, total_masked: int, device, dtype, *, rows: int = 1, pair_weight: float = 1.0
-) -> torch.Tensor:
-    """MLM cross-entropy over this share's masked positions divided by the whole step's count, plus
-    the sentence-pair loss (NSP or SOP) summed over this share's rows divided by the step's rows.
-
-    Summed across micro-batches and processes, the gradients are exactly those of one big batch.
-    """
-    logits, pair_logits = mlm_forward(model, batch, device, dtype, pairs=bool(pair_weight))
-    return mlm_loss_from_logits(logits, pair_logits, batch, total_masked, rows=rows, pair_weight=pair_weight)
-
-
-def mlm_forward(model, batch: dict, device, dtype, *, pairs: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The vocabulary logits at the masked positions, and the sentence-pair logits when the batch has pairs.
-
-    The vocabulary projection runs on the masked positions only (15% of them), which saves most
-    of its cost; the encoder runs on everything.
-    """
-    selected = batch["labels"] != IGNORE
-    head = output_head(model)
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-    with autocast(device, dtype):
-        outputs = model.base_model(**inputs)
-        # BERT-family heads hold the MLM part as ``predictions`` (beside ``seq_relationship`` when pretraining)
-        logits = getattr(head, "predictions", head)(outputs[0][selected])
-        pair_logits = head.seq_relationship(outputs[1]) if pairs and "next_sentence_label" in batch else None
-    return logits, pair_logits
-
-
-def mlm_loss_from_logits(
-    logits: torch.Tensor, pair_logits: torch.Tensor | None, batch: dict, total_masked: int, *, rows: int,
-    pair_weight: float = 1.0,
-) -> torch.Tensor:  # fmt: skip
-    labels = batch["labels"]
-    loss = torch.nn.functional.cross_entropy(logits.float(), labels[labels != IGNORE], reduction="sum") / total_masked
-    if pair_logits is not None and pair_weight:
-        pair = torch.nn.functional.cross_entropy(pair_logits.float(), batch["next_sentence_label"], reduction="sum")
-        loss = loss + pair_weight * pair / rows
-    return loss
 
 
 def distributed_rank_and_world() -> tuple[int, int]:

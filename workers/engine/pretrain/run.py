@@ -36,14 +36,8 @@ from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
 from workers.engine.pretrain.data import is_heldout, open_blocks, open_pairs, write_blocks, write_pair_blocks
 from workers.engine.pretrain.distillation import Distillation
-from workers.engine.pretrain.loop import (
-    LoopSettings,
-    Masker,
-    ProgressCallback,
-    has_pair_head,
-    pretrain_loop,
-    unigram_baseline,
-)
+from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
+from workers.engine.pretrain.mlm import has_pair_head
 from workers.engine.pretrain.objectives import MaskedLanguageModel
 from workers.engine.tokenization import load_tokenizer
 from workers.engine.vocabulary import compare, coverage, train_vocabulary
