@@ -172,45 +172,19 @@ def pretrain_loop(
     if distillation is not None:
         distillation.to(device)
         trained.append(distillation.projection)
-    groups = [group for module in trained for group in parameter_groups(module, settings.weight_decay)]
-    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
-    log: list[dict] = []
-    step = 0
+    optimizer, scheduler = _optimizer_and_schedule(trained, settings)
     rank, world = distributed_rank_and_world()
-    if resume and (out / CHECKPOINT).is_dir():
-        step, log = load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank, trained[1:])
-    else:
-        torch.manual_seed(settings.seed)
-        random.seed(settings.seed)
-        np.random.seed(settings.seed)
+    step, log = _resume_or_seed(out, resume, model, optimizer, scheduler, device, rank, trained[1:], settings.seed)
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
     if progress is not None:
         progress(step, settings.steps, None, None)
     while step < settings.steps:
         rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
-        generator = masking_generator(settings.seed, step)
-        # Every process draws the masks of the whole step (cheap), so the masks do not depend on
-        # the number of processes; each then trains on its share of the rows.
-        micro_batches = []
-        for micro in range(settings.accumulation):
-            chosen = micro_batch_indices(n_blocks, settings, step, micro)
-            micro_batches.append(masker(train_blocks, chosen, rate, generator, settings.whole_word))
-            micro_batches[-1]["block"] = torch.from_numpy(chosen)  # seeds per-row randomness (adversarial noise)
-        masked = sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches)
-        tokens = sum(int(batch["attention_mask"].sum()) for batch in micro_batches)
-        loss_sum = 0.0
-        for batch in micro_batches:
-            share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
-            if distillation is not None:
-                loss = distillation.loss(model, share, max(masked, 1), max(tokens, 1), device, dtype)
-            elif adversarial is not None:
-                loss = adversarial.loss(model, share, step, max(masked, 1), device, dtype, rows=settings.batch_size)
-            else:
-                loss = masked_lm_loss(model, share, max(masked, 1), device, dtype, rows=settings.batch_size)
-            loss.backward()
-            loss_sum += float(loss.detach())
-            real_tokens += int(share["input_ids"].numel())
+        micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
+        loss_sum, step_tokens = _accumulate_gradients(
+            model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial
+        )
+        real_tokens += step_tokens
         if world > 1:
             loss_sum = all_reduce_gradients(trained, loss_sum, device)
         torch.nn.utils.clip_grad_norm_([p for module in trained for p in module.parameters()], 1.0)
@@ -224,15 +198,89 @@ def pretrain_loop(
             entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
         log.append(entry)
         if progress is not None and rank == 0:
-            rate_now = real_tokens * world / (time.perf_counter() - start)
-            progress(step, settings.steps, loss_sum, rate_now)
+            progress(step, settings.steps, loss_sum, real_tokens * world / (time.perf_counter() - start))
         if step % settings.checkpoint_every == 0 or step == settings.steps:
             save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world, trained[1:])
             if rank == 0:
                 write_log(out, log)
     if rank == 0:
         write_log(out, log)
-    train_seconds = time.perf_counter() - start
+    return _run_summary(step, log, real_tokens, world, time.perf_counter() - start, settings)
+
+
+def _optimizer_and_schedule(trained: list[torch.nn.Module], settings: LoopSettings):
+    """AdamW over every trained module (a distillation projection too) with warm-up then linear decay.
+
+    One optimiser for all of them, so a checkpoint's single optimiser state resumes them all.
+    """
+    groups = [group for module in trained for group in parameter_groups(module, settings.weight_decay)]
+    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
+    return optimizer, scheduler
+
+
+def _resume_or_seed(
+    out: Path, resume: bool, model, optimizer, scheduler, device, rank: int, extra: list[torch.nn.Module], seed: int
+) -> tuple[int, list[dict]]:
+    """The step and loss log to continue from: a checkpoint's (with its RNG states) or, fresh, step 0 seeded.
+
+    Seeding only on a fresh start is what makes resume exact: a resumed run takes the RNG states
+    the checkpoint saved, so dropout draws what the uninterrupted run would have drawn.
+    """
+    if resume and (out / CHECKPOINT).is_dir():
+        return load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank, extra)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    return 0, []
+
+
+def step_micro_batches(train_blocks: dict, masker: Masker, settings: LoopSettings, step: int, rate: float) -> list:
+    """The masked micro-batches of optimiser step ``step``, all of them, whatever this process trains on.
+
+    Every process draws the masks of the whole step (cheap), so the masks do not depend on the
+    number of processes; each then trains on its share of the rows.
+    """
+    n_blocks = len(train_blocks["ids"])
+    generator = masking_generator(settings.seed, step)
+    micro_batches = []
+    for micro in range(settings.accumulation):
+        chosen = micro_batch_indices(n_blocks, settings, step, micro)
+        micro_batches.append(masker(train_blocks, chosen, rate, generator, settings.whole_word))
+        micro_batches[-1]["block"] = torch.from_numpy(chosen)  # seeds per-row randomness (adversarial noise)
+    return micro_batches
+
+
+def _accumulate_gradients(
+    model, micro_batches: list[dict], step: int, settings: LoopSettings, device, dtype, rank: int, world: int,
+    distillation: Distillation | None, adversarial: Adversarial | None,
+) -> tuple[float, int]:  # fmt: skip
+    """Backward this process's share of every micro-batch; (its summed loss, the tokens it ran).
+
+    Each loss is divided by the whole step's masked (and real) token counts, not the share's, so
+    the gradients summed over micro-batches and processes are exactly one big batch's.
+    """
+    masked = max(sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches), 1)
+    tokens = max(sum(int(batch["attention_mask"].sum()) for batch in micro_batches), 1)
+    loss_sum, real_tokens = 0.0, 0
+    for batch in micro_batches:
+        share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
+        if distillation is not None:
+            loss = distillation.loss(model, share, masked, tokens, device, dtype)
+        elif adversarial is not None:
+            loss = adversarial.loss(model, share, step, masked, device, dtype, rows=settings.batch_size)
+        else:
+            loss = masked_lm_loss(model, share, masked, device, dtype, rows=settings.batch_size)
+        loss.backward()
+        loss_sum += float(loss.detach())
+        real_tokens += int(share["input_ids"].numel())
+    return loss_sum, real_tokens
+
+
+def _run_summary(
+    step: int, log: list[dict], real_tokens: int, world: int, train_seconds: float, settings: LoopSettings
+) -> dict:
+    """What ``pretrain_loop`` returns: the last losses, this session's speed and the settings it ran."""
     return {
         "steps": step,
         "final_loss": log[-1]["loss"] if log else None,

@@ -101,76 +101,31 @@ def pretrain(args: PretrainArguments, progress: ProgressCallback | None = None) 
 
 
 def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dict:
-    from workers.engine.finetune import resolve_device, resolve_dtype
-
     if args.model is not None:
         preflight.check_checkpoint(args.model)
     if not args.corpus.is_file():
         raise ValueError(f"--corpus {args.corpus}: no such file")
     manager = get_plugin_manager(load_entrypoints=args.load_entrypoints)
     contributions = collect_contributions(manager)
-    recipe = contributions.recipes.get(args.recipe)
-    if recipe is None:
-        raise ValueError(f"unknown recipe {args.recipe!r}; known: {', '.join(sorted(contributions.recipes))}")
-    settings = {**recipe.settings, **json.loads(args.settings or "{}")}
-    objective = recipe.resolve()(settings=settings, objectives=recipe.objectives)
-    if not isinstance(objective, MaskedLanguageModel):
-        raise ImplementationError(
-            f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}", ("recipes", recipe.slug)
-        )
+    recipe, settings, objective = _recipe_objective(contributions, args)
     preprocessors = [_preprocessor(contributions, slug) for slug in settings.get("preprocessors", ())]
     rank, world = start_processes()
-    device = resolve_device(args.device)
-    if world > 1 and device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    dtype = resolve_dtype(args.precision, device)
+    device, dtype = _device_and_dtype(args, world)
     block_size = int(settings.get("block_size", 128))
     heldout_share = float(settings.get("heldout_share", 0.05))
 
     def documents():
         return preprocess_corpus(args.corpus, preprocessors)
 
-    if settings.get("continual") and args.model is None:
-        raise ValueError(f"recipe {recipe.slug} continues a checkpoint's pretraining: give it with --model DIR")
-    if objective.pairs:
-        _check_pair_head(args, settings, recipe.slug, objective.pairs)
+    _check_recipe_inputs(args, settings, recipe.slug, objective)
     adversarial = Adversarial.of(settings, int(settings.get("seed", 42))) if objective.adversarial else None
-    if objective.distill:
-        if args.teacher is None:
-            raise ValueError(f"recipe {recipe.slug} distils a teacher: give its checkpoint with --teacher DIR")
-        preflight.check_checkpoint(args.teacher)
-    elif args.teacher is not None:
-        raise ValueError(f"recipe {recipe.slug} does not distil; --teacher is for a distillation recipe")
+    _check_teacher(args, recipe.slug, objective)
     if next(iter(documents()), None) is None:
         raise ValueError(f"--corpus {args.corpus}: no documents (after the recipe's preprocessors)")
-    base_tokenizer = load_tokenizer(args.model) if args.model is not None else None
-    if objective.distill:  # the student predicts the teacher's tokens: it must use the teacher's vocabulary
-        teacher_tokenizer = load_tokenizer(args.teacher)
-        if base_tokenizer is not None and base_tokenizer.get_vocab() != teacher_tokenizer.get_vocab():
-            raise ValueError(f"--model {args.model} and --teacher {args.teacher} have different vocabularies")
-        base_tokenizer = base_tokenizer or teacher_tokenizer
-    tokenizer = base_tokenizer or _learn_vocabulary(documents(), settings, heldout_share)
-    sample = [
-        text for text, _ in zip((d for d in documents() if is_heldout(d, heldout_share)), range(500), strict=False)
-    ]
-    if base_tokenizer is None:
-        vocabulary = {"new": coverage(tokenizer, texts=sample).to_dict()}
-    else:  # continual: the kept vocabulary beside one learned on this corpus, as Gu et al. 2021 compare them (Table 1)
-        domain = _domain_vocabulary(documents(), base_tokenizer, heldout_share)
-        vocabulary = {"kept": "the starting checkpoint's", **compare(domain, base_tokenizer, texts=sample)}
-    data_dir = args.out / "data"
-    stats_path = data_dir / "corpus.json"
-    if rank == 0 and not (args.resume and stats_path.is_file()):
-        if objective.pairs:
-            write_pair_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
-                              task=objective.pairs, seed=int(settings.get("seed", 42)))  # fmt: skip
-        else:
-            write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
-    _barrier(world)  # the other processes read the blocks process 0 wrote
-    stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    opener = open_pairs if objective.pairs else open_arrays
-    train_blocks = opener(data_dir, "train", block_size)
-    heldout_blocks = opener(data_dir, "heldout", block_size)
+    tokenizer, vocabulary = _tokenizer_and_vocabulary(args, settings, objective, documents, heldout_share)
+    stats, train_blocks, heldout_blocks = _corpus_blocks(
+        args, settings, objective, tokenizer, documents, block_size, heldout_share, rank, world
+    )
     loop = LoopSettings(
         steps=args.steps or int(settings.get("steps", 1000)),
         mask_rate=objective.mask_rate,
@@ -183,12 +138,7 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
         raise ImplementationError(f"{type(model).__name__} has no sentence-pair head for {objective.pairs.upper()}")
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
-    distillation = None
-    if objective.distill:
-        teacher = AutoModelForMaskedLM.from_pretrained(
-            str(args.teacher), local_files_only=True, trust_remote_code=False
-        )
-        distillation = Distillation.of(teacher, model.config.hidden_size, settings)
+    distillation = _distillation(args, settings, model) if objective.distill else None
     started = time.perf_counter()
     summary = pretrain_loop(
         model, train_blocks, heldout_blocks, masker, loop, args.out,
@@ -220,6 +170,105 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     }
     (args.out / "pretraining.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return report
+
+
+def _recipe_objective(contributions, args: PretrainArguments) -> tuple:
+    """The recipe ``--recipe`` names, its settings with ``--settings`` over them, and the objective it builds.
+
+    An implementation that returns anything but a :class:`MaskedLanguageModel` is the plugin's
+    fault, so it is an ``ImplementationError`` naming the recipe, not a user error.
+    """
+    recipe = contributions.recipes.get(args.recipe)
+    if recipe is None:
+        raise ValueError(f"unknown recipe {args.recipe!r}; known: {', '.join(sorted(contributions.recipes))}")
+    settings = {**recipe.settings, **json.loads(args.settings or "{}")}
+    objective = recipe.resolve()(settings=settings, objectives=recipe.objectives)
+    if not isinstance(objective, MaskedLanguageModel):
+        raise ImplementationError(
+            f"recipe {recipe.slug}: its implementation returned {type(objective).__name__}", ("recipes", recipe.slug)
+        )
+    return recipe, settings, objective
+
+
+def _device_and_dtype(args: PretrainArguments, world: int) -> tuple[torch.device, torch.dtype | None]:
+    """``--device`` and ``--precision`` resolved; under torchrun each process takes the GPU of its local rank."""
+    from workers.engine.finetune import resolve_device, resolve_dtype
+
+    device = resolve_device(args.device)
+    if world > 1 and device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    return device, resolve_dtype(args.precision, device)
+
+
+def _check_recipe_inputs(args: PretrainArguments, settings: dict, recipe: str, objective) -> None:
+    """Refuse, before any corpus work, a continual recipe without ``--model`` and NSP/SOP without a pair head."""
+    if settings.get("continual") and args.model is None:
+        raise ValueError(f"recipe {recipe} continues a checkpoint's pretraining: give it with --model DIR")
+    if objective.pairs:
+        _check_pair_head(args, settings, recipe, objective.pairs)
+
+
+def _check_teacher(args: PretrainArguments, recipe: str, objective) -> None:
+    """``--teacher`` is required by a distillation recipe (and checked as a checkpoint) and refused by others."""
+    if objective.distill:
+        if args.teacher is None:
+            raise ValueError(f"recipe {recipe} distils a teacher: give its checkpoint with --teacher DIR")
+        preflight.check_checkpoint(args.teacher)
+    elif args.teacher is not None:
+        raise ValueError(f"recipe {recipe} does not distil; --teacher is for a distillation recipe")
+
+
+def _tokenizer_and_vocabulary(args: PretrainArguments, settings: dict, objective, documents, heldout_share: float):
+    """The tokenizer to pretrain with, and the vocabulary report that goes into ``pretraining.json``.
+
+    A continual run keeps its checkpoint's vocabulary, a distillation student the teacher's (it
+    predicts the teacher's tokens); otherwise one is learned on the training documents. The
+    report is the new vocabulary's coverage, or, for a kept one, the comparison with a vocabulary
+    learned on this corpus, as Gu et al. 2021 compare them (Table 1).
+    """
+    base_tokenizer = load_tokenizer(args.model) if args.model is not None else None
+    if objective.distill:
+        teacher_tokenizer = load_tokenizer(args.teacher)
+        if base_tokenizer is not None and base_tokenizer.get_vocab() != teacher_tokenizer.get_vocab():
+            raise ValueError(f"--model {args.model} and --teacher {args.teacher} have different vocabularies")
+        base_tokenizer = base_tokenizer or teacher_tokenizer
+    tokenizer = base_tokenizer or _learn_vocabulary(documents(), settings, heldout_share)
+    sample = [
+        text for text, _ in zip((d for d in documents() if is_heldout(d, heldout_share)), range(500), strict=False)
+    ]
+    if base_tokenizer is None:
+        return tokenizer, {"new": coverage(tokenizer, texts=sample).to_dict()}
+    domain = _domain_vocabulary(documents(), base_tokenizer, heldout_share)
+    return tokenizer, {"kept": "the starting checkpoint's", **compare(domain, base_tokenizer, texts=sample)}
+
+
+def _corpus_blocks(
+    args: PretrainArguments, settings: dict, objective, tokenizer, documents, block_size: int, heldout_share: float,
+    rank: int, world: int,
+) -> tuple[dict, dict, dict]:  # fmt: skip
+    """The corpus statistics and the training and held-out token blocks (sentence pairs for NSP/SOP).
+
+    Process 0 packs the blocks on disk (a resumed run keeps those it packed before, so its data
+    is the interrupted run's); every process then opens them, memory-mapped.
+    """
+    data_dir = args.out / "data"
+    stats_path = data_dir / "corpus.json"
+    if rank == 0 and not (args.resume and stats_path.is_file()):
+        if objective.pairs:
+            write_pair_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
+                              task=objective.pairs, seed=int(settings.get("seed", 42)))  # fmt: skip
+        else:
+            write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
+    _barrier(world)  # the other processes read the blocks process 0 wrote
+    stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    opener = open_pairs if objective.pairs else open_arrays
+    return stats, opener(data_dir, "train", block_size), opener(data_dir, "heldout", block_size)
+
+
+def _distillation(args: PretrainArguments, settings: dict, model: torch.nn.Module) -> Distillation:
+    """The teacher loaded from ``--teacher`` and a fresh projection from the student's width to its own."""
+    teacher = AutoModelForMaskedLM.from_pretrained(str(args.teacher), local_files_only=True, trust_remote_code=False)
+    return Distillation.of(teacher, model.config.hidden_size, settings)
 
 
 def start_processes() -> tuple[int, int]:
