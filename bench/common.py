@@ -348,6 +348,36 @@ def apply_overrides(config, overrides: dict[str, str]):
     return dataclasses.replace(config, **changes)
 
 
+def check_arms(chosen: Sequence[str], known: Sequence[str], *, trainer: bool = False) -> None:
+    """Refuse, before any costly preparation, an arm the benchmark does not know.
+
+    With ``trainer``, also refuse the Hugging Face Trainer arms (``hf_*``) when accelerate is
+    missing: the Trainer only says so once it is built, after the corpus and models are ready.
+    """
+    import importlib.util
+
+    unknown = set(chosen) - set(known)
+    if unknown:
+        raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(known)}")
+    if trainer and any(arm.startswith("hf_") for arm in chosen) and importlib.util.find_spec("accelerate") is None:
+        raise RuntimeError("the Hugging Face Trainer needs accelerate: pip install 'accelerate>=1.1'")
+
+
+def matmul_peaks(dtype: torch.dtype | None, size: int) -> dict[str, dict]:
+    """The fp32 matmul peak, and the bf16 one when the arms run bf16: what :func:`utilisation` reads MFU against."""
+    peaks = {"fp32": matmul_peak(torch.float32, size)}
+    if dtype == torch.bfloat16:
+        peaks["bf16"] = matmul_peak(torch.bfloat16, size)
+    return peaks
+
+
+def arm_ratio(arms: dict[str, dict], arm: str, baseline: str) -> float | None:
+    """``arm``'s tokens per second over ``baseline``'s; None when either was not run (``--set arms=...``)."""
+    if arm not in arms or baseline not in arms:
+        return None
+    return arms[arm]["tokens_per_second"] / arms[baseline]["tokens_per_second"]
+
+
 def ratio_goals(goals: dict, ratio_vs_default: float | None, ratio_vs_best: float | None, **others: bool) -> dict:
     """The goals and whether each was met: the two speed ratios every benchmark has, and its own ``others``."""
 

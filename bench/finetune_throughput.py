@@ -41,7 +41,6 @@ computed for every trained model in the same way (the engine's ``predict`` in
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -248,11 +247,7 @@ def _arm_settings(arm: str, config: Config, dtype) -> dict:
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
-    unknown = set(config.arms) - set(ARMS)
-    if unknown:
-        raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
-    if any(arm.startswith("hf_") for arm in config.arms) and importlib.util.find_spec("accelerate") is None:
-        raise RuntimeError("the Hugging Face Trainer needs accelerate: pip install 'accelerate>=1.1'")
+    common.check_arms(config.arms, ARMS, trainer=True)
     from workers.engine.encoding import encode_token_tagging
 
     task = common.load_task(config.dataset)
@@ -261,10 +256,42 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     train_features = encode_token_tagging(train_rows, task.tokenizer, task.labels, config.max_length)
     dev_features = encode_token_tagging(dev_rows, task.tokenizer, task.labels, config.max_length)
     dtype = common.resolve_engine_dtype(config.precision)
-    peaks = {"fp32": common.matmul_peak(torch.float32, config.matmul_size)}
-    if dtype == torch.bfloat16:
-        peaks["bf16"] = common.matmul_peak(torch.bfloat16, config.matmul_size)
+    peaks = common.matmul_peaks(dtype, config.matmul_size)
+    runs = _measure_arms(config, task, train_features, (dev_features, dev_rows), dtype)
+    reference_model = common.token_model(task, config.seed)
+    epoch_lengths = [len(f) for f in train_features] * config.epochs
+    train_flops = common.transformer_flops(reference_model, epoch_lengths, training=True)
+    arms = {
+        arm: _arm_figures(arm, arm_runs, config, dtype, (train_flops, peaks), sum(epoch_lengths))
+        for arm, arm_runs in runs.items()
+    }
+    result = {
+        "name": NAME,
+        **_comparison(arms, dtype, train_flops),
+        "arms": arms,
+        "flops": train_flops,
+        "matmul_peaks": peaks,
+        "data": {
+            "dataset": task.dataset,
+            "fingerprint": task.fingerprint,
+            "train_examples": len(train_rows),
+            "train_features": len(train_features),
+            "train_real_tokens_per_epoch": sum(len(f) for f in train_features),
+            "dev_examples": len(dev_rows),
+            "dev_features": len(dev_features),
+        },
+        "model": {"path": str(common.model_dir()), "parameters": train_flops["parameters"]},
+    }
+    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
+
+def _measure_arms(config: Config, task, train_features, dev: tuple, dtype) -> dict[str, list[dict]]:
+    """Train a fresh, identically seeded model per arm and repeat, interleaving the arms, and score it on dev.
+
+    Interleaving spreads whatever else the machine does over every arm alike; ``dev`` is (the
+    dev features, their rows).
+    """
+    dev_features, dev_rows = dev
     runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
     for _repeat in range(config.repeats):
         for arm in config.arms:
@@ -284,51 +311,52 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
                 flush=True,
             )
             del model
+    return runs
 
-    reference_model = common.token_model(task, config.seed)
-    epoch_lengths = [len(f) for f in train_features] * config.epochs
-    train_flops = common.transformer_flops(reference_model, epoch_lengths, training=True)
-    arms = {}
-    for arm, arm_runs in runs.items():
-        median = statistics.median(r["tokens_per_second"] for r in arm_runs)
-        seconds = statistics.median(r["seconds"] for r in arm_runs)
-        first = arm_runs[0]
-        arm_dtype = None if arm == "hf_default" else dtype
-        arms[arm] = {
-            **_arm_settings(arm, config, arm_dtype),
-            "tokens_per_second": median,
-            "seconds": seconds,
-            "steps": first["steps"],
-            "real_tokens": first["real_tokens"],
-            "padded_tokens": first["padded_tokens"],
-            "padding_overhead": first["padded_tokens"] / first["real_tokens"] - 1,
-            "dev_entity_f1": statistics.fmean(r["dev"]["entity_f1"] for r in arm_runs),
-            "utilisation": common.utilisation(train_flops, seconds, peaks),
-            "runs": arm_runs,
-        }
-        # Every arm must have seen exactly the same real tokens, or the comparison is void.
-        if first["real_tokens"] != sum(epoch_lengths):
-            arms[arm]["warning"] = f"saw {first['real_tokens']} real tokens, expected {sum(epoch_lengths)}"
 
-    def ratio(a: str, b: str) -> float | None:
-        return arms[a]["tokens_per_second"] / arms[b]["tokens_per_second"] if a in arms and b in arms else None
+def _arm_figures(
+    arm: str, arm_runs: list[dict], config: Config, dtype, flops_and_peaks: tuple, expected_tokens: int
+) -> dict:
+    """One arm's settings and median figures over its repeats, warned about when it saw other tokens.
 
-    ratio_vs_default = ratio("engine", "hf_default")
-    ratio_vs_best = ratio("engine", "hf_best")
+    ``flops_and_peaks`` is (the training FLOPs, the matmul peaks) its utilisation is read from.
+    Every arm must have seen exactly the same real tokens (``expected_tokens``), or the comparison
+    is void: the warning says so in the JSON.
+    """
+    train_flops, peaks = flops_and_peaks
+    seconds = statistics.median(r["seconds"] for r in arm_runs)
+    first = arm_runs[0]
+    figures = {
+        **_arm_settings(arm, config, None if arm == "hf_default" else dtype),
+        "tokens_per_second": statistics.median(r["tokens_per_second"] for r in arm_runs),
+        "seconds": seconds,
+        "steps": first["steps"],
+        "real_tokens": first["real_tokens"],
+        "padded_tokens": first["padded_tokens"],
+        "padding_overhead": first["padded_tokens"] / first["real_tokens"] - 1,
+        "dev_entity_f1": statistics.fmean(r["dev"]["entity_f1"] for r in arm_runs),
+        "utilisation": common.utilisation(train_flops, seconds, peaks),
+        "runs": arm_runs,
+    }
+    if first["real_tokens"] != expected_tokens:
+        figures["warning"] = f"saw {first['real_tokens']} real tokens, expected {expected_tokens}"
+    return figures
+
+
+def _comparison(arms: dict[str, dict], dtype, train_flops: dict) -> dict:
+    """The headline: the engine's speed ratios, its MFU, and its dev F1 against each Trainer arm's, with the goals."""
+    ratio_vs_default = common.arm_ratio(arms, "engine", "hf_default")
+    ratio_vs_best = common.arm_ratio(arms, "engine", "hf_best")
     f1s = [a["dev_entity_f1"] for a in arms.values()]
-    f1_spread = max(f1s) - min(f1s) if f1s else None
 
     def f1_gap(other: str) -> float | None:
-        return (
-            arms["engine"]["dev_entity_f1"] - arms[other]["dev_entity_f1"]
-            if "engine" in arms and other in arms
-            else None
-        )
+        if "engine" not in arms or other not in arms:
+            return None
+        return arms["engine"]["dev_entity_f1"] - arms[other]["dev_entity_f1"]
 
     gaps = [g for g in (f1_gap("hf_default"), f1_gap("hf_best")) if g is not None]
     engine = arms.get("engine")
-    result = {
-        "name": NAME,
+    return {
         "ratio": ratio_vs_default,
         "ratio_vs_default": ratio_vs_default,
         "ratio_vs_best": ratio_vs_best,
@@ -341,7 +369,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         },
         "contention_warnings": common.contention_warnings(arms),
         "dev_entity_f1": {arm: a["dev_entity_f1"] for arm, a in arms.items()},
-        "dev_f1_spread_points": f1_spread,
+        "dev_f1_spread_points": max(f1s) - min(f1s) if f1s else None,
         "dev_f1_engine_minus_hf_default": f1_gap("hf_default"),
         "dev_f1_engine_minus_hf_best": f1_gap("hf_best"),
         "goals": common.ratio_goals(
@@ -350,21 +378,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             ratio_vs_best,
             dev_f1_within_points=bool(gaps) and all(abs(g) <= GOALS["dev_f1_within_points"] for g in gaps),
         ),
-        "arms": arms,
-        "flops": train_flops,
-        "matmul_peaks": peaks,
-        "data": {
-            "dataset": task.dataset,
-            "fingerprint": task.fingerprint,
-            "train_examples": len(train_rows),
-            "train_features": len(train_features),
-            "train_real_tokens_per_epoch": sum(len(f) for f in train_features),
-            "dev_examples": len(dev_rows),
-            "dev_features": len(dev_features),
-        },
-        "model": {"path": str(common.model_dir()), "parameters": train_flops["parameters"]},
     }
-    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
 
 def summary(result: dict) -> str:

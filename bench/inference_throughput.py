@@ -88,9 +88,7 @@ def _pipeline(pipe, texts, batch_size: int | None, dtype) -> dict:
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
-    unknown = set(config.arms) - set(ARMS)
-    if unknown:
-        raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+    common.check_arms(config.arms, ARMS)
     from transformers import pipeline
 
     task = common.load_task(config.dataset)
@@ -110,57 +108,15 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             return _pipeline(pipe, subset_texts, None, None)
         return _pipeline(pipe, subset_texts, config.batch_size, dtype)
 
-    warm = config.warmup_examples
-    for arm in config.arms:
-        measure(arm, rows[:warm], texts[:warm])
-    runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
-    for _repeat in range(config.repeats):
-        for arm in config.arms:
-            figures = measure(arm, rows, texts)
-            figures.setdefault("real_tokens", pipeline_tokens)
-            figures["tokens_per_second"] = figures["real_tokens"] / figures["seconds"]
-            runs[arm].append(figures)
-            print(
-                f"  {arm}: {figures['tokens_per_second']:,.0f} real tokens/s over {figures['seconds']:.1f} s",
-                flush=True,
-            )
-
+    runs = _measure_arms(config, measure, rows, texts, pipeline_tokens)
     flops = common.transformer_flops(model, [], training=False)  # formula and parameter counts only
-    arms = {}
-    for arm, arm_runs in runs.items():
-        seconds = statistics.median(r["seconds"] for r in arm_runs)
-        arm_dtype = None if arm == "pipeline" else dtype
-        arms[arm] = {
-            "precision": common.dtype_name(arm_dtype),
-            "batch_size": 1 if arm == "pipeline" else config.batch_size,
-            "tokens_per_second": statistics.median(r["tokens_per_second"] for r in arm_runs),
-            "seconds": seconds,
-            "real_tokens": arm_runs[0]["real_tokens"],
-            "examples_per_second": len(rows) / seconds,
-            "latency_ms_per_example": 1000 * seconds / len(rows),
-            "runs": arm_runs,
-        }
-    if "engine" in runs:
-        predict_seconds = statistics.median(r["predict_seconds"] for r in runs["engine"])
-        arms["engine_predict_only"] = {
-            "precision": common.dtype_name(dtype),
-            "batch_size": config.batch_size,
-            "tokens_per_second": arms["engine"]["real_tokens"] / predict_seconds,
-            "seconds": predict_seconds,
-            "real_tokens": arms["engine"]["real_tokens"],
-            "examples_per_second": len(rows) / predict_seconds,
-            "latency_ms_per_example": 1000 * predict_seconds / len(rows),
-        }
-
-    def ratio(a: str, b: str) -> float | None:
-        return arms[a]["tokens_per_second"] / arms[b]["tokens_per_second"] if a in arms and b in arms else None
-
-    headline = ratio("engine", "pipeline")
+    arms = _arm_figures(runs, config, dtype, len(rows))
+    headline = common.arm_ratio(arms, "engine", "pipeline")
     result = {
         "name": NAME,
         "ratio": headline,
         "ratio_vs_pipeline": headline,
-        "ratio_vs_pipeline_batched": ratio("engine", "pipeline_batched"),
+        "ratio_vs_pipeline_batched": common.arm_ratio(arms, "engine", "pipeline_batched"),
         "unit": "real tokens per second, end to end (tokenization, forward passes, decoding)",
         "goals": {**GOALS, "met": {"ratio": headline is not None and headline >= GOALS["ratio"]}},
         "contention_warnings": common.contention_warnings(arms),
@@ -175,6 +131,63 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "model": {"path": str(common.model_dir()), "parameters": flops["parameters"]},
     }
     return common.publish(NAME, result, config, __doc__, summary, out_dir)
+
+
+def _measure_arms(config: Config, measure, rows, texts, pipeline_tokens: int) -> dict[str, list[dict]]:
+    """Warm every arm up on the first sentences, then time each ``repeats`` times, interleaved.
+
+    The warm-up keeps first-call costs (allocations, lazy imports) out of whichever arm runs
+    first; interleaving spreads whatever else the machine does over every arm alike. An arm that
+    does not count its own tokens (the pipelines) counts the pipeline tokenizer's.
+    """
+    warm = config.warmup_examples
+    for arm in config.arms:
+        measure(arm, rows[:warm], texts[:warm])
+    runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
+    for _repeat in range(config.repeats):
+        for arm in config.arms:
+            figures = measure(arm, rows, texts)
+            figures.setdefault("real_tokens", pipeline_tokens)
+            figures["tokens_per_second"] = figures["real_tokens"] / figures["seconds"]
+            runs[arm].append(figures)
+            print(
+                f"  {arm}: {figures['tokens_per_second']:,.0f} real tokens/s over {figures['seconds']:.1f} s",
+                flush=True,
+            )
+    return runs
+
+
+def _arm_figures(runs: dict[str, list[dict]], config: Config, dtype, examples: int) -> dict[str, dict]:
+    """Each arm's median figures over its repeats, plus ``engine_predict_only``: the engine's ``predict`` alone.
+
+    The extra entry separates the forward passes from tokenization and decoding, which the
+    end-to-end figure includes.
+    """
+    arms = {}
+    for arm, arm_runs in runs.items():
+        seconds = statistics.median(r["seconds"] for r in arm_runs)
+        arms[arm] = {
+            "precision": common.dtype_name(None if arm == "pipeline" else dtype),
+            "batch_size": 1 if arm == "pipeline" else config.batch_size,
+            "tokens_per_second": statistics.median(r["tokens_per_second"] for r in arm_runs),
+            "seconds": seconds,
+            "real_tokens": arm_runs[0]["real_tokens"],
+            "examples_per_second": examples / seconds,
+            "latency_ms_per_example": 1000 * seconds / examples,
+            "runs": arm_runs,
+        }
+    if "engine" in runs:
+        predict_seconds = statistics.median(r["predict_seconds"] for r in runs["engine"])
+        arms["engine_predict_only"] = {
+            "precision": common.dtype_name(dtype),
+            "batch_size": config.batch_size,
+            "tokens_per_second": arms["engine"]["real_tokens"] / predict_seconds,
+            "seconds": predict_seconds,
+            "real_tokens": arms["engine"]["real_tokens"],
+            "examples_per_second": examples / predict_seconds,
+            "latency_ms_per_example": 1000 * predict_seconds / examples,
+        }
+    return arms
 
 
 def summary(result: dict) -> str:

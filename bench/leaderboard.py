@@ -525,17 +525,59 @@ def _child(arguments_path: str) -> None:
 def _fill(config: Config, timings: dict[str, float]) -> dict:
     """The catalogue rows, the models, and per dataset: jobs, runs, results and their resample vectors."""
     import numpy as np
-    from django.contrib.auth.models import User
 
     from biolm.significance import RESAMPLES
-    from jobs.models import Job, Run, canonical_key
-    from leaderboard.models import Result, ResultResamples
-    from leaderboard.resamples import encode
-    from registry.models import Architecture, Benchmark, BenchmarkEntry, Dataset, LanguageModel, Metric, TaskType
+    from jobs.models import Run
+    from leaderboard.models import ResultResamples
 
     started = time.perf_counter()
     rng = np.random.default_rng(20240)
     n_models, n_datasets, n_seeds = config.models, config.datasets, config.seeds
+    catalogue = _fill_catalogue(config, rng)
+    models, private, newcomer = _fill_models(config, catalogue["architecture"])
+    timings["catalogue_and_models"] = time.perf_counter() - started
+
+    # A model's true level on a dataset: the dataset's difficulty, the model's quality, their interaction.
+    quality = rng.normal(0.0, 3.0, n_models)
+    difficulty = rng.uniform(55.0, 88.0, n_datasets)
+    true = np.clip(difficulty[None, :] + quality[:, None] + rng.normal(0.0, 1.0, (n_models, n_datasets)), 1, 99)
+    seed_spread = rng.uniform(0.3, 1.5, n_datasets)
+    counts: Counter[str] = Counter()
+    phases: defaultdict[str, float] = defaultdict(float)
+    for d, dataset in enumerate(catalogue["datasets"]):
+        owners = [i for i in range(n_models) if not (i == newcomer and d == n_datasets - 1)]
+        level = (true[:, d, None], seed_spread[d])
+        _fill_dataset(config, rng, catalogue, dataset, int(catalogue["test_sizes"][d]), models, owners,
+                      level, counts, phases)  # fmt: skip
+    timings.update({f"bulk_{name}": seconds for name, seconds in phases.items()})
+    data = {
+        "models": n_models,
+        "public_models": n_models - len(private),
+        "private_models": len(private),
+        "datasets": n_datasets,
+        "groups": config.groups,
+        "seeds": n_seeds,
+        "resamples": RESAMPLES,
+        "jobs": counts["jobs"],
+        "runs": Run.objects.count(),
+        "results": counts["results"],
+        "result_resamples": ResultResamples.objects.count(),
+        "test_sizes": [int(n) for n in catalogue["test_sizes"]],
+        "newcomer": models[newcomer].slug,
+    }
+    return {"benchmark": catalogue["benchmark"], "models": models, "newcomer": models[newcomer], "data": data,
+            "last_dataset": catalogue["datasets"][-1], "metric": catalogue["metric"]}  # fmt: skip
+
+
+def _fill_catalogue(config: Config, rng) -> dict:
+    """The task type, metric, architecture, ``config.datasets`` datasets and the benchmark grouping them.
+
+    The benchmark aggregates as BLURB does (the mean of the group means), so scoring and ranking
+    do the work they do on the real board. Draws the datasets' test sizes first from ``rng``.
+    """
+    from registry.models import Architecture, Benchmark, BenchmarkEntry, Dataset, Metric, TaskType
+
+    n_datasets = config.datasets
     plugin = "bench-leaderboard"
     task = TaskType.objects.create(slug="bench-tagging", name="Tagging", plugin=plugin)
     metric = Metric.objects.create(slug=METRIC, name="F1", plugin=plugin)
@@ -565,6 +607,21 @@ def _fill(config: Config, timings: dict[str, float]) -> dict:
                        label=f"D{d:02d}", position=d)
         for d in range(n_datasets)
     )  # fmt: skip
+    return {"metric": metric, "architecture": architecture, "datasets": datasets, "test_sizes": test_sizes,
+            "benchmark": benchmark}  # fmt: skip
+
+
+def _fill_models(config: Config, architecture) -> tuple[list, set[int], int]:
+    """The models, which of them are private (spread evenly, one owner), and the public newcomer.
+
+    The newcomer is the public model left without its last dataset's result, for the re-ranking
+    phase to give it one.
+    """
+    from django.contrib.auth.models import User
+
+    from registry.models import LanguageModel
+
+    n_models = config.models
     owner = User.objects.create_user("bench-owner")
     stride = max(1, n_models // max(1, config.private_models))
     private = {(i * stride + stride // 2 + 1) % n_models for i in range(config.private_models)}
@@ -581,82 +638,74 @@ def _fill(config: Config, timings: dict[str, float]) -> dict:
          for i in range(n_models)),
         batch_size=config.batch_size,
     )  # fmt: skip
-    timings["catalogue_and_models"] = time.perf_counter() - started
+    return models, private, newcomer
 
-    # A model's true level on a dataset: the dataset's difficulty, the model's quality, their interaction.
-    quality = rng.normal(0.0, 3.0, n_models)
-    difficulty = rng.uniform(55.0, 88.0, n_datasets)
-    true = np.clip(difficulty[None, :] + quality[:, None] + rng.normal(0.0, 1.0, (n_models, n_datasets)), 1, 99)
-    seed_spread = rng.uniform(0.3, 1.5, n_datasets)
+
+def _fill_dataset(
+    config: Config, rng, catalogue: dict, dataset, test_size: int, models: list, owners: list[int],
+    level: tuple, counts: Counter, phases: defaultdict,
+) -> None:  # fmt: skip
+    """One dataset's rows for every model in ``owners``: a job, its seeds' runs, a result and its resamples.
+
+    ``level`` is (each model's true level on this dataset, the dataset's seed spread). Each bulk
+    insert's seconds add to ``phases``, so the report says which kind of row the fill spends on.
+    """
+    import numpy as np
+
+    from biolm.significance import RESAMPLES
+    from jobs.models import Job, Run, canonical_key
+    from leaderboard.models import Result, ResultResamples
+    from leaderboard.resamples import encode
+
+    true_level, seed_spread = level
+    n_models, n_seeds = len(models), config.seeds
     hyperparameters = {"learning_rate": 5e-05, "batch_size": 32, "epochs": 3}
     key = canonical_key(hyperparameters)
     seeds = [42 + s for s in range(n_seeds)]
-    counts: Counter[str] = Counter()
-    phases: defaultdict[str, float] = defaultdict(float)
-    for d, dataset in enumerate(datasets):
-        tick = time.perf_counter()
-        owners = [i for i in range(n_models) if not (i == newcomer and d == n_datasets - 1)]
-        jobs = Job.objects.bulk_create(
-            (Job(language_model=models[i], benchmark=benchmark, dataset=dataset, kind=Job.Kind.FINETUNE,
-                 status=Job.Status.SUCCEEDED, spec={"kind": "finetune", "dataset": dataset.slug}, attempts=1)
-             for i in owners),
-            batch_size=config.batch_size,
-        )  # fmt: skip
-        per_seed = true[:, d, None] + rng.normal(0.0, 1.0, (n_models, n_seeds)) * seed_spread[d]
-        per_seed = np.clip(per_seed, 0.0, 100.0)
-        phases["jobs"] += time.perf_counter() - tick
-        tick = time.perf_counter()
-        Run.objects.bulk_create(
-            (Run(job=job, language_model=models[i], dataset=dataset, hyperparameters=hyperparameters,
-                 hyperparameters_key=key, seed=seed, split=Run.Split.TEST,
-                 metrics={METRIC: float(per_seed[i, s])}, efficiency={"test_examples_per_s": 900.0})
-             for job, i in zip(jobs, owners, strict=True) for s, seed in enumerate(seeds)),
-            batch_size=config.batch_size,
-        )  # fmt: skip
-        phases["runs"] += time.perf_counter() - tick
-        tick = time.perf_counter()
-        results = Result.objects.bulk_create(
-            (Result(language_model=models[i], dataset=dataset, metric=metric, value=float(per_seed[i].mean()),
-                    std=float(per_seed[i].std(ddof=1)) if n_seeds > 1 else None,
-                    median=float(np.median(per_seed[i])), n_seeds=n_seeds, job=job,
-                    provenance={"seeds": seeds}, inference_per_s=900.0)
-             for job, i in zip(jobs, owners, strict=True)),
-            batch_size=config.batch_size,
-        )  # fmt: skip
-        phases["results"] += time.perf_counter() - tick
-        tick = time.perf_counter()
-        # A paired bootstrap: what a resample makes easy or hard is shared by every model (its
-        # standard error on a test set of this size), plus a smaller part of each model's own.
-        error = 100 * np.sqrt(0.2 / int(test_sizes[d]))
-        shared = rng.normal(0.0, 0.9 * error, RESAMPLES)
-        dataset_key = f"{dataset.slug}/test/{int(test_sizes[d])}"
-        ResultResamples.objects.bulk_create(
-            (ResultResamples(result=result, dataset_key=dataset_key,
-                             values=encode(result.value + shared + rng.normal(0.0, 0.45 * error, RESAMPLES)))
-             for result in results),
-            batch_size=max(1, config.batch_size // 4),
-        )  # fmt: skip
-        phases["result_resamples"] += time.perf_counter() - tick
-        counts["jobs"] += len(jobs)
-        counts["results"] += len(results)
-    timings.update({f"bulk_{name}": seconds for name, seconds in phases.items()})
-    data = {
-        "models": n_models,
-        "public_models": n_models - len(private),
-        "private_models": len(private),
-        "datasets": n_datasets,
-        "groups": config.groups,
-        "seeds": n_seeds,
-        "resamples": RESAMPLES,
-        "jobs": counts["jobs"],
-        "runs": Run.objects.count(),
-        "results": counts["results"],
-        "result_resamples": ResultResamples.objects.count(),
-        "test_sizes": [int(n) for n in test_sizes],
-        "newcomer": models[newcomer].slug,
-    }
-    return {"benchmark": benchmark, "models": models, "newcomer": models[newcomer], "data": data,
-            "last_dataset": datasets[-1], "metric": metric}  # fmt: skip
+    metric, benchmark = catalogue["metric"], catalogue["benchmark"]
+    tick = time.perf_counter()
+    jobs = Job.objects.bulk_create(
+        (Job(language_model=models[i], benchmark=benchmark, dataset=dataset, kind=Job.Kind.FINETUNE,
+             status=Job.Status.SUCCEEDED, spec={"kind": "finetune", "dataset": dataset.slug}, attempts=1)
+         for i in owners),
+        batch_size=config.batch_size,
+    )  # fmt: skip
+    per_seed = np.clip(true_level + rng.normal(0.0, 1.0, (n_models, n_seeds)) * seed_spread, 0.0, 100.0)
+    phases["jobs"] += time.perf_counter() - tick
+    tick = time.perf_counter()
+    Run.objects.bulk_create(
+        (Run(job=job, language_model=models[i], dataset=dataset, hyperparameters=hyperparameters,
+             hyperparameters_key=key, seed=seed, split=Run.Split.TEST,
+             metrics={METRIC: float(per_seed[i, s])}, efficiency={"test_examples_per_s": 900.0})
+         for job, i in zip(jobs, owners, strict=True) for s, seed in enumerate(seeds)),
+        batch_size=config.batch_size,
+    )  # fmt: skip
+    phases["runs"] += time.perf_counter() - tick
+    tick = time.perf_counter()
+    results = Result.objects.bulk_create(
+        (Result(language_model=models[i], dataset=dataset, metric=metric, value=float(per_seed[i].mean()),
+                std=float(per_seed[i].std(ddof=1)) if n_seeds > 1 else None,
+                median=float(np.median(per_seed[i])), n_seeds=n_seeds, job=job,
+                provenance={"seeds": seeds}, inference_per_s=900.0)
+         for job, i in zip(jobs, owners, strict=True)),
+        batch_size=config.batch_size,
+    )  # fmt: skip
+    phases["results"] += time.perf_counter() - tick
+    tick = time.perf_counter()
+    # A paired bootstrap: what a resample makes easy or hard is shared by every model (its
+    # standard error on a test set of this size), plus a smaller part of each model's own.
+    error = 100 * np.sqrt(0.2 / test_size)
+    shared = rng.normal(0.0, 0.9 * error, RESAMPLES)
+    dataset_key = f"{dataset.slug}/test/{test_size}"
+    ResultResamples.objects.bulk_create(
+        (ResultResamples(result=result, dataset_key=dataset_key,
+                         values=encode(result.value + shared + rng.normal(0.0, 0.45 * error, RESAMPLES)))
+         for result in results),
+        batch_size=max(1, config.batch_size // 4),
+    )  # fmt: skip
+    phases["result_resamples"] += time.perf_counter() - tick
+    counts["jobs"] += len(jobs)
+    counts["results"] += len(results)
 
 
 def _analyze(timings: dict[str, float], label: str) -> None:

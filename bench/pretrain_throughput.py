@@ -31,7 +31,6 @@ Trainer arms). MFU is read against the matmul peak measured in the same run.
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import tempfile
 from dataclasses import dataclass, replace
@@ -293,43 +292,16 @@ def _arm_settings(arm: str, dtype) -> dict:
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
-    unknown = set(config.arms) - set(ARMS)
-    if unknown:
-        raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
-    if any(arm.startswith("hf_") for arm in config.arms) and importlib.util.find_spec("accelerate") is None:
-        raise RuntimeError("the Hugging Face Trainer needs accelerate: pip install 'accelerate>=1.1'")
+    common.check_arms(config.arms, ARMS, trainer=True)
     tok = tokenizer()
     dtype = common.resolve_engine_dtype(config.precision)
-    peaks = {"fp32": common.matmul_peak(torch.float32, config.matmul_size)}
-    if dtype == torch.bfloat16:
-        peaks["bf16"] = common.matmul_peak(torch.bfloat16, config.matmul_size)
-
+    peaks = common.matmul_peaks(dtype, config.matmul_size)
     with tempfile.TemporaryDirectory(prefix="bench-pretrain-") as temporary:
         work = Path(temporary)
         corpus = prepare_corpus(config, tok, work)
         initial = heldout(fresh_model(config, len(tok), tok.pad_token_id), corpus, tok, config)
         _warm_up(corpus, tok, config, dtype, work / "warm-up")
-        runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
-        for repeat in range(config.repeats):
-            for arm in config.arms:
-                model = fresh_model(config, len(tok), tok.pad_token_id)
-                arm_dtype = None if arm == "hf_default" else dtype
-                arm_work = work / f"{arm}-{repeat}"
-                if arm == "ours":
-                    figures = _train_ours(model, corpus, tok, config, arm_dtype, arm_work)
-                else:
-                    figures = _train_hf(arm, model, corpus, tok, config, arm_dtype, arm_work)
-                figures["tokens"] = figures["steps"] * config.batch_size * config.block_size
-                figures["tokens_per_second"] = figures["tokens"] / figures["seconds"]
-                figures["heldout_loss"] = heldout(model, corpus, tok, config)
-                runs[arm].append(figures)
-                print(
-                    f"  {arm}: {figures['tokens_per_second']:,.0f} tokens/s over {figures['seconds']:.1f} s, "
-                    f"{figures['steps']} steps, {100 * figures['cpu_share']:.0f}% of the cores, "
-                    f"held-out loss {figures['heldout_loss']:.3f}",
-                    flush=True,
-                )
-                del model
+        runs = _measure_arms(corpus, tok, config, dtype, work)
         train_ids = corpus.train["ids"]
         special = np.isin(np.asarray(train_ids[:4096]), [tok.cls_token_id, tok.sep_token_id, tok.pad_token_id])
         maskable_share = 1.0 - float(special.mean())
@@ -337,33 +309,86 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
 
     tokens = config.steps * config.batch_size * config.block_size
     flops = mlm_flops(config, len(tok), tokens, config.mask_rate * maskable_share * tokens)
-    arms = {}
-    for arm, arm_runs in runs.items():
-        seconds = statistics.median(r["seconds"] for r in arm_runs)
-        arm_dtype = None if arm == "hf_default" else dtype
-        executed = flops["flops"] if arm == "ours" else flops["executed_flops_with_head_on_every_token"]
-        arms[arm] = {
-            **_arm_settings(arm, arm_dtype),
-            "tokens_per_second": statistics.median(r["tokens_per_second"] for r in arm_runs),
-            "seconds": seconds,
-            "steps": arm_runs[0]["steps"],
-            "real_tokens": arm_runs[0]["tokens"],
-            "heldout_loss": statistics.fmean(r["heldout_loss"] for r in arm_runs),
-            "utilisation": utilisation(flops["flops"], executed, seconds, peaks),
-            "runs": arm_runs,
-        }
+    arms = {arm: _arm_figures(arm, arm_runs, dtype, flops, peaks) for arm, arm_runs in runs.items()}
+    result = {
+        "name": NAME,
+        **_comparison(arms, dtype, flops, {"initial": initial, "unigram_baseline": unigram}),
+        "arms": arms,
+        "flops": flops,
+        "matmul_peaks": peaks,
+        "data": {"corpus": str(corpus.path), **corpus.stats, "maskable_share": maskable_share},
+        "model": {
+            "config": model_config(config, len(tok), tok.pad_token_id).to_diff_dict(),
+            "tokenizer": str(common.model_dir()),
+        },
+    }
+    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
-    def ratio(a: str, b: str) -> float | None:
-        return arms[a]["tokens_per_second"] / arms[b]["tokens_per_second"] if a in arms and b in arms else None
+
+def _measure_arms(corpus: Corpus, tok, config: Config, dtype, work: Path) -> dict[str, list[dict]]:
+    """Pretrain a fresh, identically seeded model per arm and repeat, interleaving the arms; its held-out loss after.
+
+    Interleaving spreads whatever else the machine does over every arm alike.
+    """
+    runs: dict[str, list[dict]] = {arm: [] for arm in config.arms}
+    for repeat in range(config.repeats):
+        for arm in config.arms:
+            model = fresh_model(config, len(tok), tok.pad_token_id)
+            arm_dtype = None if arm == "hf_default" else dtype
+            arm_work = work / f"{arm}-{repeat}"
+            if arm == "ours":
+                figures = _train_ours(model, corpus, tok, config, arm_dtype, arm_work)
+            else:
+                figures = _train_hf(arm, model, corpus, tok, config, arm_dtype, arm_work)
+            figures["tokens"] = figures["steps"] * config.batch_size * config.block_size
+            figures["tokens_per_second"] = figures["tokens"] / figures["seconds"]
+            figures["heldout_loss"] = heldout(model, corpus, tok, config)
+            runs[arm].append(figures)
+            print(
+                f"  {arm}: {figures['tokens_per_second']:,.0f} tokens/s over {figures['seconds']:.1f} s, "
+                f"{figures['steps']} steps, {100 * figures['cpu_share']:.0f}% of the cores, "
+                f"held-out loss {figures['heldout_loss']:.3f}",
+                flush=True,
+            )
+            del model
+    return runs
+
+
+def _arm_figures(arm: str, arm_runs: list[dict], dtype, flops: dict, peaks: dict) -> dict:
+    """One arm's settings and median figures over its repeats.
+
+    Its utilisation counts the FLOPs the loss needs against those the arm executed: the Trainer's
+    arms run the vocabulary head on every token, ours on the masked ones only.
+    """
+    seconds = statistics.median(r["seconds"] for r in arm_runs)
+    executed = flops["flops"] if arm == "ours" else flops["executed_flops_with_head_on_every_token"]
+    return {
+        **_arm_settings(arm, None if arm == "hf_default" else dtype),
+        "tokens_per_second": statistics.median(r["tokens_per_second"] for r in arm_runs),
+        "seconds": seconds,
+        "steps": arm_runs[0]["steps"],
+        "real_tokens": arm_runs[0]["tokens"],
+        "heldout_loss": statistics.fmean(r["heldout_loss"] for r in arm_runs),
+        "utilisation": utilisation(flops["flops"], executed, seconds, peaks),
+        "runs": arm_runs,
+    }
+
+
+def _comparison(arms: dict[str, dict], dtype, flops: dict, reference_losses: dict) -> dict:
+    """The headline: our loop's speed ratios and MFU, and its held-out loss against each Trainer arm's, with the goals.
+
+    ``reference_losses`` are the untrained model's and the unigram baseline's held-out losses,
+    the bars that say whether any arm learned anything.
+    """
+    ratio_vs_default = common.arm_ratio(arms, "ours", "hf_default")
+    ratio_vs_best = common.arm_ratio(arms, "ours", "hf_best")
 
     def loss_gap(other: str) -> float | None:
         return arms["ours"]["heldout_loss"] - arms[other]["heldout_loss"] if "ours" in arms and other in arms else None
 
-    ratio_vs_default, ratio_vs_best = ratio("ours", "hf_default"), ratio("ours", "hf_best")
     gaps = [g for g in (loss_gap("hf_default"), loss_gap("hf_best")) if g is not None]
     ours = arms.get("ours")
-    result = {
-        "name": NAME,
+    return {
         "ratio": ratio_vs_default,
         "ratio_vs_default": ratio_vs_default,
         "ratio_vs_best": ratio_vs_best,
@@ -375,8 +400,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         },
         "contention_warnings": common.contention_warnings(arms),
         "heldout_loss": {
-            "initial": initial,
-            "unigram_baseline": unigram,
+            **reference_losses,
             **{arm: a["heldout_loss"] for arm, a in arms.items()},
             "ours_minus_hf_default": loss_gap("hf_default"),
             "ours_minus_hf_best": loss_gap("hf_best"),
@@ -387,16 +411,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
             ratio_vs_best,
             heldout_loss_within_nats=bool(gaps) and all(abs(g) <= GOALS["heldout_loss_within_nats"] for g in gaps),
         ),
-        "arms": arms,
-        "flops": flops,
-        "matmul_peaks": peaks,
-        "data": {"corpus": str(corpus.path), **corpus.stats, "maskable_share": maskable_share},
-        "model": {
-            "config": model_config(config, len(tok), tok.pad_token_id).to_diff_dict(),
-            "tokenizer": str(common.model_dir()),
-        },
     }
-    return common.publish(NAME, result, config, __doc__, summary, out_dir)
 
 
 def _unigram(corpus: Corpus, tok, config: Config) -> float:
