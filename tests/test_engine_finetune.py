@@ -17,6 +17,9 @@ from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext
 
 DEMO = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
+# `make test-fast` runs the command on a classification and a regression dataset; the formulations of
+# the others have tests of their own (tagging, QA, long documents), and `make test` runs them all here.
+FAST_DEMO = ("demo-relation", "demo-similarity")
 
 
 def test_length_grouped_batches_cover_every_example_exactly_once():
@@ -66,7 +69,7 @@ def test_the_same_seed_on_the_same_data_gives_identical_metrics(tmp_path):
     assert first.train["final_loss"] != other.train["final_loss"]  # the seed matters
 
 
-@pytest.mark.parametrize("dataset", DEMO)
+@pytest.mark.parametrize("dataset", [d if d in FAST_DEMO else pytest.param(d, marks=pytest.mark.slow) for d in DEMO])
 def test_cli_fine_tunes_a_tiny_model_on_each_demo_dataset(tmp_path, dataset, capsys):
     out = tmp_path / dataset
     args = ["finetune", "--architecture", "bert:tiny", "--dataset", dataset, "--grid", "single"]
@@ -84,6 +87,7 @@ def test_cli_fine_tunes_a_tiny_model_on_each_demo_dataset(tmp_path, dataset, cap
     assert f"{dataset}: test {metric}" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # 15 epochs
 def test_a_tiny_model_really_learns_demo_ner(tmp_path):
     results = main(
         ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-ner", "--grid", "single", "--seeds", "1",
@@ -168,6 +172,7 @@ def test_a_test_only_distribution_cannot_be_fine_tuned(tmp_path, capsys):
     assert "no train split here" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two engine processes; the same seed in one process is checked above
 def test_the_same_seed_gives_identical_results_in_separate_processes(tmp_path):
     """Vocabulary, initialisation, batch order and dropout must not depend on the process (hash seeds, ...)."""
     import subprocess
@@ -229,6 +234,7 @@ def _ebm_pico_with_stand_in_train(official: Path, directory: Path) -> Path:
     return directory
 
 
+@pytest.mark.slow  # three protocols of three seeds
 def test_an_interrupted_protocol_resumes_from_the_runs_it_had_finished(tmp_path, monkeypatch):
     import workers.engine.finetune as finetune_module
 
@@ -256,6 +262,7 @@ def test_an_interrupted_protocol_resumes_from_the_runs_it_had_finished(tmp_path,
     assert resumed["predictions"] == uninterrupted["predictions"]
 
 
+@pytest.mark.slow  # five protocols
 def test_stored_runs_are_retrained_when_anything_that_decides_them_changes(tmp_path):
     args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-relation", "--grid", "single",
             "--seeds", "1", "--epochs", "1", "--out", str(tmp_path)]  # fmt: skip

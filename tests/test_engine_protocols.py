@@ -138,6 +138,7 @@ def same_weights(model: torch.nn.Module, state: dict) -> bool:
     return all(torch.equal(value, state[name]) for name, value in model.state_dict().items())
 
 
+@pytest.mark.slow  # three epochs with a snapshot at every evaluation
 def test_the_run_ends_on_the_checkpoint_with_the_best_dev_score(relation):
     prepared, context = relation
     features = prepared.features["train"]

@@ -502,6 +502,7 @@ def aim(case, slugs: dict[str, list[str]]) -> None:
         query["page"] = 1
 
 
+@pytest.mark.slow  # fuzzing; the endpoints' own tests stay fast
 @pytest.mark.parametrize("who", ["anonymous", "owner"])
 def test_fuzzed_requests_never_crash_the_api_and_every_answer_matches_the_schema(models, alice, who):
     """Every GET of the public schema, generated slugs, filters and pages, anonymous and as the private model's owner.

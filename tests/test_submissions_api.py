@@ -400,6 +400,7 @@ def aim(case, targets: dict) -> None:
         case.body.pop("corpus", None)
 
 
+@pytest.mark.slow  # fuzzing
 def test_fuzzed_requests_with_a_token_never_crash_and_every_answer_matches_the_schema(alice, submitted):
     """Every submissions operation of the public schema, token-authenticated, with generated ids and uploads.
 

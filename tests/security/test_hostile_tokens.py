@@ -164,6 +164,7 @@ def connection_kept_open() -> Iterator[None]:
         signals.request_finished.connect(close_old_connections)
 
 
+@pytest.mark.slow  # fuzzing
 def test_fuzzed_requests_with_a_job_token_never_crash_the_api_or_read_a_foreign_file(mine, other, settings):
     """Every operation of the schema, with random paths, ids, bodies and names, sent with a running job's token."""
     from biolm_site.wsgi import application
