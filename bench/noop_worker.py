@@ -18,6 +18,8 @@ from pathlib import Path
 
 from celery import Celery
 
+from biolm.broker import GPU_TASK
+from biolm.contract import RESULTS_VERSION
 from workers.runner import app as runner
 from workers.runner.client import Conflict, PlatformClient
 
@@ -28,23 +30,25 @@ app.conf.update({key: runner.app.conf[key] for key in (
 )})  # fmt: skip
 
 
-@app.task(
-    bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False
-)
-def run_job(self, job_id: int, token: str, spec: dict) -> str:
+@app.task(bind=True, name=GPU_TASK, acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False)
+def run_job(self, job_id: int, token: str) -> str:
     client = PlatformClient(runner.API_URL, token)
     delivery = uuid.uuid4().hex
     try:
-        client.post(f"jobs/{job_id}/claim", {"delivery": delivery, "worker": self.request.hostname or "noop"})
+        claimed = client.post(f"jobs/{job_id}/claim", {"delivery": delivery, "worker": self.request.hostname or "noop"})
     except Conflict:
         return "not-claimed"
+    spec = claimed["spec"]
     hold = float(os.environ.get("BENCH_HOLD_S", "0"))
     deadline = time.monotonic() + hold
     while time.monotonic() < deadline:
         if client.post(f"jobs/{job_id}/heartbeat", {"delivery": delivery}).get("verdict") == "stop":
             return "stopped"
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-    results = {"dataset": spec.get("dataset"), "runs": [], "spec": {"data": {"test_gold_withheld": True}}}
+    results = {  # a results document with no runs: what the dispatch benchmark needs, nothing trained
+        "version": RESULTS_VERSION, "spec": spec, "dataset": spec.get("dataset"), "metric": spec.get("metric"),
+        "runs": [], "predictions": {}, "data": {"test_gold_withheld": True},
+    }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.json"
         path.write_text(json.dumps(results))

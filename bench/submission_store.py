@@ -107,7 +107,7 @@ def _child(arguments_path: str) -> None:
     from django.core.management import call_command
 
     from jobs import artefacts
-    from jobs.graph import SubmissionRequest, submit
+    from submissions.submitting import SubmissionRequest, submit
 
     arguments = json.loads(Path(arguments_path).read_text())
     config = Config(**arguments["config"])

@@ -45,10 +45,10 @@ def _twice(password: str) -> dict[str, str]:
     return {"password1": password, "password2": password}
 
 
-def _submission(owner, name: str, *, protocol: str = "full", created: dt.datetime | None = None) -> Submission:
+def _submission(owner, name: str, *, preview: bool = False, created: dt.datetime | None = None) -> Submission:
     model = LanguageModel.objects.create(slug=f"{owner.username}-{LanguageModel.objects.count()}", name=name,
                                          owner=owner, visibility=LanguageModel.Visibility.PRIVATE)  # fmt: skip
-    submission = Submission.objects.create(submitter=owner, language_model=model, protocol=protocol)
+    submission = Submission.objects.create(submitter=owner, language_model=model, preview=preview)
     submission.benchmarks.add(Benchmark.objects.get(slug="blurb-mini"))
     if created is not None:
         Submission.objects.filter(pk=submission.pk).update(created_at=created)
@@ -226,7 +226,7 @@ def test_the_profile_sends_anonymous_visitors_to_sign_in(client):
 def test_the_profile_lists_own_submissions_newest_first_and_not_other_users(client, alice, bob):
     now = timezone.now()
     older = _submission(alice, "Alice Older BERT", created=now - dt.timedelta(hours=5))
-    newer = _submission(alice, "Alice Newer BERT", protocol="quick", created=now - dt.timedelta(hours=1))
+    newer = _submission(alice, "Alice Newer BERT", preview=True, created=now - dt.timedelta(hours=1))
     Submission.objects.filter(pk=newer.pk).update(status="failed", refunded=True)
     _submission(bob, "Bob Secret BERT")
     client.force_login(alice)

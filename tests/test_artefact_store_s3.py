@@ -51,7 +51,7 @@ def test_workers_get_pre_signed_urls_from_an_s3_store():
     with override_settings(STORAGES={**storages.backends, "artefacts": S3}, BIOLM_ARTEFACT_STORAGE="artefacts"):
         entries = [{"name": "submissions/7/model/config.json", "size": 10, "sha256": "0" * 64}]
         job = Job(pk=3, kind=Job.Kind.FINETUNE)
-        url_for = completion._url_maker(job, "http://web:8000/internal/jobs/")
+        url_for = completion.url_maker(job, "http://web:8000/internal/jobs/")
         (entry,) = artefacts.download_manifest(entries, "submissions/7/model", url_for)
         url = urlparse(entry["url"])
         assert (url.scheme, url.netloc, url.path) == (

@@ -18,12 +18,13 @@ from checkpoints import demo_texts, tiny_bert
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from jobs import recording
-from jobs.graph import SubmissionError, SubmissionRequest, submit
+from biolm.contract import parse_job_spec
 from jobs.models import Job, Run
+from leaderboard import recording
 from leaderboard.models import Result
 from registry.imports import import_dataset
 from registry.models import DatasetImport
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
 from workers.engine.__main__ import main as engine
 from workers.runner.execution import JobRun
 
@@ -118,7 +119,7 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     eu_adr_folds = official_data("EU-ADR", "biobert-REdata")
     import_dataset("eu-adr")
     request = SubmissionRequest(
-        owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("eu-adr",), protocol=dict(QUICK)
+        owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("eu-adr",), overrides=dict(QUICK)
     )
     submission = submit(request)
     finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
@@ -140,9 +141,12 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
 
     # the worker's own command line, run in this process
     out = isolated / "worker" / "out"
-    run = JobRun(finetune.pk, finetune.token, claimed["spec"], api_url="http://testserver/internal/",
-                 worker="gpu0@test", work_dir=isolated / "worker")  # fmt: skip
-    command = run._finetune_command({"model": model, "dataset": data}, out)
+    run = JobRun(finetune.pk, finetune.token, api_url="http://testserver/internal/", worker="gpu0@test",
+                 work_dir=isolated / "worker")  # fmt: skip
+    run.spec = parse_job_spec(claimed["spec"])
+    spec_file = isolated / "worker" / "spec.json"
+    spec_file.write_text(json.dumps(claimed["spec"]))
+    command = run._finetune_command(spec_file, {"model": model, "dataset": data}, out)
     assert engine(command[3:]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["test"] is None and set(results["test_scores"]) == {f"fold{k}-seed42" for k in range(2, 11)}
@@ -153,9 +157,9 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     done = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
     assert done.status_code == 200, done.content
 
-    aggregate = submission.jobs.get(kind=Job.Kind.AGGREGATE)
-    result = recording.record(aggregate)
-    assert recording.record(aggregate) == result  # a redelivered aggregate counts nothing twice
+    score = submission.jobs.get(kind=Job.Kind.SCORE)
+    result = recording.record(score)
+    assert recording.record(score) == result  # a redelivered score job counts nothing twice
     assert Run.objects.filter(job=finetune).count() == 9
 
     # the engine alone, on the official fold files with their gold, at the same settings
@@ -169,7 +173,7 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     assert result.value == pytest.approx(expected["reported"]["value"], abs=1e-12)
     assert result.value == pytest.approx(statistics.median(per_fold.values()), abs=1e-12)
     assert result.n_seeds == 9 and "median of 9 folds" in result.source
-    recorded = {run.seed // 1000: run.metrics[aggregate.spec["metric"]] for run in Run.objects.filter(job=finetune)}
+    recorded = {run.fold: run.metrics[score.spec["metric"]] for run in Run.objects.filter(job=finetune)}
     assert recorded == pytest.approx({int(k): v for k, v in per_fold.items()}, abs=1e-12)
     assert Result.objects.filter(language_model=submission.language_model, dataset__slug="eu-adr").count() == 1
 

@@ -14,12 +14,12 @@ import time
 import pytest
 import torch
 
+from biolm import protocols
 from biolm.cross_validation import fold_directories
 from biolm.plugins import collect_contributions, get_plugin_manager
-from biolm.specs import PROTOCOL_NAMES, SpecError
+from plugins.protocols.papers import LEWIS_CLASSIFICATION_LR
 from workers.engine.__main__ import main
-from workers.engine.finetune import FinetuneSpec, choose, prepare, resolve_device
-from workers.engine.protocol import LEWIS_CLASSIFICATION_LR, plan_for
+from workers.engine.finetune import FinetuneSpec, prepare, resolve_device
 from workers.engine.task import Task
 from workers.engine.training import Hyperparameters, TrainingContext, train
 
@@ -33,8 +33,20 @@ def task(contributions, slug: str) -> Task:
     return Task.of(contributions, slug)
 
 
-def test_every_protocol_name_has_a_preset_and_every_benchmark_names_one(contributions):
-    for name in PROTOCOL_NAMES:
+@pytest.fixture(scope="module")
+def plan_for(contributions):
+    """The registry's plan of a contributed protocol for a task, as the engine and submit ask for it."""
+
+    def plan(name: str, of: Task, **overrides) -> protocols.Plan:
+        spec = protocols.protocol_named(contributions.protocols, name)
+        return protocols.plan_for(spec, of.dataset, of.task_type, protocols.Overrides(**overrides))
+
+    return plan
+
+
+def test_every_protocol_has_a_plan_and_every_benchmark_names_a_contributed_one(contributions, plan_for):
+    assert set(contributions.protocols) == {"blurb", "lewis2020", "bioformer", "clinical-longformer", "gatortron"}
+    for name in contributions.protocols:
         assert plan_for(name, task(contributions, "ncbi-disease")).points
     assert {b.slug: b.protocol for b in contributions.benchmarks.values()} == {
         "blurb": "blurb",
@@ -46,15 +58,32 @@ def test_every_protocol_name_has_a_preset_and_every_benchmark_names_one(contribu
     }
 
 
-def test_a_benchmark_naming_an_unknown_protocol_is_refused(contributions):
+def test_a_benchmark_naming_a_protocol_no_plugin_provides_is_reported_and_skipped():
     import dataclasses
 
-    blurb = contributions.benchmarks["blurb"]
-    with pytest.raises(SpecError, match="protocol 'lewis' is not one of blurb, lewis2020"):
-        dataclasses.replace(blurb, protocol="lewis").validate()
+    from biolm import hookimpl
+    from plugins.benchmarks.blurb import blurb_benchmark
+
+    class Typo:
+        @hookimpl
+        def biolm_benchmarks(self):
+            return [dataclasses.replace(blurb_benchmark(), slug="blurb-typo", protocol="lewis")]
+
+    loaded = collect_contributions(get_plugin_manager(load_entrypoints=False, extra_plugins=[("typo", Typo())]))
+    assert "blurb-typo" not in loaded.benchmarks
+    assert any("protocol 'lewis' (known: bioformer, blurb" in str(problem) for problem in loaded.problems)
 
 
-def test_the_presets_follow_each_papers_grid(contributions):
+def test_overrides_change_the_plan_the_registry_gives(contributions, plan_for):
+    chemprot = task(contributions, "chemprot")
+    single = plan_for("blurb", chemprot, grid="single", seeds=2, epochs=3)
+    assert [(p.learning_rate, p.batch_size, p.epochs) for p in single.points] == [(5e-5, 32, 3)]
+    assert single.seeds == 2
+    fixed = plan_for("blurb", chemprot, learning_rate=2e-5, batch_size=8)
+    assert [(p.learning_rate, p.batch_size) for p in fixed.points] == [(2e-5, 8)]
+
+
+def test_the_presets_follow_each_papers_grid(contributions, plan_for):
     ner, chemprot = task(contributions, "ncbi-disease"), task(contributions, "chemprot")
     blurb = plan_for("blurb", chemprot)
     assert {(p.learning_rate, p.batch_size) for p in blurb.points} == {
@@ -85,28 +114,25 @@ def test_the_presets_follow_each_papers_grid(contributions):
     assert all(p.epochs == 6 and p.evaluate_each_epoch for p in longformer.points)
 
 
-def test_the_engine_defaults_to_the_benchmarks_protocol_and_scores_by_its_metric(contributions):
-    gad = task(contributions, "gad")
+def test_the_engine_defaults_to_the_benchmarks_protocol_and_scores_by_its_metric():
+    def job(**settings):
+        return FinetuneSpec.build(dataset="gad", out="/tmp/unused", architecture="bert:tiny", **settings).job
 
-    def choice(**settings):
-        spec = FinetuneSpec.build(dataset="gad", out="/tmp/unused", architecture="bert:tiny", **settings)
-        return choose(spec, contributions, gad)
-
-    assert (choice().protocol, choice().metric) == ("blurb", "micro-f1")
-    lewis = choice(benchmark="lewis2020")
+    assert (job().protocol, job().metric) == ("blurb", "micro-f1")
+    lewis = job(benchmark="lewis2020")
     assert (lewis.protocol, lewis.metric, lewis.benchmark) == ("lewis2020", "binary-f1", "lewis2020")
-    assert choice(benchmark="lewis2020", protocol="blurb").protocol == "blurb"  # --protocol wins
+    assert job(benchmark="lewis2020", protocol="blurb").protocol == "blurb"  # --protocol wins
     with pytest.raises(ValueError, match="benchmark 'clinical-longformer' does not score 'gad'"):
-        choice(benchmark="clinical-longformer")
+        job(benchmark="clinical-longformer")
     with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
-        choice(benchmark="nope")
+        job(benchmark="nope")
 
 
 def test_an_unknown_protocol_is_refused_before_anything_runs(tmp_path, capsys):
-    args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-ner", "--out", str(tmp_path)]
-    with pytest.raises(SystemExit):
-        main([*args, "--protocol", "lewis"])
-    assert "--protocol must be one of blurb, lewis2020, bioformer" in capsys.readouterr().err
+    args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-ner", "--out", str(tmp_path / "out")]
+    assert main([*args, "--protocol", "lewis"]) == 1
+    assert "unknown protocol 'lewis'; known: bioformer, blurb, clinical-longformer" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 # --- in-loop checkpoint selection -------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The fine-tuning spec (argument groups, JSON round trip), the task's protocol facts, the training context
-and parameter counts."""
+"""The engine's run (the job's contract spec plus this machine's paths: argument groups, spec files), the task's
+protocol facts, the training context and parameter counts."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from biolm.contract import ContractError, FinetuneJob
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.encoding import LabelSpace
 from workers.engine.finetune import parameter_count
 from workers.engine.formulations import TaskOptions, formulation_for
 from workers.engine.formulations.base import Formulation, ModelSource
-from workers.engine.spec import SPEC_VERSION, DataArguments, FinetuneSpec, ModelArguments, ProtocolArguments
+from workers.engine.spec import DataArguments, FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import TrainingContext
@@ -24,28 +25,30 @@ CONTRIBUTIONS = collect_contributions(get_plugin_manager(load_entrypoints=False)
 
 
 def full_spec(tmp_path: Path) -> FinetuneSpec:
-    return FinetuneSpec(
-        model=ModelArguments(model=tmp_path / "checkpoint"),
-        data=DataArguments(dataset="chemprot", data_dir=tmp_path / "data", max_length=256, max_train_examples=100),
-        protocol=ProtocolArguments(out=tmp_path / "out", seeds=3, grid="single", learning_rate=2e-5, fresh=True),
-        task=TaskOptions(relation_representation="markers", relation_features="cls+markers", qa_stride=300),
-        load_entrypoints=False,
-    )
+    return FinetuneSpec.build(
+        model=tmp_path / "checkpoint", dataset="chemprot", data_dir=tmp_path / "data", max_length=256,
+        max_train_examples=100, out=tmp_path / "out", seeds=3, grid="single", learning_rate=2e-5, fresh=True,
+        relation_representation="markers", relation_features="cls+markers", qa_stride=300, load_entrypoints=False,
+    )  # fmt: skip
 
 
-def test_the_spec_round_trips_through_json_with_paths_and_task_options(tmp_path):
+def test_the_flags_build_the_job_spec_submit_builds_and_it_round_trips_through_json(tmp_path):
     spec = full_spec(tmp_path)
-    text = spec.to_json()
-    assert json.loads(text)["version"] == SPEC_VERSION
-    again = FinetuneSpec.from_json(text)
-    assert again == spec
-    assert isinstance(again.model.model, Path) and isinstance(again.protocol.out, Path)
-    assert again.to_json() == text
+    job = spec.job
+    assert (job.dataset, job.protocol, job.metric, job.benchmark) == ("chemprot", "blurb", "micro-f1", None)
+    assert job.overrides.to_json() == {"grid": "single", "seeds": 3, "learning_rate": 2e-5, "max_length": 256,
+                                       "max_train_examples": 100}  # fmt: skip
+    assert job.task_options.to_json() == {"relation_representation": "markers", "relation_features": "cls+markers",
+                                          "qa_stride": 300}  # fmt: skip
+    assert job.model.to_json() == {"directory": str(tmp_path / "checkpoint")}
+    text = json.dumps(job.to_json())
+    assert FinetuneJob.from_json(json.loads(text)) == job
+    assert (spec.max_length, spec.first_seed, spec.out) == (256, 42, tmp_path / "out")
 
 
 def test_build_sends_each_flat_setting_to_its_group(tmp_path):
     spec = FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", crf=True, seeds=2)
-    assert (spec.data.dataset, spec.model.architecture, spec.task.crf, spec.protocol.seeds) == (
+    assert (spec.dataset, spec.model.architecture, spec.job.task_options.crf, spec.overrides.seeds) == (
         "demo-ner",
         "bert:tiny",
         True,
@@ -55,39 +58,58 @@ def test_build_sends_each_flat_setting_to_its_group(tmp_path):
         FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", colour="red")
 
 
-def test_a_spec_of_another_version_or_with_unknown_settings_is_refused(tmp_path):
-    data = json.loads(full_spec(tmp_path).to_json())
-    with pytest.raises(ValueError, match=f"reads fine-tuning spec version {SPEC_VERSION}, not 99"):
-        FinetuneSpec.from_json(json.dumps({**data, "version": 99}))
-    with pytest.raises(ValueError, match="unknown fine-tuning spec sections \\['extra'\\]"):
-        FinetuneSpec.from_json(json.dumps({**data, "extra": {}}))
-    with pytest.raises(ValueError, match=r"fine-tuning spec: .*unexpected keyword argument 'colour'"):
-        FinetuneSpec.from_json(json.dumps({**data, "task": {"colour": "red"}}))
-    with pytest.raises(ValueError, match="--relation-features cls\\+markers needs --relation-representation markers"):
-        FinetuneSpec.from_json(json.dumps({**data, "task": {"relation_features": "cls+markers"}}))
-    with pytest.raises(ValueError, match="must be JSON"):
-        FinetuneSpec.from_json("{not json")
+def test_a_spec_file_of_another_version_or_with_unknown_settings_is_refused(tmp_path):
+    data = full_spec(tmp_path).job.to_json()
+    with pytest.raises(ContractError, match="reads finetune spec version 1, not 99"):
+        FinetuneJob.from_json({**data, "version": 99})
+    with pytest.raises(ContractError, match="unknown field\\(s\\) extra"):
+        FinetuneJob.from_json({**data, "extra": {}})
+    with pytest.raises(ContractError, match="no task option 'colour'"):
+        FinetuneJob.from_json({**data, "task_options": {"colour": "red"}})
+    with pytest.raises(ContractError, match="--relation-features cls\\+markers needs --relation-representation"):
+        FinetuneJob.from_json({**data, "task_options": {"relation_features": "cls+markers"}})
+    with pytest.raises(ContractError, match="seeds must be a whole number from 1 to 100, not 0"):
+        FinetuneJob.from_json({**data, "overrides": {"seeds": 0}})
 
 
 def test_each_group_checks_its_own_settings(tmp_path):
-    with pytest.raises(ValueError, match="exactly one of --model"):
-        ModelArguments()
-    with pytest.raises(ValueError, match="--max-length must be at least 8"):
-        DataArguments(dataset="x", max_length=4)
-    with pytest.raises(ValueError, match="--grid must be one of full, single"):
-        ProtocolArguments(out=tmp_path, grid="random")
-    with pytest.raises(ValueError, match="--seeds must be positive"):
-        ProtocolArguments(out=tmp_path, seeds=0)
+    with pytest.raises(ValueError, match="not both"):
+        ModelArguments(model=tmp_path, architecture="bert:tiny")
+    with pytest.raises(ValueError, match="max_length must be a whole number from 8"):
+        FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", max_length=4)
+    with pytest.raises(ValueError, match="grid must be one of full, single"):
+        FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", grid="random")
+    with pytest.raises(ValueError, match="--eval-batch-size must be at least 1"):
+        RunArguments(out=tmp_path, eval_batch_size=0)
+    with pytest.raises(ValueError, match="give its folder with --data-dir"):
+        DataArguments(dataset="demo-ner", data_format="canonical")
+
+
+def test_a_spec_file_runs_the_job_it_holds_and_refuses_flags_that_would_change_it(tmp_path):
+    job = FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", seeds=1).job
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(job.to_json()))
+    spec = FinetuneSpec.from_arguments(
+        ModelArguments(), DataArguments(), RunArguments(out=tmp_path / "o", spec=path), type(job.overrides)(),
+        TaskOptions(),
+    )  # fmt: skip
+    assert spec.job == job and spec.model.architecture == "bert:tiny"
+    with pytest.raises(ValueError, match="--spec gives the whole job: leave out --dataset"):
+        groups = (ModelArguments(), DataArguments(dataset="demo-ner"), RunArguments(out=tmp_path, spec=path))
+        FinetuneSpec.from_arguments(*groups, type(job.overrides)(), TaskOptions())
 
 
 def test_results_record_the_spec_they_ran(tmp_path):
+    from biolm.contract import ResultsDocument
     from workers.engine.finetune import finetune
 
     spec = FinetuneSpec.build(
         dataset="demo-similarity", out=tmp_path, architecture="bert:tiny", grid="single", seeds=1, epochs=1
     )
     results = finetune(spec)
-    assert FinetuneSpec.from_json(json.dumps(results["spec"])) == spec
+    document = ResultsDocument.from_json(json.loads((tmp_path / "results.json").read_text()))
+    assert document.spec == spec.job and document.to_json() == results
+    assert all(run.fold is None for run in document.runs)
 
 
 # --- the task: what the old engine's slug lists decided now comes from the specs -----------------

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from checkpoints import tiny_bert
+from contract_documents import results_document
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
-from jobs.graph import SubmissionRequest, submit
 from jobs.models import Job, Worker
 from registry.imports import import_dataset
+from submissions.submitting import SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 API = "/internal/"
@@ -130,7 +131,7 @@ def test_only_the_holding_delivery_may_upload(finetune):
 def test_results_that_were_not_made_on_the_withheld_split_fail_the_job_and_charge_it(finetune, alice):
     claim(finetune)
     client = worker_client(finetune)
-    results = {"dataset": "demo-ner", "runs": [], "spec": {"data": {"test_gold_withheld": False}}}
+    results = results_document(finetune.contract, [], withheld=False)
     client.put(f"{API}jobs/{finetune.pk}/outputs/results.json", json.dumps(results).encode(),
                content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="d1",
                HTTP_CONTENT_DISPOSITION='attachment; filename="results.json"')  # fmt: skip
@@ -139,7 +140,7 @@ def test_results_that_were_not_made_on_the_withheld_split_fail_the_job_and_charg
     job = Job.objects.get(pk=finetune.pk)
     assert job.status == Job.Status.FAILED and job.failure_cause == Job.Cause.SUBMISSION
     assert not job.submission.refunded
-    aggregate = Job.objects.get(kind=Job.Kind.AGGREGATE, submission=job.submission)
+    aggregate = Job.objects.get(kind=Job.Kind.SCORE, submission=job.submission)
     assert aggregate.status == Job.Status.FAILED  # the rest of its branch cannot run
 
 

@@ -80,7 +80,7 @@ def test_a_submission_reaches_the_leaderboard_through_database_free_workers(plat
     environment = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
     assert not any(entry.startswith(b"DATABASE_URL=") for entry in environment)
     submitted = submit(platform, model, "demo-ner", "demo-doc-classification", name="happy path")
-    for job in jobs_of(submitted, "aggregate"):
+    for job in jobs_of(submitted, "score"):
         assert platform.wait_for_job(job, ("succeeded", "failed"))["status"] == "succeeded", platform.job(job)
     results = {row["dataset"]: row for row in platform.results(submitted["model"])}
     assert set(results) == {"demo-ner", "demo-doc-classification"}
@@ -114,7 +114,7 @@ def test_a_worker_killed_mid_finetune_is_replaced_and_the_job_counts_once(
     recovery = _timestamp(job["started_at"]) - killed_at
     assert recovery < 60, recovery
     assert job["worker"] == "gpu-survivor@harness"
-    (aggregate,) = jobs_of(submitted, "aggregate")
+    (aggregate,) = jobs_of(submitted, "score")
     assert platform.wait_for_job(aggregate, ("succeeded", "failed"), timeout=400)["status"] == "succeeded"
     (result,) = platform.results(submitted["model"])
     assert result["n_seeds"] == 2 and result["job_id"] == finetune
@@ -142,7 +142,7 @@ def test_a_pretraining_worker_killed_mid_run_resumes_from_its_last_checkpoint(
     assert done["attempts"] == 2
     resumed = [line for line in done["log"].splitlines() if "resuming from the checkpoint" in line]
     assert resumed and int(resumed[0].rsplit("step ", 1)[1].rstrip(")")) >= 20, done["log"][-2000:]
-    (aggregate,) = jobs_of(submitted, "aggregate")
+    (aggregate,) = jobs_of(submitted, "score")
     assert platform.wait_for_job(aggregate, ("succeeded", "failed"), timeout=300)["status"] == "succeeded"
     (model,) = platform.query("SELECT checkpoint FROM registry_languagemodel WHERE slug = ?", submitted["model"])
     assert model["checkpoint"].startswith("artefacts:")
@@ -159,7 +159,7 @@ def test_redis_stopped_and_restarted_during_a_run_loses_no_job(
     platform.redis.stop()
     time.sleep(3)
     platform.redis.start()
-    for job in jobs_of(submitted, "aggregate"):
+    for job in jobs_of(submitted, "score"):
         assert platform.wait_for_job(job, ("succeeded", "failed"), timeout=400)["status"] == "succeeded"
     assert {row["dataset"] for row in platform.results(submitted["model"])} == {"demo-ner", "demo-doc-classification"}
 
@@ -174,7 +174,7 @@ def test_a_cpu_worker_whose_beat_stays_silent_ticks_by_itself_and_the_graph_fini
         model = copy_checkpoint(checkpoint, tmp_path / "silent-beat")
         workers("gpu-silent-beat")
         submitted = submit(platform, model, "demo-doc-classification", seeds=1, name="silent beat")
-        (aggregate,) = jobs_of(submitted, "aggregate")
+        (aggregate,) = jobs_of(submitted, "score")
         ended = platform.wait_for_job(aggregate, ("succeeded", "failed"))
         assert ended["status"] == "succeeded", ended
         assert "ticking in-process as cpu@harness" in platform.log("cpu")
@@ -190,7 +190,7 @@ def test_terminated_database_connections_never_end_in_success_without_results(
     workers("gpu-pg")
     submitted = submit(platform, model, "demo-ner", epochs=10, name="dropped connections")
     (finetune,) = jobs_of(submitted, "finetune")
-    (aggregate,) = jobs_of(submitted, "aggregate")
+    (aggregate,) = jobs_of(submitted, "score")
     wait_until(lambda: platform.job(finetune)["status"] == "running", 120, "the fine-tune to start")
     terminated = 0
     while platform.job(aggregate)["status"] not in ("succeeded", "failed", "cancelled"):
@@ -225,7 +225,7 @@ def test_cancelling_a_running_job_stops_its_training_within_seconds(platform, ag
     wait_until(lambda: subprocess.run(["pgrep", "-f", engine], capture_output=True).returncode != 0, 30,
                "the engine to stop")  # fmt: skip
     assert time.monotonic() - cancelled < 15
-    (aggregate,) = jobs_of(submitted, "aggregate")
+    (aggregate,) = jobs_of(submitted, "score")
     assert platform.job(finetune)["status"] == "cancelled" and platform.job(aggregate)["status"] == "cancelled"
     assert not platform.results(submitted["model"])
     # The worker is free again: the next job starts on it.
@@ -257,7 +257,7 @@ def test_a_malformed_checkpoint_is_refused_before_any_job_exists_and_the_queue_k
     # The queue keeps going: the next submission runs on the worker.
     workers("gpu-malformed")
     healthy = submit(platform, copy_checkpoint(checkpoint, tmp_path / "after"), "demo-ner", name="after malformed")
-    (aggregate,) = jobs_of(healthy, "aggregate")
+    (aggregate,) = jobs_of(healthy, "score")
     assert platform.wait_for_job(aggregate, ("succeeded", "failed"))["status"] == "succeeded"
 
 

@@ -12,6 +12,7 @@ from jobs.lifecycle import Progress, Verdict
 from jobs.models import Job
 from registry.models import Dataset, LanguageModel
 from submissions.models import Submission
+from submissions.signals import submission_status
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def test_the_log_keeps_only_its_tail(submission):
 
 def test_a_platform_failure_is_retried_with_backoff_then_failed_refunded_and_its_dependents_failed(submission):
     job = new_job(submission, max_attempts=2)
-    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[job])
+    record = new_job(submission, kind=Job.Kind.SCORE, after=[job])
     lifecycle.claim(job.pk, job.token, "d1", "w")
     assert lifecycle.fail(job.pk, job.token, "d1", "broker went away", Job.Cause.PLATFORM) == Job.Status.RETRYING
     job.refresh_from_db()
@@ -140,7 +141,7 @@ def test_a_job_past_its_time_limit_fails_charged_and_one_that_never_found_a_work
 def test_cancelling_a_job_cancels_what_waits_on_it_and_requeueing_brings_both_back(submission):
     pretrain = new_job(submission, kind=Job.Kind.PRETRAIN)
     finetune = new_job(submission, after=[pretrain])
-    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[finetune])
+    record = new_job(submission, kind=Job.Kind.SCORE, after=[finetune])
     assert lifecycle.cancel(Job.objects.filter(pk=pretrain.pk)) == 3
     assert set(Job.objects.values_list("status", flat=True)) == {Job.Status.CANCELLED}
     assert lifecycle.requeue(Job.objects.filter(pk=pretrain.pk)) == 3
@@ -154,25 +155,26 @@ def status_of(submission: Submission) -> str:
     return submission.status
 
 
-def test_a_plugins_failure_ends_the_job_at_its_first_attempt_and_is_not_refunded(submission):
+def test_a_plugins_failure_ends_the_job_at_its_first_attempt_is_refunded_and_counted_against_the_plugin(submission):
     job = new_job(submission)
-    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[job])
+    record = new_job(submission, kind=Job.Kind.SCORE, after=[job])
     lifecycle.claim(job.pk, job.token, "d1", "w")
     error = "plugin acme: metric 'acme-zero' raised ZeroDivisionError: division by zero at acme/metrics.py:7"
-    assert lifecycle.fail(job.pk, job.token, "d1", error, Job.Cause.PLUGIN) == Job.Status.FAILED
+    assert lifecycle.fail(job.pk, job.token, "d1", error, Job.Cause.PLUGIN, plugin="acme") == Job.Status.FAILED
     job.refresh_from_db()
     assert (job.status, job.attempts, job.failure_cause, job.error) == (Job.Status.FAILED, 1, "plugin", error)
+    assert job.blamed_plugin == "acme"
     record.refresh_from_db()
     assert record.status == Job.Status.FAILED and record.failure_cause == Job.Cause.PLUGIN
     submission.refresh_from_db()
-    assert submission.status == Submission.Status.FAILED and not submission.refunded
-    assert submission.status_text == "failed (counted against the quota)"
+    # Not the submitter's fault: refunded, like the platform's.
+    assert submission.status == Submission.Status.FAILED and submission.refunded
 
 
 def test_a_submission_is_pending_until_a_job_starts_then_running_until_all_end_then_finished(submission):
     first = new_job(submission)
     second = new_job(submission)
-    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[first, second])
+    record = new_job(submission, kind=Job.Kind.SCORE, after=[first, second])
     assert status_of(submission) == Submission.Status.PENDING
     lifecycle.claim(first.pk, first.token, "d1", "w")
     assert status_of(submission) == Submission.Status.RUNNING
@@ -203,7 +205,7 @@ def test_a_retrying_job_keeps_its_submission_running_and_a_reaped_one_too(submis
 
 def test_a_cancelled_submission_says_so_and_a_requeued_one_waits_again(submission):
     job = new_job(submission)
-    record = new_job(submission, kind=Job.Kind.AGGREGATE, after=[job])
+    record = new_job(submission, kind=Job.Kind.SCORE, after=[job])
     lifecycle.claim(job.pk, job.token, "d1", "w")
     lifecycle.cancel(Job.objects.filter(pk=job.pk))
     assert Job.objects.get(pk=record.pk).status == Job.Status.CANCELLED
@@ -214,7 +216,7 @@ def test_a_cancelled_submission_says_so_and_a_requeued_one_waits_again(submissio
 
 def test_a_submission_with_a_failed_and_a_cancelled_job_failed():
     counts = {Job.Status.FAILED: 1, Job.Status.CANCELLED: 2, Job.Status.SUCCEEDED: 3}
-    assert lifecycle.submission_status(counts) == Submission.Status.FAILED
-    assert lifecycle.submission_status({Job.Status.RETRYING: 1}) == Submission.Status.RUNNING
-    assert lifecycle.submission_status({Job.Status.QUEUED: 4}) == Submission.Status.PENDING
-    assert lifecycle.submission_status({}) == Submission.Status.PENDING
+    assert submission_status(counts) == Submission.Status.FAILED
+    assert submission_status({Job.Status.RETRYING: 1}) == Submission.Status.RUNNING
+    assert submission_status({Job.Status.QUEUED: 4}) == Submission.Status.PENDING
+    assert submission_status({}) == Submission.Status.PENDING

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from contract_documents import finetune_spec, results_document
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import artefacts, recording
+from jobs import artefacts
 from jobs.models import Job, Run
+from jobs.results import results_name
 from leaderboard.models import Result
 from leaderboard.scoring import recompute_scores
 from registry.imports import import_dataset
@@ -35,14 +37,14 @@ def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, s
     import statistics
 
     metric = dataset.metric
+    benchmark = "blurb-mini" if dataset.benchmarks.filter(slug="blurb-mini").exists() else None
     started = timezone.now() - dt.timedelta(minutes=5)
     chosen = {"learning_rate": 3e-05, "batch_size": 16, "epochs": 3}
     job = Job.objects.create(
         language_model=model, dataset=dataset, benchmark=Benchmark.objects.get(slug="blurb-mini"),
         kind=Job.Kind.FINETUNE, status=Job.Status.SUCCEEDED, attempts=1, started_at=started,
         finished_at=started + dt.timedelta(minutes=3, seconds=7),
-        spec={"kind": "finetune", "benchmark": "blurb-mini", "dataset": dataset.slug, "protocol": {"seeds": len(seeds)},
-              "model": {"prefix": "submissions/1/model", "artefacts": []}},
+        spec=finetune_spec(dataset.slug, benchmark, overrides={"seeds": len(seeds)}).to_json(),
     )  # fmt: skip
     provenance = {
         "versions": {"biolm": "0.9.0", "torch": "2.5.1", "transformers": "4.46.0"},
@@ -60,20 +62,13 @@ def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, s
             split=Run.Split.TEST, metrics={metric.slug: value}, provenance=provenance,
         )  # fmt: skip
     if store_results:
-        results = {
-            "dataset": dataset.slug,
-            "metric": metric.slug,
-            "chosen_hyperparameters": chosen,
-            "selection": [
-                {"hyperparameters": {**chosen, "learning_rate": 1e-05}, "dev": {metric.slug: selection_value - 2}},
-                {"hyperparameters": chosen, "dev": {metric.slug: selection_value}},
-            ],
-            "runs": [{"seed": 42 + i, "metrics": {}} for i in range(len(seeds))],
-            "predictions": predictions or {},
-            "spec": {"data": {"test_gold_withheld": True}},
-            "data": {"notes": []},
-        }
-        artefacts.store_bytes(json.dumps(results).encode(), recording.results_name(job.pk))
+        selection = [
+            {"hyperparameters": {**chosen, "learning_rate": 1e-05}, "dev": {metric.slug: selection_value - 2}},
+            {"hyperparameters": chosen, "dev": {metric.slug: selection_value}},
+        ]
+        results = results_document(job.contract, [None] * len(seeds), predictions=predictions or {}, chosen=chosen,
+                                   selection=selection)  # fmt: skip
+        artefacts.store_bytes(json.dumps(results).encode(), results_name(job.pk))
     return Result.objects.create(
         language_model=model, dataset=dataset, metric=metric, value=statistics.fmean(seeds),
         std=statistics.stdev(seeds) if len(seeds) > 1 else 0.0, median=statistics.median(seeds), n_seeds=len(seeds),
@@ -387,13 +382,3 @@ def test_a_published_model_whose_slug_has_a_dot_has_a_page(client):
     assert client.get(model.get_absolute_url()).status_code == 200
     dataset = model.results.select_related("dataset").first().dataset
     assert model.get_absolute_url() in client.get(f"/datasets/{dataset.slug}/").content.decode()
-
-
-def test_cross_validation_predictions_are_keyed_by_fold_and_seed():
-    from django.http import Http404
-
-    from leaderboard.model_page import _fold_and_seed
-
-    assert _fold_and_seed("fold3-seed42") == (3, "42")  # workers.engine.finetune.fold_run_key
-    with pytest.raises(Http404):
-        _fold_and_seed("42")

@@ -31,6 +31,7 @@ from biolm.specs import (
     MetricSample,
     MetricSpec,
     PreprocessorSpec,
+    ProtocolSpec,
     RecipeSpec,
     SummarySpec,
     TaskTypeSpec,
@@ -171,6 +172,51 @@ def test_hook_biolm_benchmarks_a_plugin_benchmark_aggregates_scores(register_plu
     )  # fmt: skip
     contributions = register_plugin(plugin("bench_plugin", biolm_benchmarks=[bench]))
     assert aggregate(contributions.benchmarks["qa-pair"], {"pubmedqa": 60.0, "bioasq": 80.0}).score == 70.0
+
+
+def one_point_median(dataset, task_type):
+    """A protocol of one point for one epoch, three seeds, the median: what test_hook_biolm_protocols contributes."""
+    from biolm.protocols import Hyperparameters, Plan
+
+    return Plan("one-point-median", (Hyperparameters(5e-5, 16, 1),), 3, "median", description="one point")
+
+
+ONE_POINT = ProtocolSpec(
+    "one-point-median", "One point, median", "One grid point for one epoch; the median of three seeds.",
+    one_point_median, statistic="median", citation="a test",
+)  # fmt: skip
+
+
+def test_hook_biolm_protocols_a_plugin_protocol_is_planned_run_and_combined_by_the_engine(register_plugin, tmp_path):
+    from workers.engine.finetune import finetune
+    from workers.engine.spec import FinetuneSpec
+
+    bench = BenchmarkSpec(
+        "one-point-bench", "One point", "", entries=(EntrySpec("demo-similarity", "demo-similarity", "pearson"),),
+        aggregation=AggregationSpec("1", "mean", summaries=(SummarySpec("mean", "Mean", "mean"),)),
+        protocol="one-point-median",
+    )  # fmt: skip
+    contributions = register_plugin(plugin("protocol_plugin", biolm_protocols=[ONE_POINT], biolm_benchmarks=[bench]))
+    assert "one-point-bench" in contributions.benchmarks and "one-point-median" in contributions.protocols
+    check_plugin(plugin("protocol_plugin", biolm_protocols=[ONE_POINT]))
+    registered = (
+        ("protocol_plugin", plugin("protocol_plugin", biolm_protocols=[ONE_POINT], biolm_benchmarks=[bench])),
+    )
+    spec = FinetuneSpec.build(dataset="demo-similarity", benchmark="one-point-bench", architecture="bert:tiny",
+                              out=tmp_path, max_train_examples=40, max_eval_examples=20, max_length=64,
+                              extra_plugins=registered)  # fmt: skip
+    assert spec.job.protocol == "one-point-median"
+    assert [pin.provides for pin in spec.job.code if "protocol one-point-median" in pin.provides]
+    results = finetune(spec)
+    assert results["protocol"]["name"] == "one-point-median" and results["protocol"]["statistic"] == "median"
+    values = [run["metrics"]["test"]["pearson"] for run in results["runs"]]
+    assert len(values) == 3 and results["reported"]["value"] == pytest.approx(float(np.median(values)))
+
+
+def test_hook_biolm_protocols_a_planner_that_gives_no_plan_breaks_the_contract():
+    broken = ProtocolSpec("no-plan", "No plan", "Returns nothing.", lambda dataset, task_type: None)
+    with pytest.raises(AssertionError, match=r"protocols no-plan: .*its planner returned None"):
+        check_plugin(plugin("broken_protocol", biolm_protocols=[broken]))
 
 
 def test_hook_biolm_architectures_a_plugin_preset_builds_and_trains_a_step():

@@ -134,7 +134,7 @@ def test_a_plugin_installed_while_workers_run_is_used_and_its_raising_metric_fai
     submitted = platform.submit("--model", str(checkpoint), "--benchmark", "acme-bench", "--protocol", protocol)
     jobs = {(job["kind"], job["dataset"]): job["id"] for job in submitted["jobs"]}
 
-    good = platform.wait_for_job(jobs["aggregate", "acme-good"], ("succeeded", "failed"), timeout=300)
+    good = platform.wait_for_job(jobs["score", "acme-good"], ("succeeded", "failed"), timeout=300)
     assert good["status"] == "succeeded", (good, platform.job(jobs["finetune", "acme-good"]))
     assert "reloaded the plugins, which changed: biolm-acme 0.1 installed" in good["log"]
     assert [row["dataset"] for row in platform.results(submitted["model"])] == ["acme-good"]
@@ -146,11 +146,11 @@ def test_a_plugin_installed_while_workers_run_is_used_and_its_raising_metric_fai
         f"at biolm_acme/metrics.py:{RAISING_LINE}"
     )
     assert "Traceback (most recent call last)" in bad["log"]  # the log holds the log
-    downstream = platform.job(jobs["aggregate", "acme-bad"])
+    downstream = platform.job(jobs["score", "acme-bad"])
     assert downstream["status"] == "failed" and downstream["failure_cause"] == "plugin"
 
     # acme-even is fine on dev (16 examples), so the fine-tune succeeds; the platform raises it scoring test (17).
-    late = platform.wait_for_job(jobs["aggregate", "acme-late"], ("succeeded", "failed"), timeout=300)
+    late = platform.wait_for_job(jobs["score", "acme-late"], ("succeeded", "failed"), timeout=300)
     assert platform.job(jobs["finetune", "acme-late"])["status"] == "succeeded"
     assert late["status"] == "failed" and late["attempts"] == 1 and late["failure_cause"] == "plugin"
     assert late["error"] == (

@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from contract_documents import finetune_spec, results_document, score_spec
 from django.db import transaction
 from web_fixture import (
     PUBLIC_MODELS,
@@ -27,8 +28,10 @@ from web_fixture import (
     resampled_accuracy,
 )
 
-from jobs import artefacts, recording
+from jobs import artefacts
 from jobs.models import Job
+from jobs.results import results_name
+from leaderboard import recording
 from leaderboard.models import Ranking, Result, Score
 from leaderboard.resamples import store_result_resamples
 from leaderboard.scoring import recompute_scores
@@ -58,27 +61,18 @@ def blurb_mini() -> Benchmark:
 
 
 def aggregate_job(model: LanguageModel, entry, seeds: list[float], *, preview: bool) -> Job:
-    """A fine-tuning job whose results file holds one test run per seed, and its aggregate job, as
-    jobs.graph queues them (``"preview": true`` in a quick preview's aggregate spec)."""
+    """A fine-tuning job whose results file holds one test run per seed, and its score job, as
+    jobs.graph queues them (``preview`` in both specs of a quick preview)."""
+    spec = finetune_spec(entry.dataset.slug, BENCHMARK, preview=preview)
     finetune = Job.objects.create(
         language_model=model, dataset=entry.dataset, benchmark=entry.benchmark, kind=Job.Kind.FINETUNE,
-        status=Job.Status.SUCCEEDED, attempts=1,
-        spec={"kind": "finetune", "benchmark": BENCHMARK, "dataset": entry.dataset.slug,
-              "protocol": {"grid": "single", "seeds": 1} if preview else {}},
+        status=Job.Status.SUCCEEDED, attempts=1, spec=spec.to_json(),
     )  # fmt: skip
-    results = {
-        "protocol": {"name": BENCHMARK, "statistic": "mean"},
-        "runs": [
-            {"seed": 42 + i, "hyperparameters": {"learning_rate": 5e-5}, "metrics": {"test": {entry.metric.slug: v}}}
-            for i, v in enumerate(seeds)
-        ],
-    }
-    artefacts.store_bytes(json.dumps(results).encode(), recording.results_name(finetune.pk))
-    spec = {"kind": "aggregate", "benchmark": BENCHMARK, "dataset": entry.dataset.slug, "metric": entry.metric.slug,
-            "variant": entry.variant, "finetune_job": finetune.pk}  # fmt: skip
+    results = results_document(spec, seeds, withheld=False)
+    artefacts.store_bytes(json.dumps(results).encode(), results_name(finetune.pk))
     return Job.objects.create(
-        language_model=model, dataset=entry.dataset, benchmark=entry.benchmark, kind=Job.Kind.AGGREGATE,
-        spec=spec | ({"preview": True} if preview else {}),
+        language_model=model, dataset=entry.dataset, benchmark=entry.benchmark, kind=Job.Kind.SCORE,
+        spec=score_spec(spec, finetune.pk, entry.metric.slug, entry.variant).to_json(),
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from contract_documents import results_document
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
@@ -25,8 +26,9 @@ from django.utils import timezone
 from web_fixture import PRIVATE_MODEL, PUBLIC_MODELS, SNAPSHOT_DATE, build_web_fixture
 
 from accounts.tokens import create_token
-from jobs import artefacts, recording
+from jobs import artefacts
 from jobs.models import Job
+from jobs.results import results_name
 from leaderboard.models import Result
 from registry.imports import import_dataset
 from registry.models import LanguageModel
@@ -223,8 +225,8 @@ def store_predictions(model: LanguageModel) -> Result:
     test = (DEMO / PREDICTED_DATASET / "test.jsonl").read_text(encoding="utf-8")
     rows = [["yes"] for line in test.splitlines() if line.strip()]
     result = Result.objects.select_related("job").get(language_model=model, dataset__slug=PREDICTED_DATASET)
-    results = {"dataset": PREDICTED_DATASET, "predictions": {"11": rows}, "runs": [{"seed": 11, "metrics": {}}]}
-    artefacts.store_bytes(json.dumps(results).encode(), recording.results_name(result.job_id))
+    results = results_document(result.job.contract, {"11": None}, predictions={"11": rows})
+    artefacts.store_bytes(json.dumps(results).encode(), results_name(result.job_id))
     return result
 
 

@@ -31,7 +31,7 @@ def job(language_model, status: str, queue: str = Job.Queue.GPU, benchmark: str 
         dataset: str = "demo-ner", **fields) -> Job:  # fmt: skip
     return Job.objects.create(
         language_model=language_model, status=status, queue=queue,
-        kind=Job.Kind.FINETUNE if queue == Job.Queue.GPU else Job.Kind.AGGREGATE,
+        kind=Job.Kind.FINETUNE if queue == Job.Queue.GPU else Job.Kind.SCORE,
         benchmark=Benchmark.objects.get(slug=benchmark) if benchmark else None,
         dataset=Dataset.objects.get(slug=dataset), **fields,
     )  # fmt: skip

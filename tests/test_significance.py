@@ -8,8 +8,8 @@ numpy, and scikit-learn's micro F1.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import json
 import math
 import statistics
 from pathlib import Path
@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from checkpoints import demo_texts, tiny_bert
+from contract_documents import results_document
 from sklearn.metrics import f1_score
 
 import biolm.significance as significance
 from biolm.aggregation import Aggregate, aggregate
 from biolm.canonical_jsonl import read_canonical_jsonl
+from biolm.contract import ResultsDocument
 from biolm.dataset_io import LoadedDataset, fingerprint_of
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.significance import (
@@ -280,9 +282,17 @@ def relation_rows() -> list[dict]:
     return [{k: v for k, v in row.items() if k != "_where"} for row in rows]
 
 
-def job_results(tokenizer_dir: Path, dataset: str, predictions: dict[str, list], **extra) -> dict:
+def job_results(
+    tokenizer_dir: Path, dataset: str, predictions: dict[str, list], statistic: str = "mean",
+    cross_validation: dict | None = None,
+) -> ResultsDocument:  # fmt: skip
+    """The results document of a job on ``dataset`` that predicted ``predictions`` (keyed by run)."""
     spec = FinetuneSpec.build(model=tokenizer_dir, dataset=dataset, out=tokenizer_dir / "out", load_entrypoints=False)
-    return {"spec": json.loads(spec.to_json()), "predictions": predictions, **extra}
+    document = results_document(
+        spec.job, dict.fromkeys(predictions), predictions=predictions, statistic=statistic,
+        cross_validation=cross_validation,
+    )  # fmt: skip
+    return ResultsDocument.from_json(document)
 
 
 def independent_micro_f1(gold: list[str], predictions: dict[str, list[str]], key: str, resamples: int) -> np.ndarray:
@@ -324,7 +334,7 @@ def test_resampled_values_score_real_predictions_as_an_independent_loop_and_rank
             str(seed): mistaken(gold, {(start + i) % len(gold) for i in range(errors)})
             for seed, start in ((42, 0), (43, 30))
         }
-        results = job_results(tokenizer_dir, "demo-relation", predictions, protocol={"statistic": "mean"})
+        results = job_results(tokenizer_dir, "demo-relation", predictions)
         vector = resampled_values(results, tokenizer_dir, data, data, "micro-f1", "demo-relation", ENGINE_RESAMPLES)
         expected = independent_micro_f1(gold, predictions, "demo-relation", ENGINE_RESAMPLES)
         assert vector.shape == (ENGINE_RESAMPLES,) and not np.isnan(vector).any(), model
@@ -355,7 +365,7 @@ def test_each_resample_is_scored_exactly_as_the_platform_scores_a_withheld_split
     assert calls == [(i, 5) for i in range(1, 6)]
     for r, drawn in enumerate(resample_indices("demo-relation", len(rows), 5)):
         resampled = loaded(spec, [rows[i] for i in drawn])
-        single = {**results, "predictions": {"42": [predicted[i] for i in drawn]}}
+        single = dataclasses.replace(results, predictions={"42": [predicted[i] for i in drawn]})
         assert vector[r] == score_withheld(single, tokenizer_dir, resampled, resampled)["42"]["micro-f1"]
 
 
@@ -369,7 +379,7 @@ def test_cross_validation_takes_each_folds_median_then_the_statistic_over_folds(
         for seed in (41, 42, 43)
     }
     results = job_results(
-        tokenizer_dir, "demo-relation", predictions, protocol={"statistic": "mean"},
+        tokenizer_dir, "demo-relation", predictions,
         cross_validation={"folds": 3, "selection_fold": 1, "reported_folds": [2, 3]},
     )  # fmt: skip
     data = {fold: loaded(spec, fold_rows) for fold, fold_rows in folds.items()}

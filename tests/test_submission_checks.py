@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from django.core import mail
 
-from jobs import artefacts, lifecycle
-from jobs.graph import SubmissionError, SubmissionRequest, submit
+from jobs import artefacts
+from jobs.lifecycle import cancel
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
+from submissions.signals import follow
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -112,12 +114,14 @@ def test_the_same_weights_from_the_same_user_link_to_the_earlier_submission_inst
     again = submit(web_request(alice, renamed, datasets=("demo-ner",)))
     assert again.pk == first.pk and again.reused is True
     assert Job.objects.count() == jobs and Submission.objects.count() == 1
-    # Another protocol, more datasets or another user are new submissions.
-    assert submit(web_request(alice, checkpoint, quick=True)).reused is False
+    # A preview, other settings, more datasets or another user are new submissions, and --rerun asks for one.
+    assert submit(web_request(alice, checkpoint, preview=True)).reused is False
+    assert submit(web_request(alice, checkpoint, datasets=("demo-ner",), overrides={"seeds": 2})).reused is False
     assert submit(web_request(alice, checkpoint, datasets=("demo-pico",))).reused is False
     assert submit(web_request(bob, checkpoint)).reused is False
+    assert submit(web_request(alice, checkpoint, datasets=("demo-ner",), rerun=True)).reused is False
     # A failed or cancelled submission does not stand in the way of submitting again.
-    lifecycle.cancel(Job.objects.filter(submission=first))
+    cancel(Job.objects.filter(submission=first))
     assert submit(web_request(alice, checkpoint, datasets=("demo-qa",))).reused is False
 
 
@@ -139,7 +143,7 @@ def test_a_failed_submission_removes_only_the_blobs_it_wrote(alice, bob, checkpo
     def lost_connection(*args, **kwargs):
         raise ConnectionError("the database went away")
 
-    monkeypatch.setattr("jobs.graph._jobs", lost_connection)
+    monkeypatch.setattr("jobs.graph.queue", lost_connection)
     with pytest.raises(ConnectionError):
         submit(web_request(bob, changed))
     assert stored(store) == before  # alice's blobs, which bob's checkpoint shares, are still there
@@ -154,16 +158,16 @@ def test_an_upload_is_named_after_the_file_the_user_gave_not_its_temporary_path(
 
 
 def test_a_quick_preview_runs_one_grid_point_and_one_seed_and_is_marked(alice, checkpoint):
-    submission = submit(web_request(alice, checkpoint, quick=True, datasets=("demo-qa", "demo-ner")))
-    assert submission.protocol == Submission.Protocol.QUICK
+    submission = submit(web_request(alice, checkpoint, preview=True, datasets=("demo-qa", "demo-ner")))
+    assert submission.preview
     for job in submission.jobs.all():
         if job.kind == Job.Kind.FINETUNE:
-            assert job.spec["protocol"] == {"grid": "single", "seeds": 1}
+            assert job.spec["overrides"] == {"grid": "single", "seeds": 1}
         else:
             assert job.spec["preview"] is True
     full = submit(web_request(alice, checkpoint, datasets=("demo-pico",)))
-    assert full.protocol == Submission.Protocol.FULL
-    assert all("preview" not in job.spec for job in full.jobs.all())
+    assert not full.preview
+    assert not any(job.spec["preview"] for job in full.jobs.all())
 
 
 def test_the_submitter_is_emailed_once_when_the_submission_finishes_or_fails(alice, checkpoint):
@@ -172,8 +176,8 @@ def test_the_submitter_is_emailed_once_when_the_submission_finishes_or_fails(ali
         patch.setattr("django.db.transaction.on_commit", lambda callback, *a, **k: callback())
         jobs = Job.objects.filter(submission=submission)
         jobs.update(status=Job.Status.SUCCEEDED)
-        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))
-        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))  # nothing changed: no second e-mail
+        follow(jobs.values_list("pk", flat=True))
+        follow(jobs.values_list("pk", flat=True))  # nothing changed: no second e-mail
     (message,) = mail.outbox
     assert message.to == ["alice@example.org"] and "finished" in message.subject
     assert f"/submissions/{submission.pk}/" in message.body
@@ -188,7 +192,7 @@ def test_the_failure_email_says_why_and_whether_the_quota_was_refunded(alice, ch
         jobs = Job.objects.filter(submission=submission)
         jobs.update(status=Job.Status.FAILED, error="Traceback...\nValueError: the loss became NaN at step 12",
                     failure_cause=Job.Cause.SUBMISSION)  # fmt: skip
-        lifecycle.follow_submissions(jobs.values_list("pk", flat=True))
+        follow(jobs.values_list("pk", flat=True))
     (message,) = mail.outbox
     assert "failed" in message.subject and "the loss became NaN at step 12" in message.body
     assert "counts against your daily quota" in message.body
@@ -198,7 +202,7 @@ def test_the_stored_blob_is_what_a_worker_downloads(alice, checkpoint, store):
     submission = submit(web_request(alice, checkpoint))
     finetune = submission.jobs.filter(kind=Job.Kind.FINETUNE).first()
     model = finetune.spec["model"]
-    handed = {entry["path"]: entry for entry in artefacts.download_manifest(model["artefacts"], model["prefix"])}
+    handed = {entry["path"]: entry for entry in artefacts.download_manifest(model["checkpoint"], model["prefix"])}
     assert set(handed) == {p.name for p in checkpoint.iterdir() if p.is_file()}
     for path, entry in handed.items():
         assert Path(entry["url"]).read_bytes() == (checkpoint / path).read_bytes()
@@ -224,3 +228,18 @@ def test_the_model_page_shows_what_the_submitter_said_escaped_and_links_only_htt
     LanguageModel.objects.filter(pk=model.pk).update(homepage="javascript:alert(1)")  # never through submit()
     html = client.get(model.get_absolute_url()).content.decode()
     assert "javascript:alert(1)" in html and 'href="javascript:' not in html
+
+
+def test_the_same_weights_are_evaluated_again_once_the_code_they_ran_with_changed(alice, checkpoint, monkeypatch):
+    """Reuse compares every pinned version and content fingerprint: an upgraded plugin (here biolm itself, which
+    carries the built-in plugins) makes the earlier evaluation another evaluation."""
+    from biolm import plugin_set
+
+    first = submit(web_request(alice, checkpoint, datasets=("demo-ner",)))
+    assert submit(web_request(alice, checkpoint, datasets=("demo-ner",))).pk == first.pk
+    upgraded = plugin_set.CodeVersion(plugin_set.own_code().version, "sha256:0123456789abcdef")
+    monkeypatch.setattr(plugin_set, "own_code", lambda: upgraded)
+    again = submit(web_request(alice, checkpoint, datasets=("demo-ner",)))
+    assert again.reused is False and again.pk != first.pk
+    (finetune,) = again.jobs.filter(kind=Job.Kind.FINETUNE)
+    assert finetune.spec["code"][0]["fingerprint"] == "sha256:0123456789abcdef"

@@ -17,10 +17,11 @@ from django.test import Client
 from django.urls import reverse
 
 from biolm.intake_limits import ArchiveLimits
-from jobs.graph import QUICK_PROTOCOL, SubmissionRequest, submit
+from biolm.protocols import PREVIEW
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
+from submissions.submitting import SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 BLURB_MINI = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
@@ -64,7 +65,7 @@ def values(**changes) -> dict:
         "source": "checkpoint",
         "benchmark": "blurb-mini",
         "datasets": [f"blurb-mini:{slug}" for slug in BLURB_MINI],
-        "protocol": "full",
+        "preview": "false",
         "name": "My BioBERT",
         "description": "Pretrained on PubMed abstracts.",
         "licence": "apache-2.0",
@@ -139,24 +140,24 @@ def test_a_checkpoint_upload_queues_its_jobs_privately_and_opens_its_page(signed
     assert (model.description, model.licence, model.homepage) == (
         "Pretrained on PubMed abstracts.", "apache-2.0", "https://example.org/paper"
     )  # fmt: skip
-    assert submission.protocol == Submission.Protocol.FULL
+    assert not submission.preview
     finetunes = submission.jobs.filter(kind=Job.Kind.FINETUNE).order_by("pk")
     assert [job.dataset.slug for job in finetunes] == BLURB_MINI and submission.jobs.count() == 2 * len(BLURB_MINI)
-    assert all("grid" not in job.spec["protocol"] for job in finetunes)
+    assert all(job.spec["overrides"] == {} and not job.spec["preview"] for job in finetunes)
     assert list((platform_dirs / "tmp").iterdir()) == []  # the upload and its linked copy are gone
     page = signed_in.get(response["Location"]).content.decode()
     assert "Submitted: 12 jobs are queued" in page
 
 
 def test_the_quick_preview_marks_the_submission_and_runs_one_grid_point_and_one_seed(signed_in, checkpoint, tmp_path):
-    send(signed_in, archive_of(checkpoint, tmp_path / "quick.tar.gz"), protocol="quick",
+    send(signed_in, archive_of(checkpoint, tmp_path / "quick.tar.gz"), preview="true",
          datasets=["blurb-mini:demo-ner", "blurb-mini:demo-qa"])  # fmt: skip
     submission = Submission.objects.get()
-    assert submission.protocol == Submission.Protocol.QUICK
+    assert submission.preview
     finetunes = submission.jobs.filter(kind=Job.Kind.FINETUNE)
     assert sorted(job.dataset.slug for job in finetunes) == ["demo-ner", "demo-qa"] and submission.jobs.count() == 4
-    assert all(job.spec["protocol"] == QUICK_PROTOCOL for job in finetunes)
-    assert all(job.spec.get("preview") for job in submission.jobs.filter(kind=Job.Kind.AGGREGATE))
+    assert all(job.spec["overrides"] == PREVIEW and job.spec["preview"] for job in finetunes)
+    assert all(job.spec.get("preview") for job in submission.jobs.filter(kind=Job.Kind.SCORE))
 
 
 def test_ticks_under_another_benchmarks_heading_do_not_count(signed_in, checkpoint, tmp_path):
@@ -289,13 +290,13 @@ def test_the_same_weights_again_lead_to_the_earlier_submission_and_queue_nothing
         signed_in,
         archive_of(checkpoint, tmp_path / "renamed.tar.gz"),
         name="Another name",
-        protocol="full",
+        preview="false",
         datasets=["blurb-mini:demo-ner"],
     )  # a subset of what runs already
     assert again.status_code == 302 and again["Location"] == first["Location"]
     assert Submission.objects.count() == 1 and Job.objects.count() == jobs
     page = signed_in.get(again["Location"]).content.decode()
-    assert "These weights were already submitted on this benchmark with this protocol: nothing was queued again" in page
+    assert "Reused: these weights were already evaluated on this benchmark with the same settings" in page
 
 
 def test_the_pages_script_gets_the_address_to_go_to_and_the_message_waits_for_that_page(signed_in, checkpoint,

@@ -14,11 +14,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs import dispatch, lifecycle
-from jobs.graph import SubmissionRequest, submit
+from jobs import dispatch
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
+from submissions.signals import follow
+from submissions.submitting import SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert(1)</script>"
@@ -68,7 +69,7 @@ def test_the_owner_sees_the_submission_its_jobs_and_its_controls(submission, ali
     html = response.content.decode()
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     assert "Alice&#x27;s BERT" in html and "BLURB-mini" in html and "demo-ner, demo-qa" in html
-    assert "The benchmark's full protocol." in html
+    assert "The benchmark's full protocol: BLURB (Gu et al. 2021, section 6.2)." in html
     assert "private: shown only to its owner and the site's staff" in html
     assert '<input type="hidden" name="published" value="1">' in html and ">Publish</button>" in html
     assert ">Cancel submission</button>" in html and "data-confirm=" in html
@@ -156,7 +157,7 @@ def test_status_json_reports_each_jobs_progress_and_why_it_waits(submission, ali
         status=Job.Status.RUNNING, progress_step=30, progress_total=120, eta_s=95.0, attempts=1, started_at=now,
         last_heartbeat=now - dt.timedelta(seconds=4), worker="gpu0@host",
     )  # fmt: skip
-    lifecycle.follow_submissions([running.pk])
+    follow([running.pk])
     response = as_user(alice).get(urls(submission)["status"])
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     data = response.json()
@@ -170,7 +171,7 @@ def test_status_json_reports_each_jobs_progress_and_why_it_waits(submission, ali
     )
     qa = jobs["finetune", "demo-qa"]
     assert qa["waiting_reason"] == "waiting: no gpu worker is running" and qa["heartbeat_age_s"] is None
-    assert jobs["aggregate", "demo-qa"]["waiting_reason"] == "waiting for the jobs it depends on"
+    assert jobs["score", "demo-qa"]["waiting_reason"] == "waiting for the jobs it depends on"
 
 
 def test_with_a_live_worker_a_waiting_job_shows_its_place_and_estimated_start(submission, alice):
@@ -212,7 +213,7 @@ def test_user_supplied_text_is_escaped_and_only_an_http_address_is_a_link(submis
 
 
 def test_a_homepage_that_is_not_http_is_refused_by_submit_before_anything_is_written(alice, checkpoint):
-    from jobs.graph import SubmissionError
+    from submissions.submitting import SubmissionError
 
     with pytest.raises(SubmissionError) as refused:
         submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, homepage="javascript:alert(1)",
@@ -222,7 +223,7 @@ def test_a_homepage_that_is_not_http_is_refused_by_submit_before_anything_is_wri
 
 def test_a_quick_preview_is_labelled_as_one(alice, checkpoint):
     quick = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint, datasets=("demo-qa",),
-                                     quick=True, private=True))  # fmt: skip
+                                     preview=True, private=True))  # fmt: skip
     html = as_user(alice).get(urls(quick)["detail"]).content.decode()
     assert "quick preview</span>" in html and "never ranked beside full-protocol results" in html
     assert "fine-tuning, 1 seed" in html

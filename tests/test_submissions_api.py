@@ -107,7 +107,7 @@ def test_a_checkpoint_posted_with_a_token_is_queued_private_and_named_after_its_
     assert response.status_code == 201, response.content
     body = response.json()
     submission = Submission.objects.get(pk=body["id"])
-    assert submission.submitter == alice and submission.protocol == "full" and body["reused"] is False
+    assert submission.submitter == alice and not submission.preview and body["reused"] is False
     assert body["url"] == f"http://testserver/submissions/{submission.pk}/"
     assert body["api_url"] == f"http://testserver/api/v1/submissions/{submission.pk}"
     assert (body["status"], body["protocol"], body["finished"], body["benchmarks"]) == (
@@ -126,20 +126,39 @@ def test_a_checkpoint_posted_with_a_token_is_queued_private_and_named_after_its_
     assert [p for p in files_left(folders) if not p.is_relative_to(folders["store"])] == []
 
 
-def test_the_quick_protocol_is_a_marked_preview_with_one_grid_point_and_one_seed(as_alice, archive):
-    response = post(as_alice, archive, datasets=["demo-ner"], protocol="quick")
+def test_a_preview_is_marked_and_runs_one_grid_point_and_one_seed(as_alice, archive):
+    response = post(as_alice, archive, datasets=["demo-ner"], preview="true")
     assert response.status_code == 201, response.content
     submission = Submission.objects.get(pk=response.json()["id"])
-    assert submission.protocol == Submission.Protocol.QUICK and response.json()["protocol"] == "quick"
+    assert submission.preview and response.json()["preview"] is True and response.json()["protocol"] == "quick"
     finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
-    assert finetune.spec["protocol"]["grid"] == "single" and finetune.spec["protocol"]["seeds"] == 1
-    assert submission.jobs.get(kind=Job.Kind.AGGREGATE).spec["preview"] is True
+    assert finetune.spec["overrides"]["grid"] == "single" and finetune.spec["overrides"]["seeds"] == 1
+    assert submission.jobs.get(kind=Job.Kind.SCORE).spec["preview"] is True
+
+
+def test_the_deprecated_protocol_field_still_asks_for_a_preview(as_alice, archive):
+    response = post(as_alice, archive, datasets=["demo-ner"], protocol="quick")
+    assert response.status_code == 201, response.content
+    assert Submission.objects.get(pk=response.json()["id"]).preview
+
+
+def test_overrides_are_checked_at_submit_and_refused_beside_their_field(as_alice, archive):
+    refused = post(as_alice, archive, datasets=["demo-ner"], overrides='{"seeds": 0}')
+    assert refused.status_code == 400
+    assert refused.json() == {"errors": {"overrides": ["overrides: seeds must be a whole number from 1 to 100, not 0"]}}
+    assert not Submission.objects.exists()
+    not_json = post(as_alice, archive, datasets=["demo-ner"], overrides="seeds=3")
+    assert not_json.status_code == 400 and "overrides" in not_json.json()["errors"]
+    accepted = post(as_alice, archive, datasets=["demo-ner"], overrides='{"seeds": 2}')
+    assert accepted.status_code == 201, accepted.content
+    finetune = Submission.objects.get(pk=accepted.json()["id"]).jobs.get(kind=Job.Kind.FINETUNE)
+    assert finetune.spec["overrides"] == {"seeds": 2}
 
 
 def test_datasets_may_be_repeated_or_comma_separated_and_default_to_all(as_alice, alice, archive):
     repeated = post(as_alice, archive, datasets=["demo-qa", "demo-ner,demo-qa"])
     assert repeated.status_code == 201 and repeated.json()["datasets"] == ["demo-qa", "demo-ner"]
-    every = post(as_alice, archive, protocol="quick")  # another protocol: not the same submission
+    every = post(as_alice, archive, preview="true")  # a preview: not the same evaluation
     assert every.status_code == 201
     entries = Submission.objects.get(pk=every.json()["id"]).benchmarks.get().entries.order_by("position")
     assert every.json()["datasets"] == [entry.dataset.slug for entry in entries]

@@ -12,10 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from jobs import artefacts
-from jobs.graph import QuotaExceeded, SubmissionError, SubmissionRequest, quota, submit
 from jobs.models import Job
 from registry.models import LanguageModel
 from submissions.models import Submission
+from submissions.submitting import QuotaExceeded, SubmissionError, SubmissionRequest, quota, submit
 
 pytestmark = pytest.mark.django_db
 BLURB_MINI = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
@@ -55,12 +55,12 @@ def test_a_checkpoint_on_a_benchmark_becomes_a_protocol_job_and_a_recording_job_
             assert job.queue == Job.Queue.GPU and not job.depends_on.exists()
             assert job.spec["benchmark"] == "blurb-mini" and job.spec["dataset"] == job.dataset.slug
         else:
-            assert job.kind == Job.Kind.AGGREGATE and job.queue == Job.Queue.CPU
+            assert job.kind == Job.Kind.SCORE and job.queue == Job.Queue.CPU
             (finetune,) = job.depends_on.all()
             assert finetune.dataset == job.dataset and job.spec["finetune_job"] == finetune.pk
     # Workers read the checkpoint from the artefact store, byte for byte what was submitted, each file kept
     # once under its content's digest and handed to the worker under its path in the checkpoint.
-    manifest = jobs[0].spec["model"]["artefacts"]
+    manifest = jobs[0].spec["model"]["checkpoint"]
     originals = {p.relative_to(checkpoint).as_posix(): p for p in checkpoint.iterdir()}
     prefix = jobs[0].spec["model"]["prefix"]
     assert {entry["path"] for entry in manifest} == set(originals)
@@ -91,7 +91,7 @@ def test_a_recipe_and_corpus_pretrain_first_and_every_protocol_job_waits_for_it(
     corpus.write_text("Aspirin inhibits cyclooxygenase.\nBRCA1 mutations raise the risk of cancer.\n")
     request = SubmissionRequest(
         owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus, datasets=("demo-ner", "demo-qa"),
-        pretrain_steps=20, protocol={"grid": "single", "seeds": 1},
+        pretrain_steps=20, overrides={"grid": "single", "seeds": 1},
     )  # fmt: skip
     submission = submit(request)
     pretrain = submission.jobs.get(kind=Job.Kind.PRETRAIN)
@@ -100,7 +100,10 @@ def test_a_recipe_and_corpus_pretrain_first_and_every_protocol_job_waits_for_it(
     assert pretrain.spec["corpus"]["path"] == "corpus.txt"
     for job in submission.jobs.filter(kind=Job.Kind.FINETUNE):
         assert list(job.depends_on.all()) == [pretrain]
-        assert job.spec["model"]["from_job"] == pretrain.pk and job.spec["protocol"] == {"grid": "single", "seeds": 1}
+        assert job.spec["model"]["pretrained_by"] == pretrain.pk and job.spec["overrides"] == {
+            "grid": "single",
+            "seeds": 1,
+        }
     assert submission.language_model.recipe.slug == "tiny" and submission.language_model.checkpoint == ""
 
 
@@ -109,7 +112,9 @@ def test_a_recipe_and_corpus_pretrain_first_and_every_protocol_job_waits_for_it(
     [
         ({"benchmark": "blurbb"}, r"no benchmark 'blurbb'; known: .*blurb-mini"),
         ({"datasets": ("ncbi-disease",)}, r"blurb-mini has no dataset 'ncbi-disease'; its datasets: demo-ner"),
-        ({"protocol": {"epochz": 1}}, r"no protocol setting epochz; the settings a submission may change: grid"),
+        ({"overrides": {"epochz": 1}}, r"overrides: no setting 'epochz'; the settings a submission may change: grid"),
+        ({"overrides": {"seeds": 0}}, r"overrides: seeds must be a whole number from 1 to 100, not 0"),
+        ({"overrides": {"learning_rate": "abc"}}, r"overrides: learning_rate must be a number above 0"),
         ({"model": None}, "give either a checkpoint"),
         ({"recipe": "tiny"}, "give either a checkpoint"),
         ({"model": Path("/nowhere/model")}, r"/nowhere/model: no such checkpoint directory or archive"),
@@ -165,7 +170,7 @@ def test_the_submit_command_prints_the_queued_jobs_and_turns_errors_into_command
     payload = json.loads(capsys.readouterr().out)
     assert [(j["kind"], j["queue"], j["dataset"]) for j in payload["jobs"]] == [
         ("finetune", "gpu", "demo-qa"),
-        ("aggregate", "cpu", "demo-qa"),
+        ("score", "cpu", "demo-qa"),
     ]
     with pytest.raises(CommandError, match="no user 'carol'"):
         call_command("submit", "--model", str(checkpoint), "--benchmark", "blurb-mini", "--owner", "carol")
@@ -181,7 +186,7 @@ def test_a_failure_after_the_checkpoint_was_copied_removes_the_copy_with_the_row
         assert stored_files(artefact_store), "the checkpoint is copied before the jobs are written"
         raise ConnectionError("the database went away")
 
-    monkeypatch.setattr("jobs.graph._jobs", lost_connection)
+    monkeypatch.setattr("jobs.graph.queue", lost_connection)
     with pytest.raises(ConnectionError):
         submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint))
     assert not Submission.objects.exists() and stored_files(artefact_store) == []

@@ -14,11 +14,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs import dispatch, lifecycle, waiting
-from jobs.management.commands.demo import describe
 from jobs.management.commands.worker import report_give_up
 from jobs.models import Job, Worker
 from registry.models import Dataset, LanguageModel
 from submissions.models import Submission
+from submissions.terminal import describe
 from workers.runner.processes import ManagedProcess
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +58,7 @@ def test_with_a_live_worker_a_job_waits_for_a_slot_its_dependencies_or_its_backo
     dispatch.record_worker("gpu0@host", ["gpu"])
     dispatch.record_worker("cpu@host", ["cpu"])
     first = new_job(model)
-    after = new_job(model, kind=Job.Kind.AGGREGATE, queue=Job.Queue.CPU, after=[first])
+    after = new_job(model, kind=Job.Kind.SCORE, queue=Job.Queue.CPU, after=[first])
     states = waiting.queue_states(STALE_S)
     assert waiting.reason(first, states) == "waiting for a free gpu worker"
     assert waiting.reason(after, states) == "waiting for the jobs it depends on"

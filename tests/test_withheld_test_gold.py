@@ -15,6 +15,7 @@ import pytest
 from checkpoints import demo_texts, tiny_bert
 
 from biolm.canonical_jsonl import read_canonical_jsonl
+from biolm.contract import ResultsDocument
 from biolm.dataset_io import LoadedDataset, fingerprint_of
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.schemas import get_schema
@@ -76,7 +77,7 @@ def test_the_platform_scores_withheld_predictions_exactly_as_the_engine_scores_g
     assert blind["test"] is None and all("test" not in run["metrics"] for run in blind["runs"])
     assert blind["predictions"] == with_gold["predictions"]  # the placeholders changed nothing the model saw
     as_loaded = {name: LoadedDataset(spec, s, labels, fingerprint_of(s)) for name, s in (("g", gold), ("w", withheld))}
-    scored = score_withheld(blind, checkpoint, as_loaded["w"], as_loaded["g"])
+    scored = score_withheld(ResultsDocument.from_json(blind), checkpoint, as_loaded["w"], as_loaded["g"])
     expected = {str(run["seed"]): run["metrics"]["test"] for run in with_gold["runs"]}
     assert scored.keys() == expected.keys()
     for seed, metrics in expected.items():

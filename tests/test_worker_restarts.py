@@ -52,7 +52,7 @@ def test_a_gpu_worker_killed_mid_finetune_is_restarted_and_its_job_succeeds_once
         submitted = platform.submit("--model", str(checkpoint), "--benchmark", "blurb-mini", "--datasets", "demo-ner",
                                     "--protocol", protocol, "--name", "killed under its supervisor")  # fmt: skip
         finetune = next(job["id"] for job in submitted["jobs"] if job["kind"] == "finetune")
-        aggregate = next(job["id"] for job in submitted["jobs"] if job["kind"] == "aggregate")
+        aggregate = next(job["id"] for job in submitted["jobs"] if job["kind"] == "score")
         wait_until(lambda: training(platform.job(finetune)), 180, "the fine-tune to make progress")
         (celery,) = platform.children("gpu-sup")  # the supervisor's only worker process
         os.kill(celery, signal.SIGKILL)

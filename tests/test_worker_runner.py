@@ -5,33 +5,45 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from workers.runner.execution import JobRun, _readable, failure_cause, failure_summary
+from contract_documents import finetune_spec, pretrain_spec
+
+from workers.runner.execution import JobRun, _readable, failure_cause, failure_summary, plugin_of
 
 
-def job(spec: dict, tmp_path: Path) -> JobRun:
-    return JobRun(7, "token", spec, api_url="http://platform/internal/", worker="gpu0@test", work_dir=tmp_path)
+def job(spec, tmp_path: Path) -> JobRun:
+    run = JobRun(7, "token", api_url="http://platform/internal/", worker="gpu0@test", work_dir=tmp_path)
+    run.spec = spec  # what the claim answered
+    return run
 
 
-def test_a_pretraining_job_on_several_gpus_is_launched_with_torchrun(tmp_path):
+def test_a_pretraining_job_on_several_gpus_is_launched_with_torchrun_on_its_spec(tmp_path):
     corpus = tmp_path / "inputs" / "corpus"
     corpus.mkdir(parents=True)
     (corpus / "corpus.txt").write_text("text\n")
-    spec = {"recipe": "tiny", "steps": 50, "settings": {"batch_size": 8}, "gpus": 4}
-    command = job(spec, tmp_path)._pretrain_command({"corpus": corpus}, tmp_path / "out")
+    spec_file = tmp_path / "spec.json"
+    command = job(pretrain_spec(gpus=4), tmp_path)._pretrain_command(spec_file, {"corpus": corpus}, tmp_path / "out")
     assert command[:5] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"]
-    assert command[5:9] == ["-m", "workers.engine", "pretrain", "--recipe"]
-    assert "--resume" not in command and command[command.index("--steps") + 1] == "50"
-    single = job({**spec, "gpus": 1}, tmp_path)._pretrain_command({"corpus": corpus}, tmp_path / "out")
+    assert command[5:10] == ["-m", "workers.engine", "pretrain", "--spec", str(spec_file)]
+    assert "--resume" not in command and "--steps" not in command  # the spec says them
+    single = job(pretrain_spec(gpus=1), tmp_path)._pretrain_command(spec_file, {"corpus": corpus}, tmp_path / "out")
     assert single[:4] == [sys.executable, "-m", "workers.engine", "pretrain"]
 
 
-def test_a_fine_tuning_job_reads_the_withheld_canonical_split_and_its_protocol(tmp_path):
-    spec = {"dataset": "demo-ner", "benchmark": "blurb-mini", "protocol": {"grid": "single", "seeds": 2}}
+def test_a_fine_tuning_job_runs_its_spec_on_the_withheld_canonical_split(tmp_path):
+    spec_file = tmp_path / "spec.json"
     inputs = {"model": tmp_path / "model", "dataset": tmp_path / "data"}
-    command = job(spec, tmp_path)._finetune_command(inputs, tmp_path / "out")
+    command = job(finetune_spec("demo-ner"), tmp_path)._finetune_command(spec_file, inputs, tmp_path / "out")
     assert "--test_gold_withheld" in command and command[command.index("--data_format") + 1] == "canonical"
-    assert command[command.index("--benchmark") + 1] == "blurb-mini"
-    assert command[command.index("--seeds") + 1] == "2" and command[command.index("--grid") + 1] == "single"
+    assert command[command.index("--spec") + 1] == str(spec_file)
+    assert "--seeds" not in command and "--benchmark" not in command and "--dataset" not in command
+
+
+def test_a_plugin_failure_line_names_the_plugin_to_count_it_against():
+    assert plugin_of("Traceback...\nerror: plugin acme (biolm-acme 0.1): metric 'x' raised ...\n") == "acme"
+    assert plugin_of("error: plugin version mismatch: acme biolm-acme 0.1 pinned, biolm-acme 0.2 installed\n") == (
+        "acme"
+    )
+    assert plugin_of("error: --model /x: its weights cannot be loaded\n") == ""
 
 
 def test_only_an_input_the_engine_refused_is_charged_to_the_submission():

@@ -225,6 +225,8 @@ def build_web_fixture() -> WebFixture:
 def _store_model(spec: WebModel, owner, benchmark, entries, correctness: dict):
     """One model; its pretraining job and loss log, if pretrained here; per dataset its fine-tuning job,
     a test run per seed, the result (mean, std, median over the seeds) and the result's bootstrap vector."""
+    from contract_documents import finetune_spec, pretrain_spec
+
     from jobs import artefacts
     from jobs.models import Job, Run
     from leaderboard.models import Result
@@ -250,7 +252,7 @@ def _store_model(spec: WebModel, owner, benchmark, entries, correctness: dict):
     if spec.pretrained_here:
         Job.objects.create(
             language_model=model, kind=Job.Kind.PRETRAIN, status=Job.Status.SUCCEEDED, attempts=1,
-            spec={"kind": "pretrain", "recipe": "tiny", "output": output},
+            spec=pretrain_spec().to_json() | {"output": output},
         )  # fmt: skip
         artefacts.store_bytes(json.dumps(list(LOSS_LOG)).encode(), f"{output}/loss.json")
     for entry in entries:
@@ -263,13 +265,12 @@ def _store_model(spec: WebModel, owner, benchmark, entries, correctness: dict):
         job = Job.objects.create(
             language_model=model, benchmark=benchmark, dataset=dataset, kind=Job.Kind.FINETUNE,
             status=Job.Status.SUCCEEDED, attempts=1,
-            spec={"kind": "finetune", "benchmark": benchmark.slug, "dataset": dataset.slug},
+            spec=finetune_spec(dataset.slug, benchmark.slug).to_json(),
         )  # fmt: skip
         for seed, value in zip(SEEDS, seeds, strict=True):
             Run.objects.create(
                 job=job, language_model=model, dataset=dataset, hyperparameters={"learning_rate": 5e-5},
                 seed=seed, split=Run.Split.TEST, metrics={entry.metric.slug: value},
-                efficiency={"inference": {"test": {"latency_ms_per_example": 1000.0 / spec.throughput}}},
             )  # fmt: skip
         result = Result.objects.create(
             language_model=model, dataset=dataset, metric=entry.metric, value=statistics.fmean(seeds),

@@ -2,7 +2,7 @@
 
 Both sides must agree on the transport: with the embedded filesystem broker of the demo, on the
 folders; with Redis, on a visibility timeout longer than any job, so a running task's message
-is not handed to a second worker while the first still works on it.
+is not handed to a second worker while the first still works on it. And on the GPU task's name.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from pathlib import Path
 
 DEFAULT_URL = "filesystem://"
 DEFAULT_VISIBILITY_TIMEOUT_S = 24 * 3600
+GPU_TASK = "biolm.worker.run_job"
+"""The GPU worker's one task: the platform sends it by this name (it never imports the worker), the worker
+registers it under it. Its arguments are the job's id and token; the claim returns the job's spec."""
 
 
 def transport_options(url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S) -> dict:

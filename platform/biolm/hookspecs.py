@@ -1,7 +1,7 @@
 """Every hook a biolm plugin can implement, one docstring each (docs/plugins.md has examples).
 
-A plugin is a module or object with functions decorated by
-``pluggy.HookimplMarker("biolm")``; it never needs to import the platform's Django code.
+A plugin is a module or object with functions decorated by ``biolm.hookimpl``
+(``from biolm import hookimpl``); it never needs to import the platform's Django code.
 Each hook returns a list of dataclasses from :mod:`biolm.specs` (or ``None``
 to contribute nothing). All answers are collected: no hook here is
 ``firstresult``, because several plugins may each contribute, say, datasets.
@@ -9,7 +9,7 @@ to contribute nothing). All answers are collected: no hook here is
 Every contribution is something the platform executes, not only a description: metrics carry
 their implementation, task types their formulation, preprocessors their streaming function,
 dataset adapters their reader, architectures their config presets, recipes (optionally) their
-objective. Implementations are callables or ``"module:function"`` paths, imported only when used.
+objective, protocols their planner. Implementations are callables or ``"module:function"`` paths, imported only when used.
 
 Hooks only grow by adding arguments, so an implementation may accept any
 subset of the documented arguments (pluggy passes only the ones it names).
@@ -25,6 +25,7 @@ from biolm.specs import (
     DatasetSpec,
     MetricSpec,
     PreprocessorSpec,
+    ProtocolSpec,
     RecipeSpec,
     TaskTypeSpec,
 )
@@ -104,4 +105,17 @@ def biolm_corpus_preprocessors() -> list[PreprocessorSpec] | None:
     Return a list of :class:`~biolm.specs.PreprocessorSpec` whose ``implementation`` (a callable
     or ``"module:function"``) takes an iterable of documents and returns an iterable of
     documents, streaming: one document in, its result out, so corpora larger than memory pass.
+    """
+
+
+@hookspec
+def biolm_protocols() -> list[ProtocolSpec] | None:
+    """Fine-tuning protocols: a paper's procedure (grid, checkpoint choice, seeds, folds, statistic).
+
+    Return a list of :class:`~biolm.specs.ProtocolSpec`. A benchmark names the protocol its paper
+    used (``BenchmarkSpec.protocol``); a benchmark whose protocol no plugin provides is reported and
+    skipped. The ``planner`` is called as ``planner(dataset, task_type)`` and returns a
+    :class:`biolm.protocols.Plan`; the statistic over the runs is computed by
+    :func:`biolm.protocols.combine`, the same for the engine, the recording and the honest ranks'
+    bootstrap. Every job that runs a protocol pins the plugin that contributed it.
     """

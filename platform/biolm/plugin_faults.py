@@ -42,6 +42,7 @@ KIND_NAMES = {
     "task_types": "task type formulation",
     "preprocessors": "corpus preprocessor",
     "recipes": "recipe implementation",
+    "protocols": "protocol planner",
 }
 # What a contribution's contract lets it raise to refuse its input rather than to fail: a
 # formulation raises ValueError to refuse options or examples it cannot encode (and a metric's
@@ -175,6 +176,8 @@ def _implementations(contributions: Contributions) -> list[_Implementation]:
         add("task_types", slug, task_type.formulation)
     for slug, preprocessor in contributions.preprocessors.items():
         add("preprocessors", slug, preprocessor.implementation)
+    for slug, protocol in contributions.protocols.items():
+        add("protocols", slug, protocol.planner)
     for slug, recipe in contributions.recipes.items():
         if recipe.implementation is not None:
             add("recipes", slug, recipe.implementation)

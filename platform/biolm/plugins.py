@@ -28,6 +28,7 @@ from biolm.specs import (
     DatasetSpec,
     MetricSpec,
     PreprocessorSpec,
+    ProtocolSpec,
     RecipeSpec,
     SpecError,
     TaskTypeSpec,
@@ -53,6 +54,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.benchmarks.gatortron",
     "plugins.benchmarks.clinical_longformer",
     "plugins.benchmarks.blurb_mini",
+    "plugins.protocols.papers",
 )
 
 # hook name -> (contribution kind, spec class)
@@ -63,6 +65,7 @@ HOOKS: dict[str, tuple[str, type]] = {
     "biolm_pretraining_recipes": ("recipes", RecipeSpec),
     "biolm_corpus_preprocessors": ("preprocessors", PreprocessorSpec),
     "biolm_datasets": ("datasets", DatasetSpec),
+    "biolm_protocols": ("protocols", ProtocolSpec),
     "biolm_benchmarks": ("benchmarks", BenchmarkSpec),
 }
 
@@ -98,6 +101,7 @@ class Contributions:
     recipes: dict[str, RecipeSpec] = field(default_factory=dict)
     preprocessors: dict[str, PreprocessorSpec] = field(default_factory=dict)
     datasets: dict[str, DatasetSpec] = field(default_factory=dict)
+    protocols: dict[str, ProtocolSpec] = field(default_factory=dict)
     benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, slug) -> plugin name
     plugins: list[PluginInfo] = field(default_factory=list)
@@ -277,12 +281,15 @@ def _cross_check(contributions: Contributions) -> None:
     for slug, benchmark in list(contributions.benchmarks.items()):
         missing_datasets = sorted({e.dataset for e in benchmark.entries} - set(contributions.datasets))
         missing_metrics = sorted({e.metric for e in benchmark.entries} - set(contributions.metrics))
-        if missing_datasets or missing_metrics:
+        missing_protocol = benchmark.protocol not in contributions.protocols
+        if missing_datasets or missing_metrics or missing_protocol:
             what = []
             if missing_datasets:
                 what.append(f"datasets {missing_datasets}")
             if missing_metrics:
                 what.append(f"metrics {missing_metrics}")
+            if missing_protocol:
+                what.append(f"protocol {benchmark.protocol!r} (known: {', '.join(sorted(contributions.protocols))})")
             _drop(contributions, "benchmarks", slug, f"benchmark {slug!r} needs unknown {' and '.join(what)}; skipped")
             continue
         out_of_range = _published_out_of_range(benchmark, contributions.metrics)

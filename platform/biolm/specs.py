@@ -43,9 +43,8 @@ DOMAINS = ("biomedical", "clinical")
 SCHEMA_NAMES = ("token-tagging", "classification", "regression", "relation", "extractive-qa")
 SPLIT_NAMES = ("train", "dev", "test")
 AGGREGATION_METHODS = ("mean", "mean_of_groups", "weighted_mean_of_groups")
-# The fine-tuning protocols of the papers, one per benchmark (the engine implements each; see
-# workers.engine.protocol). Named here so a benchmark spec can be validated without the engine.
-PROTOCOL_NAMES = ("blurb", "lewis2020", "bioformer", "clinical-longformer", "gatortron")
+# What a protocol may report over its runs (biolm.protocols.combine computes it).
+STATISTICS = ("mean", "median")
 
 
 class SpecError(ValueError):
@@ -615,7 +614,7 @@ class BenchmarkSpec:
     published: tuple[PublishedModelSpec, ...] = ()
     published_source: str = ""
     precision: int = 2
-    protocol: str = "blurb"  # the fine-tuning protocol the paper used, one of PROTOCOL_NAMES
+    protocol: str = "blurb"  # the slug of the contributed protocol (ProtocolSpec) the paper used
 
     def entry_keys(self) -> tuple[str, ...]:
         return tuple(e.key for e in self.entries)
@@ -627,10 +626,8 @@ class BenchmarkSpec:
         _check_length(self.published_source, SOURCE_MAX, f"benchmark {self.slug}: published_source")
         if isinstance(self.precision, bool) or not isinstance(self.precision, int) or not 0 <= self.precision <= 6:
             raise SpecError(f"benchmark {self.slug}: precision must be a whole number of decimals from 0 to 6")
-        if self.protocol not in PROTOCOL_NAMES:
-            raise SpecError(
-                f"benchmark {self.slug}: protocol {self.protocol!r} is not one of {', '.join(PROTOCOL_NAMES)}"
-            )
+        # Any contributed protocol is accepted; collect_contributions checks that one exists.
+        check_slug(self.protocol, f"benchmark {self.slug}: protocol")
         if not self.entries:
             raise SpecError(f"benchmark {self.slug}: has no entries")
         keys = self.entry_keys()
@@ -730,3 +727,38 @@ class PreprocessorSpec:
 
     def resolve(self) -> Callable[..., Any]:
         return resolve_implementation(self.implementation, f"preprocessor {self.slug}", ("preprocessors", self.slug))
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """A paper's fine-tuning procedure: its grid, its checkpoint choice, its seeds, its folds, its statistic.
+
+    ``planner`` (a callable or ``"module:function"``) is called as ``planner(dataset, task_type)``
+    with the dataset's :class:`DatasetSpec` and :class:`TaskTypeSpec` and returns a
+    :class:`biolm.protocols.Plan`: the hyperparameter points searched on dev, the seeds run on test
+    and whether the dataset is scored on its cross-validation folds. ``statistic`` is what the
+    paper reports over the runs, one of :data:`STATISTICS`; :func:`biolm.protocols.combine`
+    computes it, for the engine, the recording and the bootstrap alike. ``citation`` names the
+    paper and section the procedure comes from (``Gu et al. 2021, section 6.2``).
+    """
+
+    slug: str
+    name: str
+    description: str
+    planner: Implementation
+    statistic: str = "mean"
+    citation: str = ""
+
+    def validate(self) -> None:
+        check_slug(self.slug, "protocol slug")
+        _require_text(self.name, f"protocol {self.slug}: name")
+        _require_text(self.description, f"protocol {self.slug}: description", 2000)
+        _check_length(self.citation, SOURCE_MAX, f"protocol {self.slug}: citation")
+        if self.statistic not in STATISTICS:
+            raise SpecError(f"protocol {self.slug}: statistic {self.statistic!r} is not one of {STATISTICS}")
+        check_implementation(self.planner, f"protocol {self.slug}: planner")
+
+    def plan(self, dataset: DatasetSpec, task_type: TaskTypeSpec) -> Any:
+        """The planner's :class:`biolm.protocols.Plan` for ``dataset`` (use :func:`biolm.protocols.plan_for`)."""
+        planner = resolve_implementation(self.planner, f"protocol {self.slug}: planner", ("protocols", self.slug))
+        return planner(dataset, task_type)

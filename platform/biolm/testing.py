@@ -21,7 +21,9 @@ metrics, task types and datasets) and asserts, for what the plugin contributes:
 * every architecture preset builds (shrunk to a tiny size) and runs a forward and backward pass;
 * every task type's formulation encodes a sample, and its predictions decode and score;
 * every preprocessor streams (gives its first documents before reading the whole input);
-* every recipe's implementation, when it names one, resolves to a callable.
+* every recipe's implementation, when it names one, resolves to a callable;
+* every protocol's planner gives a plan (hyperparameter points, at least one seed) for every dataset,
+  to which overrides apply, and its statistic combines runs.
 
 All failures are collected and raised together as one ``AssertionError``, so a plugin author
 sees everything that is wrong in one run. The architecture and formulation checks use the
@@ -39,8 +41,10 @@ from typing import Any
 
 import pytest
 
+from biolm.contract import Overrides
 from biolm.dataset_io import DataFormatError, load_dataset_files
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
+from biolm.protocols import RunValue, combine, plan_for
 from biolm.schemas import get_schema
 from biolm.specs import (
     AdapterSpec,
@@ -49,6 +53,7 @@ from biolm.specs import (
     ImplementationError,
     MetricSpec,
     PreprocessorSpec,
+    ProtocolSpec,
     RecipeSpec,
     TaskTypeSpec,
 )
@@ -142,6 +147,7 @@ def check_plugin(plugin: ModuleType | Any, name: str | None = None, *, builtins:
         "task_types": _check_task_type,
         "preprocessors": _check_preprocessor,
         "recipes": _check_recipe,
+        "protocols": _check_protocol,
     }
     for kind, check in checks.items():
         for slug in own.get(kind, ()):
@@ -367,3 +373,18 @@ def _check_recipe(spec: RecipeSpec, contributions: Contributions) -> None:
             spec.resolve()
         except ImplementationError as exc:
             raise AssertionError(str(exc)) from None
+
+
+def _check_protocol(spec: ProtocolSpec, contributions: Contributions) -> None:
+    """A plan for every dataset the platform knows, which overrides narrow, and a statistic that combines runs."""
+    for dataset in contributions.datasets.values():
+        task_type = contributions.task_types[dataset.task_type]
+        plan = plan_for(spec, dataset, task_type)
+        if not plan.points or plan.seeds < 1:
+            raise AssertionError(f"its plan for {dataset.slug} has no points or no seeds")
+        single = plan_for(spec, dataset, task_type, Overrides(grid="single", seeds=1, epochs=1))
+        if len(single.points) != 1 or single.seeds != 1 or single.points[0].epochs != 1:
+            raise AssertionError(f"overrides do not apply to its plan for {dataset.slug}")
+    summary = combine([RunValue(None, 42, 70.0), RunValue(None, 43, 80.0), RunValue(None, 44, 90.0)], spec.statistic)
+    if summary is None or summary.value != 80.0:
+        raise AssertionError(f"its statistic {spec.statistic} does not combine runs")

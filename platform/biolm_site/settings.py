@@ -15,7 +15,9 @@ from csp.constants import NONCE
 from django.core.exceptions import ImproperlyConfigured
 
 from biolm import broker
+from biolm.contract import ContractError
 from biolm.intake_limits import ArchiveLimits, CheckpointLimits, LimitSettingError
+from biolm.protocols import preview_overrides
 from biolm_site.env import env_bool, env_int, env_json_object, env_list, env_str
 from biolm_site.secret_key import secret_key
 
@@ -216,9 +218,14 @@ except LimitSettingError as exc:
 BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 30)
 BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
-# What a "quick preview" submission adds to one grid point and one seed (jobs.graph.quick_protocol): JSON of
-# protocol settings, e.g. {"epochs": 2, "max_train_examples": 240} on a CPU demo. Empty by default.
-BIOLM_QUICK_PROTOCOL = env_json_object("BIOLM_QUICK_PROTOCOL", {})
+# What a quick preview adds to its one grid point and one seed (biolm.protocols.preview_overrides): JSON of
+# overrides of the protocol's settings, e.g. {"epochs": 2, "max_train_examples": 240} on a CPU demo. Empty by
+# default. BIOLM_QUICK_PROTOCOL, its name before the job contract, is read when it is not set (deprecated).
+BIOLM_PREVIEW_OVERRIDES = env_json_object("BIOLM_PREVIEW_OVERRIDES", env_json_object("BIOLM_QUICK_PROTOCOL", {}))
+try:
+    preview_overrides(BIOLM_PREVIEW_OVERRIDES)
+except ContractError as exc:
+    raise ImproperlyConfigured(f"BIOLM_PREVIEW_OVERRIDES: {exc}") from None
 # A dispatched job no worker claimed within this many seconds is sent again (a lost message).
 BIOLM_REDISPATCH_AFTER_S = env_int("BIOLM_REDISPATCH_AFTER_S", 120)
 # Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage

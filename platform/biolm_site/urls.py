@@ -23,7 +23,7 @@ urlpatterns = [
     path("datasets/", include((registry_routes, registry_urls.app_name))),
     path("internal/", include("jobs.urls")),
     path("accounts/", include("allauth.urls")),  # sign up, sign in and out, password change and reset
-    path("accounts/", include("accounts.urls")),  # the profile page and its API tokens
+    path("accounts/", include("submissions.profile_urls")),  # the profile page and its API tokens
     path("api/v1/", include("submissions.api_urls")),  # submitting with an API token
     path("", include("submissions.urls")),  # /submit/, /submissions/<id>/, /queue/
     path("", include("leaderboard.api_urls")),  # api/v1/..., api/schema/, api/docs/ (see that module)

@@ -1,11 +1,12 @@
 """The internal API GPU workers call: the only way a worker touches the platform's state.
 
-A worker holds no database credentials. It receives a job id, the job's token and its spec in
-a Celery message, and then calls, with ``Authorization: Bearer <job token>``:
+A worker holds no database credentials. It receives a job id and the job's token in a Celery
+message, and then calls, with ``Authorization: Bearer <job token>``:
 
 * ``POST /internal/jobs/<id>/claim`` with a delivery id of its own making: the job is its to
-  run (200, with the locations of its inputs) or not (409: already taken, cancelled, finished,
-  or its dependencies have not succeeded), in which case the worker stops at once;
+  run (200, with the job's spec, its typed contract, and the locations of its inputs) or not
+  (409: already taken, cancelled, finished, or its dependencies have not succeeded), in which
+  case the worker stops at once;
 * ``POST .../heartbeat`` with progress and new log lines: "continue", or "stop" when the
   delivery lost the job (cancelled, reaped, redelivered elsewhere);
 * ``PUT .../outputs/<name>``: results, the pretrained model, a pretraining checkpoint;
@@ -102,7 +103,7 @@ class ClaimIn(serializers.Serializer):
 class ClaimOut(serializers.Serializer):
     job = serializers.IntegerField()
     kind = serializers.CharField()
-    spec = serializers.JSONField()
+    spec = serializers.JSONField(help_text="The job's spec: its typed, versioned contract (biolm.contract).")
     inputs = serializers.JSONField(help_text="{role: [{path, url, size, sha256}]}: what to download, and where to.")
 
 
@@ -126,6 +127,9 @@ class DeliveryIn(serializers.Serializer):
 class FailIn(DeliveryIn):
     error = serializers.CharField(allow_blank=False)
     cause = serializers.ChoiceField(choices=[Job.Cause.PLATFORM, Job.Cause.SUBMISSION, Job.Cause.PLUGIN])
+    plugin = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, help_text="With cause plugin: the plugin to count it against."
+    )
 
 
 class WorkerIn(serializers.Serializer):
@@ -220,7 +224,9 @@ class FailView(WorkerView):
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for(request, job_id)
         data = _valid(FailIn, request)
-        new_status = lifecycle.fail(job.pk, job.token, data["delivery"], data["error"], data["cause"])
+        new_status = lifecycle.fail(
+            job.pk, job.token, data["delivery"], data["error"], data["cause"], plugin=data.get("plugin", "")
+        )
         if new_status is None:
             return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
         transaction.on_commit(tasks.kick)

@@ -15,22 +15,18 @@ which then becomes its language model's files.
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 
 from django.core.files.storage import FileSystemStorage
 
-from jobs import artefacts, exports, recording
+from jobs import artefacts, exports
 from jobs.models import Job
+from jobs.results import InputError, ResultsError, load_results, model_entries
 from registry.intake import IntakeError, checkpoint_intake
 from registry.models import LanguageModel
 from registry.registration import RegistrationError, register_checkpoint
 
-
-class InputError(ValueError):
-    """A job's inputs are not available on the platform (for example, its dataset is not imported)."""
+__all__ = ["InputError", "OutputError", "accept_outputs", "inputs_of", "may_read", "record_output"]
 
 
 class OutputError(ValueError):
@@ -56,63 +52,28 @@ def stored_output(job_id: int, name: str) -> dict | None:
         return json.loads(handle.read())
 
 
-def _url_maker(job: Job, api_base: str) -> Callable[[str], str]:
+def url_maker(job: Job, api_base: str) -> Callable[[str], str]:
     store = artefacts.storage()
     if isinstance(store, FileSystemStorage):
         return lambda name: f"{api_base}{job.pk}/artefacts/{name}"
     return store.url  # S3 through django-storages: a pre-signed URL the worker fetches directly
 
 
-def model_entries(spec_model: dict) -> list[dict]:
-    """The stored files of a fine-tuning job's model: submitted, or written by its pretraining job."""
-    if "artefacts" in spec_model:
-        return spec_model["artefacts"]
-    manifest = f"{spec_model['prefix']}/manifest.json"
-    store = artefacts.storage()
-    if not store.exists(manifest):
-        raise InputError(f"the model of pretraining job #{spec_model['from_job']} is not in the artefact store")
-    with store.open(manifest, "rb") as handle:
-        return json.loads(handle.read())
-
-
-@contextmanager
-def model_files(job: Job) -> Iterator[Path]:
-    """A fine-tuning job's model as a local directory: its config and tokenizer (weights left out)."""
-    entries = model_entries(job.spec["model"])
-    prefix = job.spec["model"]["prefix"]
-    store = artefacts.storage()
-    if isinstance(store, FileSystemStorage) and not any("path" in entry for entry in entries):
-        yield Path(store.path(prefix))  # a pretraining job's output, stored under its own names
-        return
-    with tempfile.TemporaryDirectory(prefix="biolm-tokenizer-") as temporary:
-        cut = len(prefix.rstrip("/")) + 1
-        for entry in entries:
-            relative = entry.get("path") or entry["name"][cut:]
-            if relative.endswith((".safetensors", ".bin", ".pt", ".h5", ".msgpack")):
-                continue
-            target = Path(temporary) / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with store.open(entry["name"], "rb") as source, target.open("wb") as out:
-                for chunk in iter(lambda: source.read(1 << 20), b""):
-                    out.write(chunk)
-        yield Path(temporary)
-
-
 def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
-    url_for = _url_maker(job, api_base)
+    url_for = url_maker(job, api_base)
+    spec = job.contract
     if job.kind == Job.Kind.FINETUNE:
-        model = job.spec["model"]
         try:
-            export = exports.fold_artefacts if job.spec.get("cross_validation") else exports.dataset_artefacts
+            export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
             prefix, entries = export(job.dataset)
         except exports.ExportError as exc:
             raise InputError(str(exc)) from None
         return {
-            "model": artefacts.download_manifest(model_entries(model), model["prefix"], url_for),
+            "model": artefacts.download_manifest(model_entries(spec.model), spec.model.prefix, url_for),
             "dataset": artefacts.download_manifest(entries, prefix, url_for),
         }
     if job.kind == Job.Kind.PRETRAIN:
-        corpus = job.spec["corpus"]
+        corpus = spec.corpus.to_json()
         inputs = {"corpus": [{**artefacts.download_manifest([corpus], corpus["name"].rsplit("/", 1)[0], url_for)[0]}]}
         stored = stored_output(job.pk, "checkpoint.tar")
         if stored is not None:
@@ -143,18 +104,19 @@ def is_plain_artefact_name(name: str) -> bool:
 def input_names(job: Job) -> set[str]:
     """The artefact names of the job's inputs, as :func:`inputs_of` lists them to its worker."""
     try:
+        spec = job.contract
         if job.kind == Job.Kind.FINETUNE:
-            names = {entry["name"] for entry in model_entries(job.spec["model"])}
+            names = {entry["name"] for entry in model_entries(spec.model)}
             if job.dataset_id:
-                export = exports.fold_artefacts if job.spec.get("cross_validation") else exports.dataset_artefacts
+                export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
                 names.update(entry["name"] for entry in export(job.dataset)[1])
             return names
         if job.kind == Job.Kind.PRETRAIN:
-            names = {job.spec["corpus"]["name"]}
+            names = {spec.corpus.name}
             if stored_output(job.pk, "checkpoint.tar") is not None:
                 names.add(output_name(job.pk, "checkpoint.tar"))
             return names
-    except (InputError, exports.ExportError, KeyError, TypeError):
+    except (InputError, exports.ExportError, KeyError, TypeError, ValueError):
         return set()
     return set()
 
@@ -163,12 +125,12 @@ def accept_outputs(job: Job) -> None:
     """Check what the worker uploaded and put it where the rest of the graph reads it."""
     if job.kind == Job.Kind.FINETUNE:
         try:
-            results = recording.load_results(job.pk)
-        except recording.RecordingError as exc:
+            results = load_results(job)
+        except ResultsError as exc:
             raise OutputError(str(exc)) from None
-        if job.dataset_id and results.get("dataset") != job.dataset.slug:
-            raise OutputError(f"the results are of dataset {results.get('dataset')!r}, not {job.dataset.slug!r}")
-        if not ((results.get("spec") or {}).get("data") or {}).get("test_gold_withheld"):
+        if job.dataset_id and results.dataset != job.dataset.slug:
+            raise OutputError(f"the results are of dataset {results.dataset!r}, not {job.dataset.slug!r}")
+        if not results.test_gold_withheld:
             raise OutputError("the results were not produced on the withheld test split the platform sent")
     elif job.kind == Job.Kind.PRETRAIN:
         _accept_model(job)
@@ -185,7 +147,7 @@ def _accept_model(job: Job) -> None:
     store = artefacts.storage()
     if not store.exists(name):
         raise OutputError(f"pretraining job #{job.pk} uploaded no model ({name})")
-    prefix = job.spec["output"]
+    prefix = job.contract.output
     model = LanguageModel.objects.get(pk=job.language_model_id)
     location = f"artefacts:{prefix}"
     try:

@@ -29,7 +29,7 @@ from django.utils import timezone
 from jobs import lifecycle
 from jobs.models import WAITING, Job, Worker
 
-DEFAULT_DURATION_S = {Job.Kind.PRETRAIN: 3600.0, Job.Kind.FINETUNE: 600.0, Job.Kind.AGGREGATE: 10.0}
+DEFAULT_DURATION_S = {Job.Kind.PRETRAIN: 3600.0, Job.Kind.FINETUNE: 600.0, Job.Kind.SCORE: 10.0}
 
 
 @dataclass(frozen=True)

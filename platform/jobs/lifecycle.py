@@ -10,9 +10,11 @@ mechanism seen from the other side: the job leaves ``running`` and the next hear
 
 Failures are told apart by cause. The platform's own (a lost worker, a broker restart, a time
 limit hit while the job waited) are retried with exponential back-off up to ``max_attempts``
-and, if final, refunded to the submitter's quota; the submission's (a malformed checkpoint) and a
-plugin's (contributed code that raised: it would raise again) fail at once, keep their error and
-are charged.
+and, if final, refunded to the submitter's quota; the submission's (a malformed checkpoint) fails
+at once, keeps its error and is charged; a plugin's (contributed code that raised, or a plugin
+whose installed code is not the code the job pins: it would fail again) fails at once, is
+refunded, and is counted against the plugin (``blamed_plugin``). Every change is announced
+(:mod:`jobs.signals`), so the submissions app keeps each submission's status and refund in line.
 """
 
 from __future__ import annotations
@@ -20,15 +22,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from jobs import signals
 from jobs.models import FINISHED, WAITING, Job
-from submissions import notifications
-from submissions.models import Submission
 
 LOG_TAIL_CHARS = 20_000
 BACKOFF_BASE_S = 30.0
@@ -50,44 +50,9 @@ class Progress:
     eta_s: float | None = None
 
 
-def submission_status(counts: dict[str, int]) -> str:
-    """A submission's status from how many of its jobs are in each state.
-
-    ``pending`` until a job starts, ``running`` while any job is unfinished, then ``failed`` if a
-    job failed (the submission's ``refunded`` says whether the platform's fault was refunded),
-    ``cancelled`` if one was cancelled, else ``finished``.
-    """
-    unfinished = sum(counts.get(state, 0) for state in (Job.Status.QUEUED, Job.Status.RETRYING, Job.Status.RUNNING))
-    if unfinished:
-        started = sum(counts.values()) - counts.get(Job.Status.QUEUED, 0)
-        return Submission.Status.RUNNING if started else Submission.Status.PENDING
-    if counts.get(Job.Status.FAILED):
-        return Submission.Status.FAILED
-    if counts.get(Job.Status.CANCELLED):
-        return Submission.Status.CANCELLED
-    return Submission.Status.FINISHED if counts else Submission.Status.PENDING
-
-
 def follow_submissions(job_ids: Iterable[int]) -> None:
-    """Bring the status of the submissions of ``job_ids`` in line with their jobs (after any change of state)."""
-    submission_ids = set(
-        Job.objects.filter(pk__in=list(job_ids), submission__isnull=False).values_list("submission_id", flat=True)
-    )
-    for submission_id in submission_ids:
-        counts = dict(
-            Job.objects.filter(submission_id=submission_id)
-            .values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        )
-        status = submission_status(counts)
-        changed = (
-            Submission.objects.filter(pk=submission_id)
-            .exclude(status=status)
-            .update(status=status, updated_at=timezone.now())
-        )
-        if changed and status in notifications.ENDED:
-            transaction.on_commit(partial(notifications.notify_ended, [submission_id]))
+    """Announce that ``job_ids`` changed state, so the submissions they belong to follow (:mod:`jobs.signals`)."""
+    signals.jobs_changed.send(sender=Job, job_ids=list(job_ids))
 
 
 def backoff_s(attempts: int) -> float:
@@ -176,23 +141,25 @@ def succeed(job_id: int, token: str, delivery: str) -> bool:
     return bool(done)
 
 
-def fail(job_id: int, token: str, delivery: str, error: str, cause: str) -> str | None:
+def fail(job_id: int, token: str, delivery: str, error: str, cause: str, plugin: str = "") -> str | None:
     """End the delivery's attempt: retried later if the platform caused it and attempts remain.
 
-    Returns the job's new status, or None if the delivery no longer held the job.
+    ``plugin`` names the plugin a ``plugin`` failure is counted against. Returns the job's new
+    status, or None if the delivery no longer held the job.
     """
     with transaction.atomic():
         job = _held(job_id, token, delivery).select_for_update().first()
         if job is None:
             return None
-        status = _after_failure(job, error, cause, timezone.now())
+        status = _after_failure(job, error, cause, timezone.now(), plugin=plugin)
     if status == Job.Status.FAILED:
         fail_dependents([job.pk], f"job #{job.pk} failed", cause)
     follow_submissions([job.pk])
     return status
 
 
-def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bool = True, wait: bool = True) -> str:
+def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bool = True, wait: bool = True,
+                   plugin: str = "") -> str:  # fmt: skip
     """``wait``: back off before the retry (False when the worker was lost, not the attempt: another may start now)."""
     if retry and cause == Job.Cause.PLATFORM and job.attempts < job.max_attempts:
         Job.objects.filter(pk=job.pk).update(
@@ -208,10 +175,10 @@ def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bo
         )
         return Job.Status.RETRYING
     Job.objects.filter(pk=job.pk).update(
-        status=Job.Status.FAILED, claim="", error=error, failure_cause=cause, finished_at=now
-    )
-    if cause == Job.Cause.PLATFORM and job.submission_id:
-        Submission.objects.filter(pk=job.submission_id).update(refunded=True)
+        status=Job.Status.FAILED, claim="", error=error, failure_cause=cause, finished_at=now,
+        blamed_plugin=plugin if cause == Job.Cause.PLUGIN else "",
+    )  # fmt: skip
+    signals.job_failed_for_good.send(sender=Job, job=job, cause=cause)
     return Job.Status.FAILED
 
 

@@ -1,23 +1,24 @@
 """Units of work on the GPU/CPU queues, the workers that run them, and the runs they produce.
 
-The database row is the source of truth for a job's state; workers receive the
-job id, a per-job token and the job's immutable ``spec``, and never need
-database credentials. Every change of state goes through :mod:`jobs.lifecycle`,
-whose conditional UPDATEs are what make a redelivered or reaped task harmless. A
-:class:`Run` is one fine-tuning/evaluation of a model on a dataset at one
-hyperparameter point and seed; it is unique per job, so a redelivered task cannot
-record the same run twice.
+The database row is the source of truth for a job's state. Its ``spec`` is the job's typed,
+versioned document (:mod:`biolm.contract`), built and checked at submit and never changed: a
+worker receives only the job's id and token, and the claim returns the spec once. Workers never
+need database credentials. Every change of state goes through :mod:`jobs.lifecycle`, whose
+conditional UPDATEs are what make a redelivered or reaped task harmless. A :class:`Run` is one
+fine-tuning/evaluation of a model on a dataset at one hyperparameter point, seed and fold; it is
+unique per job, so a redelivered task cannot record the same run twice.
 """
 
 from __future__ import annotations
 
 import secrets
+from functools import cached_property
 
 from django.db import models
 from django.utils import timezone
 
+from biolm.contract import FinetuneJob, PretrainJob, ScoreJob, parse_job_spec
 from registry.models import Benchmark, Dataset, LanguageModel
-from submissions.models import Submission
 
 
 def new_token() -> str:
@@ -28,7 +29,7 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         PRETRAIN = "pretrain", "pretrain a recipe on a corpus"
         FINETUNE = "finetune", "the benchmark's protocol on one dataset"
-        AGGREGATE = "aggregate", "score the test predictions and record the results"
+        SCORE = "score", "score the test predictions and record the results"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -42,13 +43,15 @@ class Job(models.Model):
         NONE = "", "-"
         PLATFORM = "platform", "the platform's (refunded)"
         SUBMISSION = "submission", "the submission's"
-        PLUGIN = "plugin", "a plugin's code (not retried)"
+        PLUGIN = "plugin", "a plugin's code (not retried, refunded)"
 
     class Queue(models.TextChoices):
         GPU = "gpu"
         CPU = "cpu"
 
-    submission = models.ForeignKey(Submission, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
+    submission = models.ForeignKey(
+        "submissions.Submission", null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
     language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="jobs")
     benchmark = models.ForeignKey(Benchmark, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
@@ -57,7 +60,9 @@ class Job(models.Model):
     queue = models.CharField(max_length=5, choices=Queue.choices, default=Queue.GPU)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     priority = models.SmallIntegerField(default=0, help_text="Higher runs first.")
-    spec = models.JSONField(default=dict, help_text="The immutable engine spec the worker receives.")
+    spec = models.JSONField(
+        default=dict, help_text="The job's typed, versioned spec (biolm.contract), checked at submit, never changed."
+    )
     token = models.CharField(max_length=64, default=new_token, editable=False)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3, help_text="Attempts before a platform failure is final.")
@@ -72,6 +77,9 @@ class Job(models.Model):
     log = models.TextField(blank=True, help_text="The tail of the worker's log.")
     error = models.TextField(blank=True)
     failure_cause = models.CharField(max_length=10, choices=Cause.choices, blank=True, default=Cause.NONE)
+    blamed_plugin = models.CharField(
+        max_length=200, blank=True, help_text="The plugin whose code failed the job (cause: plugin), or biolm."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     queued_at = models.DateTimeField(default=timezone.now, help_text="When it last entered its queue.")
     not_before = models.DateTimeField(null=True, blank=True, help_text="Back-off: not dispatched before this.")
@@ -94,9 +102,10 @@ class Job(models.Model):
     def progress(self) -> float | None:
         return self.progress_step / self.progress_total if self.progress_total else None
 
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED
+    @cached_property
+    def contract(self) -> PretrainJob | FinetuneJob | ScoreJob:
+        """The job's spec as its typed document (:func:`biolm.contract.parse_job_spec`)."""
+        return parse_job_spec(self.spec)
 
 
 FINISHED = (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED)
@@ -137,21 +146,25 @@ class Run(models.Model):
     hyperparameters = models.JSONField(default=dict)
     hyperparameters_key = models.CharField(max_length=200, help_text="Canonical form of hyperparameters.")
     seed = models.IntegerField()
+    fold = models.PositiveSmallIntegerField(
+        default=0, help_text="The cross-validation fold (from 1) of a protocol that runs on folds; 0 without folds."
+    )
     split = models.CharField(max_length=4, choices=Split.choices)
     metrics = models.JSONField(default=dict, help_text="{metric slug: value on the 0-100 scale}")
-    efficiency = models.JSONField(default=dict, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["job", "hyperparameters_key", "seed", "split"], name="unique_run_per_job_point_seed_split"
+                fields=["job", "hyperparameters_key", "fold", "seed", "split"],
+                name="unique_run_per_job_point_fold_seed_split",
             )
         ]
 
     def __str__(self) -> str:
-        return f"{self.language_model} {self.dataset.slug} seed={self.seed} {self.split}"
+        fold = f" fold={self.fold}" if self.fold else ""
+        return f"{self.language_model} {self.dataset.slug}{fold} seed={self.seed} {self.split}"
 
     def save(self, *args, **kwargs) -> None:
         if not self.hyperparameters_key:

@@ -3,12 +3,16 @@
 * ``biolm.jobs.tick`` (beat, every ``BIOLM_TICK_S``): records the CPU worker running it as
   alive, requeues the jobs of silent workers (:func:`jobs.lifecycle.reap`) and sends the next
   jobs to free worker slots (:func:`jobs.dispatch.dispatch`).
-* ``biolm.jobs.run_platform_job``: a job of the ``cpu`` queue, run where the database is: an
-  aggregate job records its fine-tuning job's results. The CPU worker's watchdog runs the same
-  code in-process for a job whose messages no consumer took (:mod:`jobs.watchdog`).
+* ``biolm.jobs.run_platform_job``: a job of the ``cpu`` queue, run where the database is: a score
+  job records its fine-tuning job's results (the leaderboard's handler, :mod:`jobs.handlers`). The
+  CPU worker's watchdog runs the same code in-process for a job whose messages no consumer took
+  (:mod:`jobs.watchdog`). Before it runs, the worker brings its plugins up to date and checks that
+  the code it loaded is the code the job pins (:mod:`biolm.contract.code`): a plugin of another
+  version or content fails the job as the plugin's, not retried and refunded.
 
-GPU jobs go to ``biolm.worker.run_job`` on the ``gpu`` queue, a task of the database-free
-worker (:mod:`workers.runner`); it is sent by name, since the platform does not import it.
+GPU jobs go to :data:`biolm.broker.GPU_TASK` on the ``gpu`` queue, a task of the database-free
+worker (:mod:`workers.runner`); it is sent by name, since the platform does not import it. Every
+message carries the job's id and token only: the claim returns the job's spec, once.
 """
 
 from __future__ import annotations
@@ -22,22 +26,26 @@ from celery.signals import worker_process_init, worker_ready
 from django.conf import settings
 from django.db import DatabaseError
 
-from biolm import plugin_set
+from biolm import contract, plugin_set
+from biolm.broker import GPU_TASK
 from biolm.plugin_faults import PluginFault, blame
-from jobs import dispatch, lifecycle, recording
+from jobs import dispatch, handlers, lifecycle
 from jobs.models import Job
 from registry.sync import load_contributions
 
 logger = logging.getLogger("biolm.jobs")
 
-GPU_TASK = "biolm.worker.run_job"
 CPU_SLOTS = 1
+INSTALL_HINT = (
+    "install it where the workers run (they load newly installed plugins before each job, no restart needed); "
+    "the job is retried"
+)
 
 
 def send(job: Job) -> None:
-    """One message per dispatched job: its id, its token and its immutable spec."""
+    """One message per dispatched job: its id and its token (the claim returns the spec)."""
     if job.queue == Job.Queue.GPU:
-        current_app.send_task(GPU_TASK, args=[job.pk, job.token, job.spec], queue=Job.Queue.GPU)
+        current_app.send_task(GPU_TASK, args=[job.pk, job.token], queue=Job.Queue.GPU)
     else:
         run_platform_job.apply_async(args=[job.pk, job.token], queue=Job.Queue.CPU)
 
@@ -80,7 +88,7 @@ def _watch_the_beat(sender, **_: object) -> None:
     if Job.Queue.CPU in sender.app.amqp.queues.consume_from:
         from jobs import watchdog
 
-        watchdog.start(sender.hostname)
+        watchdog.start(sender.hostname, tick_once, execute_platform_job)
 
 
 @shared_task(
@@ -104,32 +112,37 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
     changes = plugin_set.ensure_current()  # a plugin installed while this worker runs is used without a restart
     if changes:
         lifecycle.heartbeat(job.pk, token, delivery, log=f"reloaded the plugins, which changed: {'; '.join(changes)}\n")
-    missing, _ = plugin_set.compare(job.spec.get("plugins") or {})
-    if missing:
-        lifecycle.fail(job.pk, token, delivery, plugin_set.lacking_message(missing, job.worker), Job.Cause.PLATFORM)
-        return Job.Status.FAILED
     try:
-        if job.kind == Job.Kind.AGGREGATE:
-            result = recording.record(job)
-            lifecycle.heartbeat(job.pk, token, delivery, log=recording.outcome(job, result) + "\n")
-        else:
-            raise ValueError(f"a {job.kind} job cannot run on the platform's cpu queue")
-    except recording.RecordingError as exc:
+        contract.check(job.contract.code).require()
+        line = handlers.handler_for(job.kind)(job)
+        lifecycle.heartbeat(job.pk, token, delivery, log=line + "\n")
+    except contract.CodeMissing as exc:  # another worker may have the plugin: the platform's, retried
+        lifecycle.fail(job.pk, token, delivery, f"{exc} on {worker}: {INSTALL_HINT}", Job.Cause.PLATFORM)
+        return Job.Status.FAILED
+    except contract.CodeMismatch as exc:  # reloading gave other code than the job pins: the plugin's
+        lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.PLUGIN, plugin=exc.plugin)
+        return Job.Status.FAILED
+    except handlers.JobRefused as exc:
         lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.SUBMISSION)
         return Job.Status.FAILED
     except Exception as exc:
-        fault = plugin_fault(exc, job)
-        lifecycle.heartbeat(job.pk, token, delivery, log="".join(traceback.format_exception(exc)))
-        if fault is not None:  # the plugin's code raised: running it again would raise again
-            logger.error("job #%s: %s", job.pk, fault)
-            lifecycle.fail(job.pk, token, delivery, str(fault), Job.Cause.PLUGIN)
-            return Job.Status.FAILED
-        logger.exception("job #%s failed on the platform", job.pk)
-        lifecycle.fail(job.pk, token, delivery, platform_error(exc), Job.Cause.PLATFORM)
-        return Job.Status.FAILED
+        return _failed(job, token, delivery, exc)
     lifecycle.succeed(job.pk, token, delivery)
     kick()
     return Job.Status.SUCCEEDED
+
+
+def _failed(job: Job, token: str, delivery: str, exc: Exception) -> str:
+    """The job raised: the plugin's fault when a plugin's code raised (not retried), else the platform's."""
+    fault = plugin_fault(exc, job)
+    lifecycle.heartbeat(job.pk, token, delivery, log="".join(traceback.format_exception(exc)))
+    if fault is not None:  # the plugin's code raised: running it again would raise again
+        logger.error("job #%s: %s", job.pk, fault)
+        lifecycle.fail(job.pk, token, delivery, str(fault), Job.Cause.PLUGIN, plugin=plugin_name(fault))
+        return Job.Status.FAILED
+    logger.exception("job #%s failed on the platform", job.pk)
+    lifecycle.fail(job.pk, token, delivery, platform_error(exc), Job.Cause.PLATFORM)
+    return Job.Status.FAILED
 
 
 def plugin_fault(exc: BaseException, job: Job) -> PluginFault | None:
@@ -139,6 +152,11 @@ def plugin_fault(exc: BaseException, job: Job) -> PluginFault | None:
     except Exception:  # the plugins cannot be listed now: the platform's failure, as before
         logger.exception("job #%s: could not tell whether a plugin raised", job.pk)
         return None
+
+
+def plugin_name(fault: PluginFault) -> str:
+    """The plugin's registered name, without the distribution and version its label adds."""
+    return fault.plugin.split(" (", 1)[0]
 
 
 def platform_error(exc: BaseException) -> str:

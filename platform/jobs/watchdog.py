@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -30,10 +31,12 @@ from jobs.models import Job, Worker
 logger = logging.getLogger("biolm.jobs")
 
 
-def tick_if_overdue(hostname: str, now: dt.datetime | None = None) -> dict | None:
-    """Run the tick as ``hostname`` if its last one is older than the watchdog's limit; what it did, or None."""
-    from jobs.tasks import tick_once
+Tick = Callable[[str | None], dict]
+Execute = Callable[[int, str, str, str], str | None]
 
+
+def tick_if_overdue(hostname: str, tick: Tick, now: dt.datetime | None = None) -> dict | None:
+    """Run ``tick`` as ``hostname`` if its last one is older than the watchdog's limit; what it did, or None."""
     now = now or timezone.now()
     limit = dt.timedelta(seconds=settings.BIOLM_TICK_WATCHDOG_S)
     last = Worker.objects.filter(name=hostname).values_list("last_heartbeat", flat=True).first()
@@ -41,19 +44,17 @@ def tick_if_overdue(hostname: str, now: dt.datetime | None = None) -> dict | Non
         return None
     silent = f"{(now - last).total_seconds():.0f} s" if last is not None else "ever"
     logger.warning("no tick from the beat for %s: ticking in-process as %s", silent, hostname)
-    return tick_once(hostname)
+    return tick(hostname)
 
 
-def run_stranded(hostname: str, now: dt.datetime | None = None) -> list[int]:
+def run_stranded(hostname: str, execute: Execute, now: dt.datetime | None = None) -> list[int]:
     """Run here, without the broker, the cpu jobs whose messages no consumer took for three re-sends.
 
     After a Redis restart, aggregate jobs have been seen to stay queued for minutes while the
     ticks kept re-sending them: a consumer or a publisher that had not recovered. The broker is
     then not to be trusted, so the watchdog claims them itself; a message that arrives later finds
-    them taken and does nothing.
+    them taken and does nothing. ``execute`` runs one (:func:`jobs.tasks.execute_platform_job`).
     """
-    from jobs.tasks import execute_platform_job
-
     now = now or timezone.now()
     limit = dt.timedelta(seconds=3 * settings.BIOLM_REDISPATCH_AFTER_S)
     stranded = list(
@@ -66,13 +67,16 @@ def run_stranded(hostname: str, now: dt.datetime | None = None) -> list[int]:
     for job_id, token, first_sent in stranded:
         waited = (now - first_sent).total_seconds()
         logger.warning("job #%s: no consumer took its messages for %.0f s: running it in-process", job_id, waited)
-        if execute_platform_job(job_id, token, f"watchdog-{uuid.uuid4().hex}", hostname) is not None:
+        if execute(job_id, token, f"watchdog-{uuid.uuid4().hex}", hostname) is not None:
             ran.append(job_id)
     return ran
 
 
-def start(hostname: str) -> threading.Thread:
-    """The watchdog thread of a CPU worker; a daemon, so it ends with the worker."""
+def start(hostname: str, tick: Tick, execute: Execute) -> threading.Thread:
+    """The watchdog thread of a CPU worker, doing ``tick`` and ``execute``'s work; a daemon, it ends with the worker.
+
+    They are given by the worker (:mod:`jobs.tasks`), so the watchdog never imports the tasks that start it.
+    """
 
     def watch() -> None:
         interval = max(1.0, settings.BIOLM_TICK_WATCHDOG_S / 3)
@@ -80,8 +84,8 @@ def start(hostname: str) -> threading.Thread:
             time.sleep(interval)
             try:
                 close_old_connections()
-                tick_if_overdue(hostname)
-                run_stranded(hostname)
+                tick_if_overdue(hostname, tick)
+                run_stranded(hostname, execute)
             except Exception:  # the database is away: the next round tries again
                 logger.exception("the tick watchdog could not run")
             finally:

@@ -5,8 +5,13 @@ class LeaderboardConfig(AppConfig):
     name = "leaderboard"
 
     def ready(self) -> None:
-        """Record published results and recompute scores when the registry syncs and whenever a result changes."""
+        """Record published results and recompute scores when the registry syncs and whenever a result changes;
+        run the platform's score jobs (the jobs app runs them through :mod:`jobs.handlers`)."""
         from django.db.models.signals import post_delete, post_init, post_save
+
+        from jobs import handlers
+        from jobs.models import Job
+        from leaderboard import recording
 
         from leaderboard.models import Result
         from leaderboard.signals import remember_visibility, result_changed, visibility_changed
@@ -20,3 +25,4 @@ class LeaderboardConfig(AppConfig):
         post_save.connect(visibility_changed, sender=LanguageModel, dispatch_uid="leaderboard.model_saved")
         benchmark_synced.connect(record_published_results, dispatch_uid="leaderboard.record_published_results")
         contributions_synced.connect(recompute_stale, dispatch_uid="leaderboard.recompute_stale")
+        handlers.register(Job.Kind.SCORE, recording.run)

@@ -41,9 +41,10 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from jobs import artefacts, exports, recording
-from jobs.graph import PROTOCOL_OVERRIDES
+from biolm.contract import ContractError, FinetuneJob, ResultsDocument, parse_run_key
+from jobs import artefacts, exports
 from jobs.models import Job, Run
+from jobs.results import ResultsError, load_results, results_name
 from leaderboard import charts
 from leaderboard.models import Result, Score
 from leaderboard.scoring import aggregation_from_json
@@ -89,6 +90,7 @@ class ResultRow:
     command: str = ""
     predictions_url: str = ""
     notes: list[str] = field(default_factory=list)
+    custom_settings: str = ""  # the protocol's settings the submitter changed, as JSON; "" for the protocol's own
 
     @property
     def reported(self) -> bool:
@@ -129,7 +131,9 @@ def model_context(model: LanguageModel) -> dict:
         .select_related("dataset", "metric", "job")
         .defer("job__log", "job__token")
         .prefetch_related(
-            Prefetch("job__runs", queryset=Run.objects.filter(split=Run.Split.TEST).order_by("seed"), to_attr="tests")
+            Prefetch(
+                "job__runs", queryset=Run.objects.filter(split=Run.Split.TEST).order_by("fold", "seed"), to_attr="tests"
+            )
         )
         .order_by("scope", "dataset__name", "metric__name", "variant")
     )
@@ -178,13 +182,10 @@ def _result_row(model: LanguageModel, result: Result, several: set[tuple[str, in
     if row.reported:
         return row
     job = result.job
-    folds = bool(job and job.spec.get("cross_validation")) or bool(
-        (result.provenance.get("protocol") or {}).get("cross_validation")
-    )
     for run in getattr(job, "tests", []) if job is not None else []:
         value = run.metrics.get(result.metric.slug)
         number = float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-        row.seeds.append((_seed_label(run.seed, folds), number))
+        row.seeds.append((_seed_label(run), number))
         if not row.chosen:
             row.chosen = dict(run.hyperparameters)
     row.provenance = _provenance(result.provenance)
@@ -200,14 +201,29 @@ def _result_row(model: LanguageModel, result: Result, several: set[tuple[str, in
         if row.selection:
             chose_by = row.selection.get("metric") or ""
             row.selection_metric = result.metric.name if chose_by == result.metric.slug else chose_by
-        row.command = engine_command(model, result.dataset.slug, job.spec)
+        spec = _finetune_spec(job)
+        if spec is not None:
+            row.command = engine_command(model, spec)
+            row.custom_settings = "" if spec.preview else _settings_text(spec)
     row.chosen = {key: _plain(value) for key, value in row.chosen.items() if value is not None and value is not False}
     return row
 
 
-def _seed_label(seed: int, folds: bool) -> str:
-    """Runs on folds are stored with seed = fold * 1000 + seed (:mod:`jobs.recording`)."""
-    return f"fold {seed // 1000}, seed {seed % 1000}" if folds else str(seed)
+def _seed_label(run: Run) -> str:
+    return f"fold {run.fold}, seed {run.seed}" if run.fold else str(run.seed)
+
+
+def _finetune_spec(job: Job) -> FinetuneJob | None:
+    """The job's spec, or None for a job whose spec this biolm cannot read (it is shown without a command)."""
+    try:
+        return job.contract
+    except ContractError:
+        return None
+
+
+def _settings_text(spec: FinetuneJob) -> str:
+    changed = spec.overrides.to_json()
+    return json.dumps(changed, sort_keys=True) if changed else ""
 
 
 def _provenance(provenance: dict) -> list[tuple[str, str]]:
@@ -229,28 +245,37 @@ def _provenance(provenance: dict) -> list[tuple[str, str]]:
         lines.append(("seeds", ", ".join(str(seed) for seed in provenance["seeds"])))
     protocol = provenance.get("protocol") or {}
     if protocol.get("name"):
-        lines.append(("protocol", f"{protocol['name']} ({protocol.get('statistic', 'mean')} over seeds)"))
+        over = "folds" if protocol.get("cross_validation") else "seeds"
+        lines.append(("protocol", f"{protocol['name']} ({protocol.get('statistic', 'mean')} over {over})"))
+    if provenance.get("overrides"):
+        lines.append(("custom settings", json.dumps(provenance["overrides"], sort_keys=True)))
     if provenance.get("job"):
         lines.append(("job", f"#{provenance['job']}"))
     return lines
 
 
-def engine_command(model: LanguageModel, dataset: str, spec: dict) -> str:
-    """The fine-tuning command of a job, as one runs it on the dataset's official files.
+def engine_command(model: LanguageModel, spec: FinetuneJob) -> str:
+    """The fine-tuning command of a job, rendered from its spec, as one runs it on the dataset's official files.
 
-    The worker ran the same flags (:meth:`workers.runner.execution.JobRun._finetune_command`) on
-    the platform's export of the data, test gold withheld (``--data_format canonical
-    --test_gold_withheld``), which a reader does not have; the model's files go where
-    ``--model`` says.
+    The worker ran the same spec (``--spec FILE``) on the platform's export of the data, test
+    gold withheld (``--data_format canonical --test_gold_withheld``), which a reader does not have;
+    these flags build that spec again (:func:`biolm.job_specs.finetune_job`), and the model's files
+    go where ``--model`` says.
     """
-    words = ["python", "-m", "workers.engine", "finetune", "--model", f"path/to/{model.slug}", "--dataset", dataset]
-    if spec.get("benchmark"):
-        words += ["--benchmark", str(spec["benchmark"])]
-    protocol = spec.get("protocol") or {}
-    for key in PROTOCOL_OVERRIDES:
-        if protocol.get(key) is not None:
-            words += [f"--{key}", str(protocol[key])]
-    words += ["--out", f"runs/{model.slug}/{dataset}"]
+    words = [
+        "python",
+        "-m",
+        "workers.engine",
+        "finetune",
+        "--model",
+        f"path/to/{model.slug}",
+        "--dataset",
+        spec.dataset,
+    ]
+    words += ["--benchmark", spec.benchmark] if spec.benchmark else ["--protocol", spec.protocol]
+    for key, value in [*spec.overrides.to_json().items(), *spec.task_options.to_json().items()]:
+        words += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    words += ["--out", f"runs/{model.slug}/{spec.dataset}"]
     return shlex.join(words)
 
 
@@ -449,22 +474,23 @@ def _thinned(points: list[tuple[int, float]]) -> list[list[float]]:
 
 
 def _results_summary(job_id: int) -> dict | None:
-    return _artefact_summary(recording.results_name(job_id), _summarise_results)
+    return _artefact_summary(results_name(job_id), _summarise_results)
 
 
-def _summarise_results(results: Any) -> dict | None:
+def _summarise_results(data: Any) -> dict | None:
     """What the page needs of a (possibly large) results file: the selection, its notes, whether it predicted."""
-    if not isinstance(results, dict):
+    try:
+        results = ResultsDocument.from_json(data)
+    except ContractError:
         return None
-    data = results.get("data") if isinstance(results.get("data"), dict) else {}
     return {
         "selection": selection_summary(results),
-        "notes": [str(note) for note in data.get("notes") or []],
-        "has_predictions": any(v for v in (results.get("predictions") or {}).values()),
+        "notes": [str(note) for note in results.data.get("notes") or []],
+        "has_predictions": any(v for v in results.predictions.values()),
     }
 
 
-def selection_summary(results: dict) -> dict | None:
+def selection_summary(results: ResultsDocument) -> dict | None:
     """How the protocol chose the hyperparameters of the reported runs, from a results file.
 
     The engine tries each point of the grid with the first seed and keeps the best on dev; under
@@ -472,11 +498,11 @@ def selection_summary(results: dict) -> dict | None:
     choice is the best of the ``selection`` records on the metric the engine selects by
     (``results["metric"]``). None when the file records no selection.
     """
-    records = results.get("selection")
+    records = results.selection
     if not isinstance(records, list) or not records:
         return None
-    metric = results.get("metric")
-    split = "test" if "cross_validation" in results else "dev"
+    metric = results.metric
+    split = "test" if results.on_folds else "dev"
     values = [
         float(value)
         for record in records
@@ -487,10 +513,10 @@ def selection_summary(results: dict) -> dict | None:
         "split": split,
         "points": len(records),
         "value": max(values) if values else None,
-        "chosen_hyperparameters": results.get("chosen_hyperparameters") or {},
+        "chosen_hyperparameters": results.chosen_hyperparameters or {},
     }
     if split == "test":
-        summary["fold"] = (results.get("cross_validation") or {}).get("selection_fold")
+        summary["fold"] = (results.cross_validation or {}).get("selection_fold")
     return summary
 
 
@@ -539,14 +565,13 @@ def predictions(request: HttpRequest, slug: str, result_id: int) -> HttpResponse
     if result.job is None:
         raise Http404("this result was not computed here, so there are no predictions to download")
     try:
-        results = recording.load_results(result.job_id)
-    except recording.RecordingError:
+        results = load_results(result.job)
+    except ResultsError:
         raise Http404("the job's results are not in the artefact store") from None
-    predicted = {key: rows for key, rows in (results.get("predictions") or {}).items() if rows}
+    predicted = {key: rows for key, rows in results.predictions.items() if rows}
     if not predicted:
         raise Http404("the job stored no test predictions")
-    limit = ((results.get("spec") or {}).get("data") or {}).get("max_eval_examples")
-    checked = _checked_predictions(result.dataset, predicted, "cross_validation" in results, limit)
+    checked = _checked_predictions(result.dataset, predicted, results.spec.overrides.max_eval_examples)
     response = StreamingHttpResponse(_prediction_lines(checked), content_type="application/x-ndjson; charset=utf-8")
     filename = f"{model.slug}-{result.dataset.slug}-test-predictions.jsonl"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -556,19 +581,19 @@ def predictions(request: HttpRequest, slug: str, result_id: int) -> HttpResponse
 Checked = list[tuple[int | None, int | str, list[str], list]]
 
 
-def _checked_predictions(dataset: Dataset, predicted: dict, folds: bool, limit: int | None) -> Checked:
+def _checked_predictions(dataset: Dataset, predicted: dict, limit: int | None) -> Checked:
     """(fold, seed, example ids, predictions) per run, every run's count checked against its test split
     before the response starts, so a mismatch is a 404 rather than half a file."""
     ids_of: dict[int | None, list[str]] = {}
     checked = []
     for key, rows in predicted.items():
-        fold, seed = _fold_and_seed(key) if folds else (None, key)
+        fold, seed = parse_run_key(key)  # the results document was checked when it was loaded
         if fold not in ids_of:
             ids_of[fold] = _test_ids(dataset, fold, limit)
         ids = ids_of[fold]
         if not isinstance(rows, list) or len(rows) != len(ids):
             raise Http404("the stored predictions no longer match the dataset's test split on this site")
-        checked.append((fold, _int_or_text(seed), ids, rows))
+        checked.append((fold, seed, ids, rows))
     return checked
 
 
@@ -578,18 +603,6 @@ def _prediction_lines(checked: Checked) -> Iterator[bytes]:
         for example_id, prediction in zip(ids, rows, strict=True):
             line = {"id": example_id, **where, "seed": seed, "prediction": prediction}
             yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _fold_and_seed(key: str) -> tuple[int, str]:
-    """``fold3-seed42`` (workers.engine.finetune.fold_run_key) -> (3, "42")."""
-    fold, _, seed = key.partition("-seed")
-    if not fold.startswith("fold") or not fold[4:].isdigit():
-        raise Http404("the stored predictions are not keyed by fold")
-    return int(fold[4:]), seed
-
-
-def _int_or_text(value: str) -> int | str:
-    return int(value) if str(value).lstrip("-").isdigit() else value
 
 
 def _test_ids(dataset: Dataset, fold: int | None, limit: int | None) -> list[str]:

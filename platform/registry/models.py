@@ -135,6 +135,40 @@ class DatasetImport(models.Model):
         }
 
 
+class Protocol(PluginContributed):
+    """A paper's fine-tuning procedure (a plugin's :class:`biolm.specs.ProtocolSpec`), as pages show it."""
+
+    statistic = models.CharField(max_length=10, default="mean", help_text="What it reports over runs: mean or median.")
+    citation = models.CharField(max_length=SOURCE_MAX, blank=True, help_text="The paper and section it comes from.")
+
+
+class Plugin(models.Model):
+    """An installed plugin as the last ``sync_plugins`` saw it: what jobs pin, and what their failures are counted on.
+
+    ``name`` is the plugin's registered name (its entry point; a built-in plugin's module). The jobs
+    whose failure its code caused (``Job.blamed_plugin``) are counted against it in the admin.
+    """
+
+    class Source(models.TextChoices):
+        BUILTIN = "builtin", "built into biolm"
+        ENTRYPOINT = "entrypoint", "installed package"
+
+    name = models.CharField(max_length=NAME_MAX, unique=True)
+    source = models.CharField(max_length=12, choices=Source.choices)
+    distribution = models.CharField(max_length=NAME_MAX, blank=True)
+    version = models.CharField(max_length=VERSION_MAX, blank=True)
+    fingerprint = models.CharField(max_length=80, blank=True, help_text="The content digest of its installed files.")
+    contributes = models.JSONField(default=dict, blank=True, help_text="{kind: [slug, ...]} it contributes.")
+    active = models.BooleanField(default=True, help_text="False once it is no longer installed.")
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.distribution} {self.version})" if self.distribution else self.name
+
+
 class Benchmark(PluginContributed):
     citation = models.TextField(blank=True)
     source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)
@@ -143,7 +177,7 @@ class Benchmark(PluginContributed):
     precision = models.PositiveSmallIntegerField(default=2, help_text="Decimal places the paper prints.")
     published_source = models.CharField(max_length=SOURCE_MAX, blank=True)
     protocol = models.CharField(
-        max_length=40, default="blurb", help_text="The paper's fine-tuning protocol (--protocol of the engine)."
+        max_length=SLUG_MAX, default="blurb", help_text="The slug of the paper's fine-tuning protocol (a Protocol)."
     )
     datasets = models.ManyToManyField(Dataset, through="BenchmarkEntry", related_name="benchmarks")
 

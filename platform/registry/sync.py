@@ -27,7 +27,9 @@ from registry.models import (
     Dataset,
     LanguageModel,
     Metric,
+    Plugin,
     PretrainingRecipe,
+    Protocol,
     TaskType,
 )
 from registry.signals import BenchmarkSynced, benchmark_synced, contributions_synced
@@ -80,6 +82,17 @@ def upsert(model, report: SyncReport, kind: str, lookup: dict, values: dict) -> 
     return obj, bool(changed)
 
 
+CONTRIBUTED = (
+    (Metric, "metrics"),
+    (TaskType, "task_types"),
+    (Architecture, "architectures"),
+    (PretrainingRecipe, "recipes"),
+    (Protocol, "protocols"),
+    (Dataset, "datasets"),
+    (Benchmark, "benchmarks"),
+)
+
+
 def _deactivate_missing(model, kind: str, slugs: set[str], report: SyncReport) -> None:
     n = model.objects.filter(active=True).exclude(slug__in=slugs).update(active=False)
     if n:
@@ -95,68 +108,57 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
     hold_for_transaction("sync_plugins")
     contributions = contributions or load_contributions()
     report = SyncReport(problems=[str(p) for p in contributions.problems])
-    origin = contributions.origin
+    _sync_plugins(contributions, report)
+    _sync_simple(contributions, report)
+    _sync_datasets(contributions, report)
+    for slug, spec in contributions.benchmarks.items():
+        _sync_benchmark(spec, contributions.origin[("benchmarks", slug)], report)
+    for model, kind in CONTRIBUTED:
+        _deactivate_missing(model, kind, set(getattr(contributions, kind)), report)
+    contributions_synced.send(sender=sync_contributions, report=report)  # the leaderboard rescores stale scores
+    for problem in report.problems:
+        logger.warning("plugin problem: %s", problem)
+    return report
 
-    for slug, spec in contributions.metrics.items():
-        upsert(
-            Metric,
-            report,
-            "metrics",
-            {"slug": slug},
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "higher_is_better": spec.higher_is_better,
-                "plugin": origin[("metrics", slug)],
-                "active": True,
-            },
-        )
-    for slug, spec in contributions.task_types.items():
-        upsert(
-            TaskType,
-            report,
-            "task_types",
-            {"slug": slug},
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "plugin": origin[("task_types", slug)],
-                "active": True,
-            },
-        )
-    for slug, spec in contributions.architectures.items():
-        upsert(
-            Architecture,
-            report,
-            "architectures",
-            {"slug": slug},
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "model_type": spec.model_type,
-                "presets": _jsonable(spec.presets),
-                "max_sequence_length": spec.max_sequence_length,
-                "citation": spec.citation,
-                "plugin": origin[("architectures", slug)],
-                "active": True,
-            },
-        )
-    for slug, spec in contributions.recipes.items():
-        upsert(
-            PretrainingRecipe,
-            report,
-            "recipes",
-            {"slug": slug},
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "objectives": list(spec.objectives),
-                "settings": _jsonable(spec.settings),
-                "citation": spec.citation,
-                "plugin": origin[("recipes", slug)],
-                "active": True,
-            },
-        )
+
+def _simple_rows(contributions: Contributions) -> dict[str, tuple[type, dict[str, dict]]]:
+    """The contributions that become a row each with no reference to another, as the values of their rows."""
+    return {
+        "metrics": (Metric, {
+            slug: {"name": spec.name, "description": spec.description, "higher_is_better": spec.higher_is_better}
+            for slug, spec in contributions.metrics.items()
+        }),
+        "task_types": (TaskType, {
+            slug: {"name": spec.name, "description": spec.description}
+            for slug, spec in contributions.task_types.items()
+        }),
+        "architectures": (Architecture, {
+            slug: {"name": spec.name, "description": spec.description, "model_type": spec.model_type,
+                   "presets": _jsonable(spec.presets), "max_sequence_length": spec.max_sequence_length,
+                   "citation": spec.citation}
+            for slug, spec in contributions.architectures.items()
+        }),
+        "recipes": (PretrainingRecipe, {
+            slug: {"name": spec.name, "description": spec.description, "objectives": list(spec.objectives),
+                   "settings": _jsonable(spec.settings), "citation": spec.citation}
+            for slug, spec in contributions.recipes.items()
+        }),
+        "protocols": (Protocol, {
+            slug: {"name": spec.name, "description": spec.description, "statistic": spec.statistic,
+                   "citation": spec.citation}
+            for slug, spec in contributions.protocols.items()
+        }),
+    }  # fmt: skip
+
+
+def _sync_simple(contributions: Contributions, report: SyncReport) -> None:
+    for kind, (model, rows) in _simple_rows(contributions).items():
+        for slug, values in rows.items():
+            values = {**values, "plugin": contributions.origin[(kind, slug)], "active": True}
+            upsert(model, report, kind, {"slug": slug}, values)
+
+
+def _sync_datasets(contributions: Contributions, report: SyncReport) -> None:
     metrics = {m.slug: m for m in Metric.objects.all()}
     task_types = {t.slug: t for t in TaskType.objects.all()}
     for slug, spec in contributions.datasets.items():
@@ -179,23 +181,35 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
                 "citation": spec.citation,
                 "adapter": _jsonable(dataclasses.asdict(spec.adapter)) if spec.adapter else None,
                 "demo": spec.demo,
-                "plugin": origin[("datasets", slug)],
+                "plugin": contributions.origin[("datasets", slug)],
                 "active": True,
             },
         )
-    for slug, spec in contributions.benchmarks.items():
-        _sync_benchmark(spec, origin[("benchmarks", slug)], report)
 
-    _deactivate_missing(Metric, "metrics", set(contributions.metrics), report)
-    _deactivate_missing(TaskType, "task_types", set(contributions.task_types), report)
-    _deactivate_missing(Architecture, "architectures", set(contributions.architectures), report)
-    _deactivate_missing(PretrainingRecipe, "recipes", set(contributions.recipes), report)
-    _deactivate_missing(Dataset, "datasets", set(contributions.datasets), report)
-    _deactivate_missing(Benchmark, "benchmarks", set(contributions.benchmarks), report)
-    contributions_synced.send(sender=sync_contributions, report=report)  # the leaderboard rescores stale scores
-    for problem in report.problems:
-        logger.warning("plugin problem: %s", problem)
-    return report
+
+def _sync_plugins(contributions: Contributions, report: SyncReport) -> None:
+    """One row per loaded plugin: its version and content fingerprint (what jobs pin), and what it contributes.
+
+    Built-in plugins are biolm's own code: they carry biolm's version and fingerprint.
+    """
+    own = plugin_set.own_code()
+    installed = plugin_set.installed()
+    for info in contributions.plugins:
+        found = installed.get(info.name)
+        source = Plugin.Source.BUILTIN if info.source == "builtin" else Plugin.Source.ENTRYPOINT
+        if info.source == "builtin":
+            distribution, version, fingerprint = "biolm", own.version, own.fingerprint
+        else:
+            distribution = info.distribution or (found.distribution if found else "")
+            version = info.version or (found.version if found else "")
+            fingerprint = found.fingerprint if found else ""
+        values = {"source": source, "distribution": distribution, "version": version, "fingerprint": fingerprint,
+                  "contributes": contributions.by_plugin(info.name), "active": True}  # fmt: skip
+        upsert(Plugin, report, "plugins", {"name": info.name}, values)
+    gone = Plugin.objects.filter(active=True).exclude(name__in=[info.name for info in contributions.plugins])
+    removed = gone.update(active=False)
+    if removed:
+        report.deactivated["plugins"] = removed
 
 
 def _jsonable(value: object) -> object:

@@ -10,13 +10,13 @@ from submissions.models import Submission
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
     list_display = (
-        "id", "language_model", "submitter", "status_text", "protocol", "refunded", "created_at", "updated_at",
+        "id", "language_model", "submitter", "status_text", "preview", "refunded", "created_at", "updated_at",
     )  # fmt: skip
-    list_filter = ("status", "protocol", "refunded", "benchmarks")
+    list_filter = ("status", "preview", "refunded", "benchmarks")
     search_fields = ("language_model__name", "submitter__username", "notes")
     list_select_related = ("language_model", "submitter")
     raw_id_fields = ("language_model",)
-    readonly_fields = ("status", "refunded", "protocol", "notified_at")  # they follow the submission's jobs
+    readonly_fields = ("status", "refunded", "preview", "notified_at")  # they follow the submission's jobs
 
     @admin.display(description="status", ordering="status")
     def status_text(self, submission: Submission) -> str:

@@ -4,7 +4,7 @@ A script does what the submission form does, with ``Authorization: Bearer biolm_
 created on the profile page, stored hashed, revocable):
 
 * ``POST /api/v1/submissions`` (multipart/form-data): a checkpoint archive, or a recipe with a
-  corpus, on a benchmark. It calls the one ``jobs.graph.submit`` with the form's checks (a
+  corpus, on a benchmark. It calls the one ``submissions.submitting.submit`` with the form's checks (a
   licence, the tokenizer loads, the same weights link back to the earlier submission) and
   publishes nothing: the model stays private until its owner publishes it from the submission
   page. A refusal is a 400 with the sentence beside the field it concerns, as the form shows it
@@ -39,13 +39,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import ApiTokenAuthentication
-from jobs.graph import QuotaExceeded, SubmissionError, SubmissionRequest, submit
 from leaderboard.api import PublicPagination
 from leaderboard.api_serializers import ErrorSerializer
 from submissions import api_serializers as shapes
 from submissions import services, uploads
 from submissions.forms import archive_suffix, upload_name
 from submissions.models import Submission
+from submissions.submitting import QuotaExceeded, SubmissionError, SubmissionRequest, submit
 
 HOW_TO_AUTHENTICATE = (
     "send an API token as 'Authorization: Bearer biolm_...'; create one on your profile page (/accounts/profile/)"
@@ -198,7 +198,9 @@ def submit_upload(user, data: dict) -> Submission:
         "benchmark": data["benchmark"],
         "datasets": tuple(data.get("datasets", ())),
         "name": data.get("name", "").strip() or None,
-        "quick": data["protocol"] == Submission.Protocol.QUICK,
+        "preview": data.get("preview", False),
+        "overrides": data.get("overrides") or {},
+        "rerun": data.get("rerun", False),
         "label": label,
         "description": data.get("description", ""),
         "licence": data["licence"],

@@ -1,10 +1,11 @@
 """The submissions API's shapes: the multipart request that submits, and the submission it answers with.
 
 :class:`SubmitSerializer` checks only the request's form (which fields, which types, a checkpoint
-or a recipe with its corpus); everything about what was sent (the benchmark and its datasets, the
-archive, the tokenizer, the licence, the quota) is ``jobs.graph.submit``'s, the checks the form
-shares. A job's state is ``submissions.services.JobState.as_json()``, exactly what the
-submission page's live updates carry; :class:`JobStateSerializer` only describes it for the schema.
+or a recipe with its corpus, overrides that are a JSON object); everything about what was sent (the
+benchmark and its datasets, the overrides' values, the archive, the tokenizer, the licence, the
+quota) is ``submissions.submitting.submit``'s, the checks the form shares. A job's state is
+``submissions.services.JobState.as_json()``, exactly what the submission page's live updates
+carry; :class:`JobStateSerializer` only describes it for the schema.
 
 Component names are distinct from the read-only API's (``Error`` is shared on purpose: the same
 ``{"detail": ...}`` body), since both live in one public schema.
@@ -17,6 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from biolm.contract import Overrides
 from biolm.specs import NAME_MAX
 from registry.models import LanguageModel
 from submissions import services
@@ -36,6 +38,14 @@ STEPS_MAX = 100_000_000
 @extend_schema_field({"type": "string", "format": "binary"})
 class UploadField(serializers.FileField):
     """A file part of the multipart request (the schema's ``binary``: clients and the fuzzer send bytes)."""
+
+
+@extend_schema_field({"type": "string", "enum": ["full", "quick"], "deprecated": True})
+class DeprecatedProtocolField(serializers.ChoiceField):
+    """``protocol``: full or quick, the request's name for ``preview`` before the job contract (one release)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(choices=["full", "quick"], **kwargs)
 
 
 class SubmitSerializer(serializers.Serializer):
@@ -67,11 +77,25 @@ class SubmitSerializer(serializers.Serializer):
         help_text="Datasets of the benchmark to evaluate on: repeat the field or separate slugs with commas. "
         "Default: all of them.",
     )
-    protocol = serializers.ChoiceField(
-        choices=Submission.Protocol.choices,
-        default=Submission.Protocol.FULL,
-        help_text='"full": the benchmark\'s protocol; "quick": a preview with one grid point and one seed, '
-        "marked as such and never ranked beside full-protocol results.",
+    preview = serializers.BooleanField(
+        required=False,
+        help_text="true: a quick preview (one grid point, one seed), marked as such and never ranked beside results "
+        "of the full protocol. Default false: the benchmark's protocol.",
+    )
+    protocol = DeprecatedProtocolField(
+        required=False,
+        help_text='Deprecated alias of `preview` (kept for one release): "quick" is preview=true, "full" false.',
+    )
+    overrides = serializers.JSONField(
+        required=False,
+        binary=True,  # a multipart field carries the JSON as text
+        help_text="A JSON object of the protocol's settings to change (results then say 'custom settings'); the "
+        "settings: " + ", ".join(Overrides.names()) + '. Example: {"seeds": 3}.',
+    )
+    rerun = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Evaluate again even if these weights were already evaluated with these settings and code.",
     )
     name = serializers.CharField(
         required=False,
@@ -95,8 +119,21 @@ class SubmitSerializer(serializers.Serializer):
         slugs = [slug.strip() for value in values for slug in value.split(",")]
         return list(dict.fromkeys(slug for slug in slugs if slug))
 
+    def validate_overrides(self, value: object) -> dict:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError('write the settings as a JSON object, e.g. {"seeds": 3}')
+        return value
+
     def validate(self, data: dict) -> dict:
-        """A checkpoint, or a recipe with its corpus: never both, never neither (said beside the field to fix)."""
+        """A checkpoint, or a recipe with its corpus: never both, never neither (said beside the field to fix).
+
+        ``protocol`` (deprecated) becomes ``preview``; the two must agree when both are sent.
+        """
+        if "protocol" in data:
+            preview = data.pop("protocol") == "quick"
+            if "preview" in self.initial_data and data.get("preview") != preview:
+                raise serializers.ValidationError({"preview": ["send preview only (protocol is its old name)"]})
+            data["preview"] = preview
         has_checkpoint, has_recipe = "checkpoint" in data, bool(data.get("recipe", "").strip())
         if has_checkpoint and (has_recipe or "corpus" in data):
             raise serializers.ValidationError({"checkpoint": [BOTH]})
@@ -125,7 +162,10 @@ class JobStateSerializer(serializers.Serializer):
     """One job as the submission page shows it (``submissions.services.JobState.as_json()``)."""
 
     id = serializers.IntegerField()
-    kind = serializers.CharField(help_text='"pretrain", "finetune" (the protocol on one dataset) or "aggregate".')
+    kind = serializers.CharField(
+        help_text='"pretrain", "finetune" (the protocol on one dataset) or "score" (scoring the test predictions '
+        'and recording the result; "aggregate" before 2026-11: see the changelog in the schema\'s description).'
+    )
     dataset = serializers.CharField(allow_null=True)
     seeds = serializers.IntegerField(allow_null=True, help_text="Seeds its protocol runs, where the spec says.")
     status = serializers.CharField()
@@ -162,10 +202,17 @@ class SubmissionSummarySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Submission.Status.choices)
     status_text = serializers.CharField(help_text="The status in words; a failure says whether it was refunded.")
     finished = serializers.BooleanField(source="is_finished")
-    protocol = serializers.ChoiceField(choices=Submission.Protocol.choices)
+    preview = serializers.BooleanField(help_text="A quick preview: one grid point, one seed; never ranked.")
+    protocol = serializers.SerializerMethodField(
+        help_text='Deprecated (one release): "quick" for a preview, else "full". Read `preview`.'
+    )
     benchmarks = serializers.SerializerMethodField()
     model = SubmissionModelSerializer(source="language_model")
     created_at = serializers.DateTimeField()
+
+    @extend_schema_field({"type": "string", "enum": ["full", "quick"], "deprecated": True})
+    def get_protocol(self, submission: Submission) -> str:
+        return "quick" if submission.preview else "full"
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_url(self, submission: Submission) -> str:
@@ -199,8 +246,9 @@ class SubmittedSerializer(SubmissionSerializer):
     """The answer to a submit: the new submission (201), or the earlier one of the same weights (200)."""
 
     reused = serializers.BooleanField(
-        help_text="True: the same weights were already submitted on this benchmark and protocol for these "
-        "datasets; this is that submission and nothing new was queued."
+        help_text="True: the same weights were already evaluated on this benchmark and these datasets with the "
+        "same settings and code; this is that submission and nothing new was queued (send rerun=true to "
+        "evaluate again)."
     )
 
 

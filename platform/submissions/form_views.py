@@ -1,4 +1,4 @@
-"""``/submit/``: the submission form, which hands what it is given to :func:`jobs.graph.submit`.
+"""``/submit/``: the submission form, which hands what it is given to :func:`submissions.submitting.submit`.
 
 A refusal is shown beside the field it concerns and leaves nothing behind (``submit`` writes no
 row and keeps no file unless it accepts; the uploads are deleted here whatever happens). The form
@@ -20,10 +20,10 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from jobs.graph import SubmissionError, SubmissionRequest, quota, submit
 from submissions import uploads
 from submissions.forms import LICENCES, Catalogue, SubmissionForm, archive_suffix, upload_name
 from submissions.models import Submission
+from submissions.submitting import SubmissionError, SubmissionRequest, quota, submit
 
 
 @csrf_exempt  # only until the size check is among the upload handlers: _submission_form checks the token
@@ -68,7 +68,9 @@ def _submit(user, data: dict) -> Submission:
         "owner": user,
         "benchmark": data["benchmark"],
         "datasets": data["datasets"],
-        "quick": data["protocol"] == "quick",
+        "preview": data["preview"],
+        "overrides": data["overrides"],
+        "rerun": data["rerun"],
         "name": data["name"],
         "description": data["description"],
         "licence": data["licence"],
@@ -93,8 +95,8 @@ def _submitted(request: HttpRequest, submission: Submission) -> HttpResponse:
     if submission.reused:
         messages.info(
             request,
-            "These weights were already submitted on this benchmark with this protocol: nothing was queued again, "
-            "and this is that submission.",
+            "Reused: these weights were already evaluated on this benchmark with the same settings and the same "
+            "code, so nothing was queued and this is that submission. Tick “Evaluate again” to run it anew.",
         )
     else:
         jobs = submission.jobs.count()

@@ -1,12 +1,13 @@
 """The submission form: what a researcher chooses, checked for what only a web form can get wrong.
 
 Everything else (the checkpoint's safety, its tokenizer, the licence, the homepage's scheme, the
-quota, the same weights submitted twice) is checked by :func:`jobs.graph.submit`, the one service
-that the command line, the API and this form share; :meth:`SubmissionForm.refuse` shows its
-refusal beside the field it concerns. The form itself only turns the posted values into a
-:class:`~jobs.graph.SubmissionRequest`, and refuses early, in words for a web page rather than
-for a shell, what would otherwise come back with a command-line option in it: a missing file, a
-recipe without a corpus, no dataset ticked.
+overrides' values, the quota, the same weights submitted twice) is checked by
+:func:`submissions.submitting.submit`, the one service that the command line, the API and this
+form share; :meth:`SubmissionForm.refuse` shows its refusal beside the field it concerns. The form
+itself only turns the posted values into a :class:`~submissions.submitting.SubmissionRequest`, and
+refuses early, in words for a web page rather than for a shell, what would otherwise come back
+with a command-line option in it: a missing file, a recipe without a corpus, no dataset ticked,
+advanced settings that are not a JSON object.
 
 The datasets are listed for every benchmark (a checkbox's value is ``benchmark:dataset``), so the
 form works without JavaScript; only the chosen benchmark's ticks count.
@@ -14,6 +15,7 @@ form works without JavaScript; only the chosen benchmark's ticks count.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -21,29 +23,34 @@ from django import forms
 from django.utils.text import slugify
 
 from biolm.archives import ARCHIVE_SUFFIXES
+from biolm.contract import Overrides
 from biolm.specs import NAME_MAX
-from jobs.graph import SubmissionError
 from registry.models import BenchmarkEntry, PretrainingRecipe
 from registry.registration import RegistrationError, clean_display_name
+from submissions.submitting import SubmissionError
 
 SOURCES = [
     ("checkpoint", "A checkpoint: upload a Hugging Face checkpoint I trained"),
     ("recipe", "A recipe: pretrain a registered recipe on my corpus here, then evaluate the result"),
 ]
-PROTOCOLS = [
-    ("full", "The benchmark's full protocol"),
+PREVIEW_CHOICES = [
+    ("false", "The benchmark's full protocol"),
     (
-        "quick",
+        "true",
         "A quick preview (one grid point, one seed: its results are marked as a preview and never ranked "
         "beside full-protocol results)",
     ),
 ]
+OVERRIDES_HELP = (
+    'A JSON object of the protocol\'s settings to change, e.g. {"seeds": 3}. Results obtained so are shown as '
+    "on custom settings. The settings: " + ", ".join(Overrides.names()) + "."
+)
 # Common licence ids (SPDX, lower-cased as the Hugging Face Hub writes them), offered as suggestions.
 LICENCES = (
     "apache-2.0", "mit", "bsd-3-clause", "bsd-2-clause", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0",
     "cc-by-nc-sa-4.0", "cc0-1.0", "gpl-3.0", "lgpl-3.0", "agpl-3.0", "mpl-2.0", "openrail", "other",
 )  # fmt: skip
-# Which form field a refusal of jobs.graph.submit concerns (its SubmissionError.field); None: the whole form.
+# Which form field a refusal of submit() concerns (its SubmissionError.field); None: the whole form.
 FIELD_FOR = {"model": "checkpoint", "gpus": None, "slug": "name"}
 ARCHIVE_WORDS = ", ".join(ARCHIVE_SUFFIXES[:-1]) + f" or {ARCHIVE_SUFFIXES[-1]}"
 
@@ -117,10 +124,14 @@ class SubmissionForm(forms.Form):
         },
     )
     datasets = forms.MultipleChoiceField(label="Datasets", required=False)
-    protocol = forms.ChoiceField(
-        label="Protocol", choices=PROTOCOLS, initial="full", widget=forms.RadioSelect,
-        error_messages={"required": "choose the full protocol or a quick preview"},
+    preview = forms.TypedChoiceField(
+        label="Evaluation", choices=PREVIEW_CHOICES, initial="false", widget=forms.RadioSelect, required=False,
+        coerce=lambda value: value == "true", empty_value=False,
     )  # fmt: skip
+    overrides = forms.CharField(label="Changed settings (advanced)", required=False, help_text=OVERRIDES_HELP)
+    rerun = forms.BooleanField(
+        label="Evaluate again even if these weights were already evaluated with these settings", required=False
+    )
     name = forms.CharField(
         label="Model name",
         max_length=NAME_MAX,
@@ -157,6 +168,19 @@ class SubmissionForm(forms.Form):
             return clean_display_name(self.cleaned_data["name"])
         except RegistrationError:
             raise forms.ValidationError("give the model a name of printable characters") from None
+
+    def clean_overrides(self) -> dict:
+        """The advanced settings as a JSON object (their values are checked by submit, beside this field)."""
+        text = self.cleaned_data["overrides"].strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise forms.ValidationError('write the settings as a JSON object, e.g. {"seeds": 3}') from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('write the settings as a JSON object, e.g. {"seeds": 3}')
+        return value
 
     def clean(self) -> dict:
         data = super().clean()

@@ -20,15 +20,12 @@ class Submission(models.Model):
     language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="submissions")
     benchmarks = models.ManyToManyField(Benchmark, related_name="submissions")
 
-    class Protocol(models.TextChoices):
-        FULL = "full", "the benchmark's full protocol"
-        QUICK = "quick", "quick preview (one grid point, one seed; never ranked)"
-
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
-    protocol = models.CharField(
-        max_length=5, choices=Protocol.choices, default=Protocol.FULL,
-        help_text="A quick preview's results are marked as such and never ranked beside full-protocol results.",
-    )  # fmt: skip
+    preview = models.BooleanField(
+        default=False,
+        help_text="A quick preview (one grid point, one seed): its results are marked as such and never ranked "
+        "beside results of the full protocol.",
+    )
     notified_at = models.DateTimeField(
         null=True, blank=True, help_text="When its submitter was e-mailed that it finished or failed."
     )

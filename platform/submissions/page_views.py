@@ -7,6 +7,8 @@ private one does not exist (404, never 403). Logs are the owner's and staff's al
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
@@ -32,7 +34,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     manage = services.may_manage(request.user, submission)
     model = submission.language_model
     states = services.job_states(submission)
+    overrides, protocol = services.evaluation_of(submission)
     context = {
+        "overrides": json.dumps(overrides, sort_keys=True) if overrides else "",
+        "protocol": protocol,
         "submission": submission,
         "model": model,
         "benchmark": submission.benchmarks.first(),
@@ -94,7 +99,7 @@ def publish(request: HttpRequest, pk: int) -> HttpResponse:
 def _published_words(submission: Submission, model: LanguageModel) -> str:
     if model.visibility == LanguageModel.Visibility.PRIVATE:
         return "Unpublished: the model is private again, shown only to you and the site's staff."
-    if submission.protocol == Submission.Protocol.QUICK:
+    if submission.preview:
         return (
             "Published: the model's page is public; its quick-preview results are marked as a preview and "
             "not ranked beside full-protocol results."

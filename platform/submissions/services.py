@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from jobs import dispatch, lifecycle, waiting
 from jobs.models import WAITING, Job
-from registry.models import LanguageModel
+from registry.models import LanguageModel, Protocol
 from submissions.models import Submission
 
 LOG_TAIL_LINES = 20
@@ -141,9 +141,9 @@ def _state(job: Job, place, states, now: dt.datetime, submission: Submission) ->
 
 
 def _seeds(job: Job) -> int | None:
-    """How many seeds the job's protocol runs, where its spec says (quick previews and overrides do)."""
-    seeds = job.spec.get("protocol", {}).get("seeds") if isinstance(job.spec.get("protocol"), dict) else None
-    return seeds if isinstance(seeds, int) else None
+    """How many seeds the job's protocol runs, where its spec changes them (quick previews and overrides do)."""
+    overrides = getattr(job.contract, "overrides", None)
+    return overrides.seeds if overrides is not None else None
 
 
 def plain_failure(job: Job) -> str:
@@ -172,3 +172,17 @@ def datasets_of(submission: Submission) -> list[str]:
     """The slugs of the datasets the submission evaluates on, in job order."""
     slugs = Job.objects.filter(submission=submission, kind=Job.Kind.FINETUNE).order_by("pk")
     return list(dict.fromkeys(slugs.values_list("dataset__slug", flat=True)))
+
+
+def evaluation_of(submission: Submission) -> tuple[dict, Protocol | None]:
+    """What the submission evaluates by: the protocol's settings it changed (``{}``: none) and the protocol.
+
+    A quick preview's own settings (one grid point, one seed, the site's caps) are not "changed
+    settings": the page says it is a preview instead.
+    """
+    job = Job.objects.filter(submission=submission, kind=Job.Kind.FINETUNE).order_by("pk").first()
+    if job is None:
+        return {}, None
+    spec = job.contract
+    changed = {} if spec.preview else spec.overrides.to_json()
+    return changed, Protocol.objects.filter(slug=spec.protocol).first()

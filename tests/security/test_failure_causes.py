@@ -82,8 +82,8 @@ def test_a_hostile_resume_archive_fails_the_job_as_the_submissions_fault_without
 
 @pytest.mark.django_db
 def test_a_hostile_model_tar_uploaded_by_a_worker_fails_the_job_unretried_and_unrefunded(alice, artefact_store):
-    from jobs.graph import SubmissionRequest, submit
     from jobs.models import Job
+    from submissions.submitting import SubmissionRequest, submit
 
     corpus = artefact_store / "corpus.txt"
     corpus.write_text("aspirin inhibits cyclooxygenase\n" * 20)

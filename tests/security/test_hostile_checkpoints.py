@@ -29,9 +29,9 @@ from hostile_inputs import (
 )
 
 from biolm.intake_limits import MIB, ArchiveLimits, CheckpointLimits
-from jobs.graph import SubmissionError, SubmissionRequest, submit
 from registry.models import LanguageModel
 from submissions.models import Submission
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
-from jobs.graph import SubmissionRequest, submit
 from jobs.models import Job
 from registry.imports import import_dataset
+from submissions.submitting import SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 API = "/internal/"
@@ -65,7 +65,7 @@ def other(bob, good, tmp_path) -> Job:
 
 def blob(job: Job, path: str) -> str:
     """The artefact name of the file at ``path`` of the job's checkpoint (a content-addressed blob)."""
-    (entry,) = [entry for entry in job.spec["model"]["artefacts"] if entry["path"] == path]
+    (entry,) = [entry for entry in job.spec["model"]["checkpoint"] if entry["path"] == path]
     return entry["name"]
 
 

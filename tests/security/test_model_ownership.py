@@ -10,8 +10,8 @@ from checkpoints import tiny_bert
 from django.core.management import CommandError, call_command
 from hostile_inputs import copy_checkpoint, edit_config
 
-from jobs.graph import SubmissionError, SubmissionRequest, submit
 from registry.models import LanguageModel
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -1,12 +1,16 @@
 """``python -m workers.engine finetune ...``: fine-tune and evaluate one model on one dataset.
 
 Arguments are the dataclass groups of :mod:`workers.engine.spec` (transformers'
-HfArgumentParser, as run_ner.py does), composed into one :class:`FinetuneSpec`; the results
-JSON lands in ``--out``/results.json and a one-line summary is printed.
+HfArgumentParser, as run_ner.py does). ``--spec FILE`` runs a job's spec exactly (a worker writes
+the claim's spec there); otherwise the flags describe the job (``--dataset``, ``--benchmark``,
+``--seeds``, ...) and are built into the same spec submit builds. The results document lands in
+``--out``/results.json and a one-line summary is printed. ``pretrain`` and ``convert-long`` are
+the other subcommands.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -19,7 +23,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
-from workers.engine.exit_status import report_failure  # noqa: E402
+from biolm.contract import CodeMismatch, CodeMissing, PretrainJob, check  # noqa: E402
+from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, report_failure  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
 from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
 from workers.engine.progress_file import ProgressFile  # noqa: E402
@@ -37,11 +42,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = HfArgumentParser(ARGUMENT_GROUPS, prog="python -m workers.engine finetune")
     try:
-        model, data, protocol, task = parser.parse_args_into_dataclasses(argv[1:])
+        groups = parser.parse_args_into_dataclasses(argv[1:])
     except ValueError as exc:  # a group's __post_init__ check
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    spec = FinetuneSpec(model=model, data=data, protocol=protocol, task=task)
+    try:
+        spec = FinetuneSpec.from_arguments(*groups)
+    except ValueError as exc:  # the job the flags describe cannot be built (an unknown dataset, a --spec clash)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     bars: dict[str, tqdm] = {}
     progress_file = ProgressFile.from_environment()
 
@@ -63,26 +72,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = finetune(spec, progress_factory)
     except Exception as exc:  # bad input (status 1), a plugin's bug (3), or a crash (raised: a traceback)
-        status = report_failure(exc, load_entrypoints=spec.load_entrypoints, dataset=spec.data.dataset)
+        status = report_failure(exc, load_entrypoints=spec.load_entrypoints, dataset=spec.dataset)
         if status is None:
             raise
         return status
     test = results["test"]
     if spec.data.test_gold_withheld:
         print(f"{results['dataset']}: test predictions written for the platform to score (gold withheld); "
-              f"results in {spec.protocol.out / 'results.json'}")  # fmt: skip
+              f"results in {spec.out / 'results.json'}")  # fmt: skip
         return 0
     if test is None:
         print(
             f"{results['dataset']}: {results['metric']} is undefined on this test split; "
-            f"see {spec.protocol.out / 'results.json'}"
+            f"see {spec.out / 'results.json'}"
         )
         return 0
-    print(headline(results) + f"; results in {spec.protocol.out / 'results.json'}")
+    print(headline(results) + f"; results in {spec.out / 'results.json'}")
     return 0
 
 
 def pretrain_main(argv: list[str]) -> int:
+    """``pretrain``: a recipe on a corpus; with ``--spec FILE`` (a pretraining job's spec) its recipe, steps
+    and settings come from the job, and only the corpus file, the output folder and the hardware from flags."""
+    try:
+        argv = job_arguments(list(argv))
+    except JobRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.status
     parser = HfArgumentParser(PretrainArguments, prog="python -m workers.engine pretrain")
     try:
         (args,) = parser.parse_args_into_dataclasses(argv)
@@ -127,6 +143,32 @@ def pretrain_main(argv: list[str]) -> int:
     )
     print(f"{args.recipe}: {training['steps']} steps, {measured}; checkpoint in {args.out}")
     return 0
+
+
+class JobRefused(Exception):
+    """A pretraining job's spec that cannot run here; ``status`` is the exit status that says whose fault it is."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def job_arguments(argv: list[str]) -> list[str]:
+    """``argv`` with ``--spec FILE`` replaced by the job's recipe, steps and settings, once its pins are checked."""
+    if "--spec" not in argv:
+        return argv
+    at = argv.index("--spec")
+    try:
+        job = PretrainJob.from_json(json.loads(Path(argv[at + 1]).read_text(encoding="utf-8")))
+    except (IndexError, OSError, ValueError) as exc:  # ContractError and JSONDecodeError are ValueErrors
+        raise JobRefused(f"--spec: {exc}", 1) from None
+    try:
+        check(job.code).require()
+    except (CodeMismatch, CodeMissing) as exc:
+        raise JobRefused(str(exc), PLUGIN_FAULT if isinstance(exc, CodeMismatch) else CODE_MISSING) from None
+    arguments = [*argv[:at], *argv[at + 2 :], "--recipe", job.recipe]
+    arguments += ["--steps", str(job.steps)] if job.steps else []
+    return arguments + (["--settings", json.dumps(dict(job.settings))] if job.settings else [])
 
 
 def convert_long_main(argv: list[str]) -> int:

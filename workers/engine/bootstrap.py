@@ -9,13 +9,12 @@ runs are combined as :mod:`jobs.recording` combines them into the recorded value
 ``r`` is "what the leaderboard would show had the test set been resample ``r``", with no second
 implementation of any metric to drift from the first.
 
-Combining the runs, per resample, as the recorded value does: without cross-validation, the
-protocol's statistic (``results["protocol"]["statistic"]``, ``mean`` by default, or ``median``)
-over the runs (seeds); under cross-validation, each fold's median over its seeds, then the
-statistic over the folds. A run whose metric is undefined on a resample (its ``ValueError``: AUC
-with one class drawn, Pearson of constant gold) is left out of that resample, as the recording
-leaves out a run without a value; a resample on which no run has a value is NaN, which the
-ranking counts as evidence for no one.
+Combining the runs, per resample, is the recorded value's own computation,
+:func:`biolm.protocols.combine` with the protocol's statistic: seeds within a fold, then folds. A
+run whose metric is undefined on a resample (its ``ValueError``: AUC with one class drawn, Pearson
+of constant gold) is left out of that resample, as the recording leaves out a run without a
+value; a resample on which no run has a value is NaN, which the ranking counts as evidence for no
+one.
 """
 
 from __future__ import annotations
@@ -23,26 +22,23 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
-import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from biolm.contract import ResultsDocument, parse_run_key
 from biolm.dataset_io import LoadedDataset
+from biolm.protocols import STATISTICS, RunValue, combine
 from biolm.significance import RESAMPLES, resample_indices
 from workers.engine.formulations.extractive_qa import ExtractiveQA, question_key
 from workers.engine.withheld import GoldScoring, gold_scoring
-
-STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {"mean": statistics.fmean, "median": statistics.median}
-_FOLD_RUN = re.compile(r"^fold(?P<fold>\d+)-seed(?P<seed>-?\d+)$")  # finetune.fold_run_key's keys
 
 Data = LoadedDataset | Mapping[int, LoadedDataset]
 
 
 def resampled_values(
-    results: dict,
+    results: ResultsDocument,
     tokenizer_dir: Path,
     withheld: Data,
     gold: Data,
@@ -55,8 +51,8 @@ def resampled_values(
 
     ``withheld`` is the copy of the data the worker read (the gold copy itself when the job saw
     the gold), ``gold`` the same examples with their real labels: both as for
-    :func:`~workers.engine.withheld.score_withheld`. Under cross-validation (``"cross_validation"``
-    in ``results``) each reported fold has its own test examples, so both are mappings
+    :func:`~workers.engine.withheld.score_withheld`. Under cross-validation (``results.on_folds``)
+    each reported fold has its own test examples, so both are mappings
     ``{fold number: that fold's data}``, and fold ``k`` is resampled under the key
     ``f"{dataset_key}/fold{k}"``. ``dataset_key`` names the dataset's test split for
     :func:`~biolm.significance.resample_indices`: every model scored under the same key is scored
@@ -64,10 +60,10 @@ def resampled_values(
     for BioASQ-style factoid QA, which scores questions, where a question's snippets are drawn
     together. ``progress(done, total)`` is called after each resample of each fold.
     """
-    statistic = (results.get("protocol") or {}).get("statistic", "mean")
+    statistic = results.statistic
     if statistic not in STATISTICS:
         raise ValueError(f"the protocol's statistic {statistic!r} is not one of {', '.join(STATISTICS)}")
-    predictions = results.get("predictions") or {}
+    predictions = results.predictions
     if not predictions:
         raise ValueError("the results hold no test predictions to resample")
     parts = _parts(results, predictions, withheld, gold, dataset_key)
@@ -79,36 +75,36 @@ def resampled_values(
         if progress is not None:
             progress(done, total)
 
-    groups: list[np.ndarray] = []
-    for key, withheld_copy, gold_copy, run_keys, cross_validated in parts:
+    keys: list[str] = []
+    values: list[np.ndarray] = []
+    for key, withheld_copy, gold_copy, run_keys in parts:
         scoring = _scoring_only(gold_scoring(results, tokenizer_dir, withheld_copy, gold_copy), metric)
-        values = _resampled_runs(scoring, results, run_keys, metric, key, resamples, tick)
-        groups += [values] if cross_validated else [values[n : n + 1] for n in range(len(run_keys))]
-    return _combine(groups, STATISTICS[statistic], resamples)
+        values.append(_resampled_runs(scoring, results, run_keys, metric, key, resamples, tick))
+        keys += run_keys
+    return _combine(keys, np.concatenate(values), statistic, resamples)
 
 
 def _parts(
-    results: dict, predictions: Mapping[str, object], withheld: Data, gold: Data, dataset_key: str
-) -> list[tuple[str, LoadedDataset, LoadedDataset, list[str], bool]]:
-    """``(resampling key, withheld copy, gold copy, run keys, cross-validated)`` per test split the runs predicted."""
-    if "cross_validation" not in results:
+    results: ResultsDocument, predictions: Mapping[str, object], withheld: Data, gold: Data, dataset_key: str
+) -> list[tuple[str, LoadedDataset, LoadedDataset, list[str]]]:
+    """``(resampling key, withheld copy, gold copy, run keys)`` per test split the runs predicted."""
+    if not results.on_folds:
         if isinstance(withheld, Mapping) or isinstance(gold, Mapping):
             raise ValueError("without cross-validation, give one copy of the data, not one per fold")
-        return [(dataset_key, withheld, gold, sorted(predictions), False)]
+        return [(dataset_key, withheld, gold, sorted(predictions))]
     if not isinstance(withheld, Mapping) or not isinstance(gold, Mapping):
         raise ValueError("under cross-validation, give the data as {fold number: that fold's data}")
     folds: dict[int, list[str]] = {}
     for key in predictions:
-        match = _FOLD_RUN.match(key)
-        if match is None:
+        fold, _ = parse_run_key(key)
+        if fold is None:
             raise ValueError(f"the cross-validation run {key!r} is not keyed fold<k>-seed<s>")
-        folds.setdefault(int(match["fold"]), []).append(key)
+        folds.setdefault(fold, []).append(key)
     missing = sorted(fold for fold in folds if fold not in withheld or fold not in gold)
     if missing:
         raise ValueError(f"no data given for fold(s) {', '.join(map(str, missing))}, which the runs predicted")
     return [
-        (f"{dataset_key}/fold{fold}", withheld[fold], gold[fold], sorted(keys), True)
-        for fold, keys in sorted(folds.items())
+        (f"{dataset_key}/fold{fold}", withheld[fold], gold[fold], sorted(keys)) for fold, keys in sorted(folds.items())
     ]
 
 
@@ -131,7 +127,7 @@ def _scoring_only(scoring: GoldScoring, metric: str) -> GoldScoring:
 
 def _resampled_runs(
     scoring: GoldScoring,
-    results: dict,
+    results: ResultsDocument,
     run_keys: list[str],
     metric: str,
     key: str,
@@ -185,15 +181,13 @@ def _drawn(rows: list[dict], units: list[list[int]] | None, drawn: np.ndarray) -
     return picked, chosen
 
 
-def _combine(groups: list[np.ndarray], statistic: Callable[[Sequence[float]], float], resamples: int) -> np.ndarray:
-    """Per resample: each group's median over its defined runs, then ``statistic`` over the groups that have one."""
+def _combine(keys: list[str], values: np.ndarray, statistic: str, resamples: int) -> np.ndarray:
+    """Per resample, the runs' defined values combined as the recorded value is (:func:`biolm.protocols.combine`)."""
+    runs = [parse_run_key(key) for key in keys]
     combined = np.full(resamples, np.nan)
     for r in range(resamples):
-        medians = []
-        for group in groups:
-            defined = [float(v) for v in group[:, r] if not math.isnan(v)]
-            if defined:
-                medians.append(statistics.median(defined))
-        if medians:
-            combined[r] = statistic(medians)
+        defined = [RunValue(fold, seed, float(v)) for (fold, seed), v in zip(runs, values[:, r], strict=True)]
+        summary = combine([run for run in defined if not math.isnan(run.value)], statistic)
+        if summary is not None:
+            combined[r] = summary.value
     return combined

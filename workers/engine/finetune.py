@@ -1,9 +1,12 @@
-"""Fine-tune and evaluate one model on one dataset by the protocol, and write a results JSON.
+"""Fine-tune and evaluate one model on one dataset by the protocol, and write the results document.
 
-The spec in, results out: no Django, no database. The Celery layer (later) sends a
-:class:`~workers.engine.spec.FinetuneSpec` as JSON and records the returned results; the CLI
-builds the same spec from the command line. The dataset's task type (a plugin contribution)
-names the formulation, the protocol defaults and the metrics.
+The job's spec in, the results document out: no Django, no database. A GPU worker hands the
+engine the job's :class:`~biolm.contract.FinetuneJob` as a file, and uploads the
+:class:`~biolm.contract.ResultsDocument` this writes; a person's command line builds the same
+spec from flags (:mod:`workers.engine.spec`). The dataset's task type (a plugin contribution)
+names the formulation and the metrics; the job's protocol (a plugin contribution too,
+:mod:`biolm.protocols`) the grid, the seeds, the folds and the statistic. Before anything is
+trained the code the spec pins is checked against the code loaded here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import json
 import logging
 import math
 import os
-import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,30 +26,35 @@ import numpy as np
 import torch
 
 import biolm
+from biolm import contract
+from biolm.contract import ResultsDocument, RunRecord, run_key
 from biolm.cross_validation import fold_directories, load_fold
 from biolm.dataset_io import LoadedDataset, load_canonical_files, load_dataset_files
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
+from biolm.protocols import Hyperparameters, Plan, RunValue, combine, plan_for, protocol_named
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
-from workers.engine.protocol import Summary, plan_for
 from workers.engine.run_store import RunStore, checkpoint_identity
 from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
 from workers.engine.tokenization import load_tokenizer, train_wordpiece
-from workers.engine.training import (
-    Hyperparameters,
-    ProgressCallback,
-    TrainingContext,
-    predict,
-    seed_everything,
-    train,
-)
+from workers.engine.training import ProgressCallback, TrainingContext, predict, seed_everything, train
 
 logger = logging.getLogger("biolm.engine")
 
-__all__ = ["FinetuneSpec", "Prepared", "RunResult", "choose", "finetune", "load_task", "prepare", "run_once"]
+__all__ = [
+    "FinetuneSpec",
+    "Prepared",
+    "RunResult",
+    "finetune",
+    "first_examples",
+    "label_space",
+    "load_task",
+    "prepare",
+    "run_once",
+]
 
 
 @dataclass
@@ -82,12 +89,17 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 def load_task(spec: FinetuneSpec) -> tuple[Any, Contributions, Task]:
     """The plugin manager, the contributions and the task of ``spec``'s dataset."""
-    manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints)
+    manager = get_plugin_manager(load_entrypoints=spec.load_entrypoints, extra_plugins=spec.extra_plugins)
     contributions = collect_contributions(manager)
-    task = Task.of(contributions, spec.data.dataset)
+    task = Task.of(contributions, spec.dataset)
     if task.dataset.adapter is None:
         raise ValueError(f"dataset {task.dataset.slug!r} has no adapter to read its files")
     return manager, contributions, task
+
+
+def check_code(spec: FinetuneSpec) -> None:
+    """Refuse to run other code than the job pins: a plugin of another version or content is not it."""
+    contract.check(spec.job.code).require()
 
 
 def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
@@ -95,7 +107,7 @@ def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
 
     Refused, it leaves no ``--out`` directory that it created (:func:`preflight.output_directory`).
     """
-    with preflight.output_directory(spec.protocol.out):
+    with preflight.output_directory(spec.out):
         return _prepare(spec, fold)
 
 
@@ -106,14 +118,14 @@ def _prepare(spec: FinetuneSpec, fold: Path | None) -> Prepared:
     dataset = task.dataset
     if fold is not None:
         directory = fold
-        data = _first_examples(load_fold(dataset, fold, canonical=spec.data.data_format == "canonical"), spec)
+        data = first_examples(load_fold(dataset, fold, canonical=spec.data.data_format == "canonical"), spec)
     else:
-        directory = spec.data.data_dir or _default_directory(dataset.adapter.default_path)
+        directory = spec.data.data_dir or data_directory(dataset.adapter.default_path)
         load = load_canonical_files if spec.data.data_format == "canonical" else load_dataset_files
-        data = _first_examples(load(dataset, directory), spec)
+        data = first_examples(load(dataset, directory), spec)
     if "train" not in data.splits:
         raise ValueError(f"{directory}: dataset {dataset.slug!r} has no train split here, so it cannot be fine-tuned")
-    labels = _label_space(task, data)
+    labels = label_space(task, data)
     if spec.model.model is not None:
         tokenizer = load_tokenizer(spec.model.model)
     else:
@@ -121,18 +133,19 @@ def _prepare(spec: FinetuneSpec, fold: Path | None) -> Prepared:
         tokenizer = train_wordpiece(task.schema.texts(data.splits["train"]), vocab_size)
         logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, dataset.slug)
     source = ModelSource(spec.model.model, spec.model.architecture, len(tokenizer))
-    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
+    formulation = formulation_for(task, labels, tokenizer, spec.job.task_options, spec.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     plugins = efficiency.plugin_versions(manager)
     return Prepared(task, data, labels, features, tokenizer, formulation, source, plugins, spec.data.test_gold_withheld)
 
 
-def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
+def first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
     """The data cut to ``max_train_examples`` / ``max_eval_examples``, with a note saying so in the results."""
+    overrides = spec.overrides
     limits = {
-        "train": spec.data.max_train_examples,
-        "dev": spec.data.max_eval_examples,
-        "test": spec.data.max_eval_examples,
+        "train": overrides.max_train_examples,
+        "dev": overrides.max_eval_examples,
+        "test": overrides.max_eval_examples,
     }
     cut = {
         split: limits[split] for split, rows in data.splits.items() if limits.get(split) and len(rows) > limits[split]
@@ -144,7 +157,8 @@ def _first_examples(data: LoadedDataset, spec: FinetuneSpec) -> LoadedDataset:
     return dataclasses.replace(data, splits=splits, notes=notes)
 
 
-def _default_directory(default_path: str) -> Path:
+def data_directory(default_path: str) -> Path:
+    """A dataset's default folder: its adapter's path, under ``BIOLM_DATA_DIR`` when relative."""
     path = Path(default_path)
     if path.is_absolute():
         return path
@@ -152,7 +166,7 @@ def _default_directory(default_path: str) -> Path:
     return root / path
 
 
-def _label_space(task: Task, data: LoadedDataset) -> LabelSpace:
+def label_space(task: Task, data: LoadedDataset) -> LabelSpace:
     if task.task_type.schema == "regression":
         return LabelSpace(("score",), "regression")
     names = tuple(task.dataset.labels) or tuple(data.label_set)
@@ -260,35 +274,6 @@ def parameter_count(formulation: Formulation, source: ModelSource) -> int:
         return count_parameters(formulation.build_model(source))
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The protocol a run follows and the metric it selects and reports by (a benchmark's, or the dataset's)."""
-
-    protocol: str
-    metric: str
-    benchmark: str | None = None
-
-
-def choose(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Choice:
-    """``--protocol``, else the ``--benchmark``'s protocol, else BLURB's; the benchmark's metric for the dataset."""
-    slug = spec.protocol.benchmark
-    if slug is None:
-        return Choice(spec.protocol.protocol or "blurb", task.dataset.metric)
-    benchmark = contributions.benchmarks.get(slug)
-    if benchmark is None:
-        raise ValueError(f"unknown benchmark {slug!r}; known: {', '.join(sorted(contributions.benchmarks))}")
-    entries = [entry for entry in benchmark.entries if entry.dataset == task.dataset.slug]
-    if not entries:
-        datasets = ", ".join(dict.fromkeys(entry.dataset for entry in benchmark.entries))
-        raise ValueError(f"benchmark {slug!r} does not score {task.dataset.slug!r}; its datasets: {datasets}")
-    metric = entries[0].metric
-    if metric not in task.metric_slugs:
-        raise ValueError(
-            f"benchmark {slug!r} scores {task.dataset.slug!r} by {metric!r}, which its task does not compute"
-        )
-    return Choice(spec.protocol.protocol or benchmark.protocol, metric, slug)
-
-
 class Runner:
     """Runs of one invocation: each finished run stored in ``--out/runs`` and reused by the next invocation."""
 
@@ -300,9 +285,9 @@ class Runner:
         if id(prepared) not in self.stores:
             identity = run_identity(self.spec, prepared, self.device, self.dtype)
             context = TrainingContext.for_formulation(
-                prepared.formulation, self.device, self.dtype, self.spec.protocol.eval_batch_size
+                prepared.formulation, self.device, self.dtype, self.spec.run.eval_batch_size
             )
-            self.stores[id(prepared)] = (RunStore(self.spec.protocol.out / "runs", identity), context)
+            self.stores[id(prepared)] = (RunStore(self.spec.out / "runs", identity), context)
         return self.stores[id(prepared)]
 
     @property
@@ -320,7 +305,7 @@ class Runner:
     ) -> RunResult:
         store, context = self._store(prepared)
         variant = {"select": list(select) if hp.selects_checkpoint else None, "splits": list(splits)}
-        stored = None if self.spec.protocol.fresh else store.load(hp, seed, variant)
+        stored = None if self.spec.run.fresh else store.load(hp, seed, variant)
         if stored is not None:
             logger.info("%s: reusing the finished run stored under %s", label, store.directory)
             return RunResult(**stored)
@@ -331,72 +316,95 @@ class Runner:
 
 
 def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
-    """Fine-tune and evaluate by the chosen protocol; returns (and writes) the results.
+    """Fine-tune and evaluate by the job's protocol; returns (and writes) the results document, as JSON.
 
-    Refused (a bad checkpoint, an unknown dataset, no data), it leaves no ``--out`` directory that it
-    created (:func:`preflight.output_directory`).
+    Refused (other code than the job pins, a bad checkpoint, an unknown dataset, no data), it leaves
+    no ``--out`` directory that it created (:func:`preflight.output_directory`).
     """
-    with preflight.output_directory(spec.protocol.out):
+    with preflight.output_directory(spec.out):
         return _finetune(spec, progress_factory)
 
 
+def job_plan(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Plan:
+    """The job's protocol's plan for its dataset, with its overrides; checked against what the job says of it."""
+    job = spec.job
+    if job.metric not in task.metric_slugs:
+        raise ValueError(f"the job scores {job.dataset!r} by {job.metric!r}, which its task does not compute")
+    plan = plan_for(protocol_named(contributions.protocols, job.protocol), task.dataset, task.task_type, job.overrides)
+    if plan.cross_validation != job.cross_validation:
+        raise ValueError(
+            f"the job says cross_validation={job.cross_validation}, but protocol {job.protocol} runs "
+            f"{job.dataset} {'on' if plan.cross_validation else 'without'} folds here"
+        )
+    return plan
+
+
 def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None) -> dict:
-    protocol = spec.protocol
-    device = resolve_device(protocol.device)
-    dtype = resolve_dtype(protocol.precision, device)
+    check_code(spec)
+    device = resolve_device(spec.run.device)
+    dtype = resolve_dtype(spec.precision, device)
     _, contributions, task = load_task(spec)
-    choice = choose(spec, contributions, task)
-    plan = plan_for(choice.protocol, task, epochs=protocol.epochs, seeds=protocol.seeds)
-    points = list(plan.points) if protocol.grid == "full" else [plan.quick_point()]
-    if protocol.learning_rate or protocol.batch_size:
-        points = [
-            dataclasses.replace(
-                points[0],
-                learning_rate=protocol.learning_rate or points[0].learning_rate,
-                batch_size=protocol.batch_size or points[0].batch_size,
-            )
-        ]
-    seeds = [protocol.first_seed + i for i in range(plan.seeds)]
+    plan = job_plan(spec, contributions, task)
+    seeds = [spec.first_seed + i for i in range(plan.seeds)]
     efficiency.reset_peak_memory(device)
     runner = Runner(spec, device, dtype, progress_factory)
     if plan.cross_validation:
-        body, prepared = _cross_validate(spec, task, choice.metric, points, seeds, runner)
+        body, prepared, all_runs = _cross_validate(spec, task, plan, seeds, runner)
     else:
-        body, prepared = _dev_then_test(spec, choice.metric, points, seeds, runner)
-    summary = body["test"]
-    all_runs = body.pop("_all_runs")
-    results = {
-        "dataset": task.dataset.slug,
-        "metric": choice.metric,
-        "task_type": task.task_type.slug,
-        "model": spec.model.name,
-        "benchmark": choice.benchmark,
-        "protocol": plan.describe(),
-        "spec": spec.to_dict(),
-        "formulation": prepared.formulation.describe(),
-        **body,
-        "reported": {"statistic": plan.statistic, "value": summary[plan.statistic] if summary else None},
-        "efficiency": efficiency.summary(
-            body["runs"], parameter_count(prepared.formulation, prepared.source), device, all_runs
-        ),
-        "provenance": {
+        body, prepared, all_runs = _dev_then_test(spec, plan, seeds, runner)
+    runs: list[RunResult] = body.pop("runs")
+    summary = combine(_values(runs, spec.job.metric), plan.statistic)
+    document = ResultsDocument(
+        spec=spec.job,
+        dataset=task.dataset.slug,
+        metric=spec.job.metric,
+        task_type=task.task_type.slug,
+        model=spec.model.name,
+        benchmark=spec.job.benchmark,
+        protocol=plan.describe(),
+        formulation=prepared.formulation.describe(),
+        runs=[_run_record(run) for run in runs],
+        test=summary.as_json() if summary else None,
+        reported={"statistic": plan.statistic, "value": summary.value if summary else None},
+        efficiency=efficiency.summary(runs, parameter_count(prepared.formulation, prepared.source), device, all_runs),
+        provenance={
             **efficiency.provenance(device, dtype, seeds, prepared.plugins),
             "reused_runs": runner.reused,
+            "run": {"eval_batch_size": spec.run.eval_batch_size, "data_format": spec.data.data_format},
         },
-    }
-    results["runs"] = [_run_record(r) for r in results["runs"]]
-    protocol.out.mkdir(parents=True, exist_ok=True)
-    (protocol.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        **body,
+    )
+    results = document.to_json()
+    spec.out.mkdir(parents=True, exist_ok=True)
+    (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     return results
 
 
+def _values(runs: list[RunResult], metric: str) -> list[RunValue]:
+    """Each run's test value of ``metric`` (runs without one left out), as :func:`biolm.protocols.combine` reads."""
+    return [
+        RunValue(run.fold, run.seed, run.metrics["test"][metric])
+        for run in runs
+        if run.metrics.get("test", {}).get(metric) is not None
+    ]
+
+
+def _predictions(spec: FinetuneSpec, runs: list[RunResult]) -> dict:
+    """The runs' test predictions keyed by run, and their per-example scores when the test gold was withheld."""
+    body: dict = {"predictions": {run_key(r.fold, r.seed): r.predictions.get("test") for r in runs}}
+    if spec.data.test_gold_withheld:
+        body["test_scores"] = {run_key(r.fold, r.seed): r.scores.get("test") for r in runs}
+    return body
+
+
 def _dev_then_test(
-    spec: FinetuneSpec, metric: str, points: list[Hyperparameters], seeds: list[int], runner: Runner
-) -> tuple[dict, Prepared]:
+    spec: FinetuneSpec, plan: Plan, seeds: list[int], runner: Runner
+) -> tuple[dict, Prepared, list[RunResult]]:
     """Each point on dev with the first seed, then the other seeds at the best point; test scored for all."""
     prepared = prepare(spec)
+    metric = spec.job.metric
     select = ("dev", metric)
-    search = [runner.run(prepared, hp, seeds[0], f"dev {hp.key()}", select) for hp in points]
+    search = [runner.run(prepared, hp, seeds[0], f"dev {hp.key()}", select) for hp in plan.points]
     with_dev = [r for r in search if "dev" in r.metrics]
     best = max(with_dev, key=lambda r: _finite(r.metrics["dev"].get(metric))) if with_dev else search[0]
     chosen = Hyperparameters(**best.hyperparameters)
@@ -404,42 +412,41 @@ def _dev_then_test(
     notes = list(prepared.data.notes)
     if chosen.selects_checkpoint and "dev" not in prepared.features:
         notes.append("no dev split: each run keeps its final checkpoint")
-    values = [r.metrics["test"][metric] for r in runs if r.metrics.get("test", {}).get(metric) is not None]
+    data = {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": notes}
     body = {
         "chosen_hyperparameters": asdict(chosen),
         "selection": [_selection_record(r, "dev") for r in search],
-        "test": asdict(Summary.of(values)) if values else None,
         "runs": runs,
-        "predictions": {str(r.seed): r.predictions.get("test") for r in runs},
-        **({"test_scores": {str(r.seed): r.scores.get("test") for r in runs}} if spec.data.test_gold_withheld else {}),
-        "data": {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": notes},
-        "_all_runs": [*search, *runs[1:]],
+        **_predictions(spec, runs),
+        "data": {**data, "test_gold_withheld": spec.data.test_gold_withheld},
     }
-    return body, prepared
+    return body, prepared, [*search, *runs[1:]]
 
 
 def _cross_validate(
-    spec: FinetuneSpec, task: Task, metric: str, points: list[Hyperparameters], seeds: list[int], runner: Runner
-) -> tuple[dict, Prepared]:
+    spec: FinetuneSpec, task: Task, plan: Plan, seeds: list[int], runner: Runner
+) -> tuple[dict, Prepared, list[RunResult]]:
     """The folds of Lewis et al. 2020: point and stopping step chosen on fold 1's test, reported on the others.
 
     The folds have no dev split, so the first fold's test plays dev: that is why its score is
     never reported. The other folds train at the chosen point up to the chosen step (the
     schedule still spans the point's epochs, as the selecting run's did) and report test; each
-    fold's value is the median over seeds (one seed by default), the result the median of folds.
+    fold's value is the median over seeds (one seed by default), the result the protocol's
+    statistic over folds (:func:`biolm.protocols.combine`).
 
     From the platform (``--data_format canonical``) the folds are ``<data_dir>/folds/<k>/``. With
     the test gold withheld, only the reported folds' tests carry placeholders: the selecting
     fold's test is its dev, so the platform sends its gold and it is scored here.
     """
     folds = task.dataset.adapter.cross_validation
+    metric = spec.job.metric
     canonical = spec.data.data_format == "canonical"
-    root = spec.data.data_dir / "folds" if canonical else spec.data.data_dir or _default_directory(folds.default_path)
+    root = spec.data.data_dir / "folds" if canonical else spec.data.data_dir or data_directory(folds.default_path)
     directories = fold_directories(task.dataset, root, canonical=canonical)
     first, *others = directories
     selecting = dataclasses.replace(prepare(spec, fold=directories[first]), test_gold_withheld=False)
     select = ("test", metric)
-    search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in points]
+    search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in plan.points]
     best = max(search, key=lambda r: _finite(r.metrics["test"].get(metric)))
     chosen = Hyperparameters(**best.hyperparameters)
     fixed = chosen.without_selection(best.train["best_step"] if chosen.selects_checkpoint else None)
@@ -452,9 +459,8 @@ def _cross_validate(
         for run in fold_runs:
             run.fold = fold
         runs += fold_runs
-        values = [r.metrics["test"][metric] for r in fold_runs if r.metrics.get("test", {}).get(metric) is not None]
-        per_fold[fold] = statistics.median(values) if values else None
-    values = [value for value in per_fold.values() if value is not None]
+        value = combine(_values(fold_runs, metric), "median")
+        per_fold[fold] = value.value if value else None
     body = {
         "chosen_hyperparameters": asdict(fixed),
         "selection": [{**_selection_record(r, "test"), "fold": first} for r in search],
@@ -465,23 +471,15 @@ def _cross_validate(
             "per_fold": {str(fold): value for fold, value in per_fold.items()},
             "root": str(root),
         },
-        "test": asdict(Summary.of(values)) if values else None,
         "runs": runs,
-        "predictions": {fold_run_key(r.fold, r.seed): r.predictions.get("test") for r in runs},
-        **(
-            {"test_scores": {fold_run_key(r.fold, r.seed): r.scores.get("test") for r in runs}}
-            if spec.data.test_gold_withheld
-            else {}
-        ),
-        "data": {"folds": {str(fold): record for fold, record in data.items()}, "notes": list(selecting.data.notes)},
-        "_all_runs": [*search, *runs],
+        **_predictions(spec, runs),
+        "data": {
+            "folds": {str(fold): record for fold, record in data.items()},
+            "notes": list(selecting.data.notes),
+            "test_gold_withheld": spec.data.test_gold_withheld,
+        },
     }
-    return body, prepared
-
-
-def fold_run_key(fold: int, seed: int) -> str:
-    """How a cross-validation run's predictions are keyed in the results (the platform scores them by it)."""
-    return f"fold{fold}-seed{seed}"
+    return body, prepared, [*search, *runs]
 
 
 def _fold_data(prepared: Prepared, directory: Path, role: str) -> dict:
@@ -498,24 +496,22 @@ def _selection_record(run: RunResult, split: str) -> dict:
     }
 
 
-def _run_record(run: RunResult) -> dict:
-    record = {
-        "seed": run.seed,
-        "hyperparameters": run.hyperparameters,
-        "metrics": run.metrics,
-        "train": run.train,
-        "inference": run.inference,
-    }
-    if run.fold is not None:
-        record = {"fold": run.fold, **record}
-    return record
+def _run_record(run: RunResult) -> RunRecord:
+    return RunRecord(
+        seed=run.seed,
+        fold=run.fold,
+        hyperparameters=run.hyperparameters,
+        metrics=run.metrics,
+        train=run.train,
+        inference=run.inference,
+    )
 
 
 def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, dtype: torch.dtype | None) -> dict:
     """Everything besides hyperparameters and seed that decides a run's outcome (see :mod:`run_store`)."""
     vocabulary = json.dumps(sorted(prepared.tokenizer.get_vocab().items()))
     return {
-        "dataset": spec.data.dataset,
+        "dataset": spec.dataset,
         "data_fingerprint": prepared.data.fingerprint,
         "data_sizes": prepared.data.sizes,
         "model_dir": str(spec.model.model) if spec.model.model else None,
@@ -523,9 +519,9 @@ def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, d
         "architecture": spec.model.architecture,
         "vocabulary": hashlib.sha256(vocabulary.encode("utf-8")).hexdigest(),
         "formulation": prepared.formulation.describe(),
-        "task_options": asdict(spec.task),
-        "max_length": spec.data.max_length,
-        "eval_batch_size": spec.protocol.eval_batch_size,
+        "task_options": spec.job.task_options.as_dict(),
+        "max_length": spec.max_length,
+        "eval_batch_size": spec.run.eval_batch_size,
         "dtype": str(dtype),
         "device": device.type,
         "code": {"biolm": biolm.__version__, "git_commit": efficiency.git_commit()},

@@ -1,32 +1,34 @@
-"""The fine-tuning spec: one dataclass composed of the CLI's argument groups, sent across processes as JSON.
+"""A fine-tuning run: the job's spec (the contract) plus where its files are on this machine.
 
-``python -m workers.engine finetune`` parses exactly these groups (transformers'
-``HfArgumentParser``, as run_ner.py does), each validated in ``__post_init__``. The job system
-sends the spec to GPU workers as JSON: :meth:`FinetuneSpec.to_json` and
-:meth:`FinetuneSpec.from_json` round-trip, and the JSON carries :data:`SPEC_VERSION` so a worker
-refuses a spec written for another version instead of misreading it.
+What to run is a :class:`~biolm.contract.FinetuneJob`, the same document the platform builds at
+submit and stores on the job: the dataset, the protocol, the metric, the overrides, the task
+options, the pinned code. A worker hands it to the engine as a file (``--spec FILE``); a person
+describes it with flags (``--dataset``, ``--benchmark``, ``--seeds``, ...), which
+:func:`biolm.job_specs.finetune_job` turns into the same document. Where things are (the local
+checkpoint, the data folder, the output folder, the device) is not part of it: those are the
+argument groups below, parsed by transformers' ``HfArgumentParser`` as run_ner.py does, each
+checked in ``__post_init__``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from biolm.specs import PROTOCOL_NAMES
-from workers.engine.formulations.base import TaskOptions
+from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides, TaskOptions
+from biolm.job_specs import finetune_job
+from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 
-SPEC_VERSION = 2  # 2: --protocol and --benchmark; --grid is full or single
-GRIDS = ("full", "single")
 DATA_FORMATS = ("official", "canonical")
-PRECISIONS = ("auto", "bf16", "fp32")
+DEFAULT_MAX_LENGTH = 512
+DEFAULT_FIRST_SEED = 42
 
 
 @dataclass
 class ModelArguments:
-    """Where the encoder comes from."""
+    """Where the encoder is on this machine."""
 
     model: Path | None = field(default=None, metadata={"help": "A local Hugging Face checkpoint directory."})
     architecture: str | None = field(
@@ -34,8 +36,8 @@ class ModelArguments:
     )
 
     def __post_init__(self) -> None:
-        if (self.model is None) == (self.architecture is None):
-            raise ValueError("give exactly one of --model (a checkpoint directory) or --architecture NAME[:preset]")
+        if self.model is not None and self.architecture is not None:
+            raise ValueError("give one of --model (a checkpoint directory) or --architecture NAME[:preset], not both")
         if self.model is not None:
             self.model = Path(self.model)
 
@@ -46,18 +48,13 @@ class ModelArguments:
 
 @dataclass
 class DataArguments:
-    """Which dataset, where its files are, and how much of it to use."""
+    """Which dataset (without --spec), and where its files are on this machine."""
 
-    dataset: str = field(metadata={"help": "Dataset slug, e.g. ncbi-disease (see manage.py datasets)."})
+    dataset: str | None = field(
+        default=None, metadata={"help": "Dataset slug, e.g. ncbi-disease (see manage.py datasets)."}
+    )
     data_dir: Path | None = field(
         default=None, metadata={"help": "Directory of the official files (default: under BIOLM_DATA_DIR)."}
-    )
-    max_length: int = field(default=512, metadata={"help": "Maximum tokens per input; longer token inputs are split."})
-    max_train_examples: int | None = field(
-        default=None, metadata={"help": "Use only the first N training examples (quick runs; recorded in results)."}
-    )
-    max_eval_examples: int | None = field(
-        default=None, metadata={"help": "Use only the first N dev and test examples (quick runs; recorded in results)."}
     )
     test_gold_withheld: bool = field(
         default=False,
@@ -77,46 +74,31 @@ class DataArguments:
     def __post_init__(self) -> None:
         if self.data_dir is not None:
             self.data_dir = Path(self.data_dir)
-        if self.max_length < 8:
-            raise ValueError("--max-length must be at least 8")
         if self.data_format not in DATA_FORMATS:
             raise ValueError(f"--data-format must be one of {', '.join(DATA_FORMATS)}, not {self.data_format!r}")
         if self.data_format == "canonical" and self.data_dir is None:
             raise ValueError("--data-format canonical reads the platform's export: give its folder with --data-dir")
-        for name in ("max_train_examples", "max_eval_examples"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
 
 
 @dataclass
-class ProtocolArguments:
-    """How hyperparameters are chosen and how many seeds run, and where the results go."""
+class RunArguments:
+    """Which protocol (without --spec), where the results go, and on what hardware."""
 
     out: Path = field(metadata={"help": "Directory for results.json."})
+    spec: Path | None = field(
+        default=None,
+        metadata={"help": "A job's spec (JSON, as the platform stores it): run exactly that job."},
+    )
     protocol: str | None = field(
         default=None,
-        metadata={
-            "help": f"The paper's protocol: {', '.join(PROTOCOL_NAMES)} (default: the --benchmark's, else blurb)."
-        },
+        metadata={"help": "The paper's protocol, e.g. blurb or lewis2020 (default: the --benchmark's, else blurb)."},
     )
     benchmark: str | None = field(
         default=None,
         metadata={"help": "Score as this benchmark does: its protocol, and its metric for the dataset."},
     )
-    seeds: int | None = field(
-        default=None, metadata={"help": "Seeds on test (default: the dataset's or its task type's, usually 5)."}
-    )
-    first_seed: int = field(default=42, metadata={"help": "The first seed; the others follow it."})
-    grid: str = field(
-        default="full",
-        metadata={"help": "full (the protocol's grid) or single (its largest lr and batch, for quick runs)."},
-    )
-    epochs: int | None = field(default=None, metadata={"help": "Epochs (default: the dataset's or its task type's)."})
-    learning_rate: float | None = field(default=None, metadata={"help": "Fix the learning rate (one-point grid)."})
-    batch_size: int | None = field(default=None, metadata={"help": "Fix the batch size (one-point grid)."})
     eval_batch_size: int = field(default=64, metadata={"help": "Batch size for dev and test predictions."})
     device: str = field(default="auto", metadata={"help": "auto, cpu, cuda or cuda:N."})
-    precision: str = field(default="auto", metadata={"help": "auto (bf16 where native), bf16 or fp32."})
     fresh: bool = field(
         default=False,
         metadata={
@@ -126,91 +108,136 @@ class ProtocolArguments:
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"--precision must be auto, bf16 or fp32, not {self.precision!r}")
-        if self.protocol is not None and self.protocol not in PROTOCOL_NAMES:
-            raise ValueError(f"--protocol must be one of {', '.join(PROTOCOL_NAMES)}, not {self.protocol!r}")
-        if self.grid not in GRIDS:
-            raise ValueError(f"--grid must be one of {', '.join(GRIDS)}, not {self.grid!r}")
-        for name in ("seeds", "epochs", "batch_size", "learning_rate"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be positive, not {value}")
+        if self.spec is not None:
+            self.spec = Path(self.spec)
         if self.eval_batch_size < 1:
             raise ValueError("--eval-batch-size must be at least 1")
 
 
-ARGUMENT_GROUPS = (ModelArguments, DataArguments, ProtocolArguments, TaskOptions)
+ARGUMENT_GROUPS = (ModelArguments, DataArguments, RunArguments, Overrides, TaskOptions)
 
 
 @dataclass
 class FinetuneSpec:
-    """Everything a fine-tuning job needs; immutable once a job is queued."""
+    """Everything a fine-tuning run needs: the job (immutable once queued) and this machine's paths."""
 
-    VERSION: ClassVar[int] = SPEC_VERSION
-
+    job: FinetuneJob
     model: ModelArguments
-    data: DataArguments
-    protocol: ProtocolArguments
-    task: TaskOptions = field(default_factory=TaskOptions)
+    run: RunArguments
+    data: DataArguments = field(default_factory=DataArguments)
     load_entrypoints: bool = True  # installed plugins too (tests and workers may turn them off)
+    extra_plugins: tuple[tuple[str, Any], ...] = ()  # (name, plugin) registered in this process (a notebook's)
+
+    def __post_init__(self) -> None:
+        if self.model.model is None and self.model.architecture is None:
+            if self.job.model.architecture:
+                self.model.architecture = self.job.model.architecture
+            elif self.job.model.directory:
+                self.model.model = Path(self.job.model.directory)
+            else:
+                raise ValueError("the job's model is stored on the platform: give the downloaded folder with --model")
+
+    @property
+    def overrides(self) -> Overrides:
+        return self.job.overrides
+
+    @property
+    def dataset(self) -> str:
+        return self.job.dataset
+
+    @property
+    def max_length(self) -> int:
+        return self.job.overrides.max_length or DEFAULT_MAX_LENGTH
+
+    @property
+    def first_seed(self) -> int:
+        first = self.job.overrides.first_seed
+        return DEFAULT_FIRST_SEED if first is None else first
+
+    @property
+    def precision(self) -> str:
+        return self.job.overrides.precision or "auto"
+
+    @property
+    def out(self) -> Path:
+        return self.run.out
+
+    @classmethod
+    def from_arguments(
+        cls,
+        model: ModelArguments,
+        data: DataArguments,
+        run: RunArguments,
+        overrides: Overrides,
+        task: TaskOptions,
+        *,
+        preview: bool = False,
+        load_entrypoints: bool = True,
+        extra_plugins: tuple[tuple[str, Any], ...] = (),
+    ) -> FinetuneSpec:
+        """The run the command line describes: a ``--spec`` file's job, or the job its flags describe."""
+        if run.spec is not None:
+            described = [name for name in ("dataset",) if getattr(data, name)] + [
+                name for name in ("protocol", "benchmark") if getattr(run, name)
+            ]
+            if described or overrides.custom or task.to_json():
+                raise ValueError(
+                    f"--spec gives the whole job: leave out --{', --'.join(described) or 'the overrides'}"
+                    if described
+                    else "--spec gives the whole job: leave out the overrides and task options"
+                )
+            return cls(read_job(run.spec), model, run, data, load_entrypoints, extra_plugins)
+        if not data.dataset:
+            raise ValueError("give --dataset (or a job's --spec FILE)")
+        if model.model is None and model.architecture is None:
+            raise ValueError("give exactly one of --model (a checkpoint directory) or --architecture NAME[:preset]")
+        source = ModelInput(directory=str(model.model)) if model.model else ModelInput(architecture=model.architecture)
+        manager = get_plugin_manager(load_entrypoints=load_entrypoints, extra_plugins=extra_plugins)
+        job = build_job(collect_contributions(manager), data.dataset, source, run, overrides, task, preview)
+        return cls(job, model, run, data, load_entrypoints, extra_plugins)
 
     @classmethod
     def build(cls, **values: Any) -> FinetuneSpec:
-        """A spec from flat keyword arguments, each sent to the group that has it (for notebooks and tests).
+        """A run from flat keyword arguments, each sent to the group that has it (for notebooks and tests).
 
-        ``FinetuneSpec.build(dataset="ncbi-disease", out=path, architecture="bert:tiny", crf=True)``
+        ``FinetuneSpec.build(dataset="ncbi-disease", out=path, architecture="bert:tiny", crf=True, seeds=1)``
         """
-        groups: dict[str, dict[str, Any]] = {}
-        for name, group in zip(("model", "data", "protocol", "task"), ARGUMENT_GROUPS, strict=True):
+        groups = []
+        for group in ARGUMENT_GROUPS:
             names = {f.name for f in fields(group)}
-            groups[name] = {key: values.pop(key) for key in list(values) if key in names}
-        load_entrypoints = values.pop("load_entrypoints", True)
+            groups.append(group(**{key: values.pop(key) for key in list(values) if key in names}))
+        options = {key: values.pop(key) for key in ("preview", "load_entrypoints", "extra_plugins") if key in values}
         if values:
             raise TypeError(f"no fine-tuning setting called {', '.join(sorted(values))}")
-        return cls(
-            model=ModelArguments(**groups["model"]),
-            data=DataArguments(**groups["data"]),
-            protocol=ProtocolArguments(**groups["protocol"]),
-            task=TaskOptions(**groups["task"]),
-            load_entrypoints=load_entrypoints,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        groups = {
-            name: _plain(dataclasses.asdict(getattr(self, name))) for name in ("model", "data", "protocol", "task")
-        }
-        return {"version": self.VERSION, **groups, "load_entrypoints": self.load_entrypoints}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> FinetuneSpec:
-        """The spec ``to_json`` wrote; a spec of another version or with unknown settings is refused."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"a fine-tuning spec must be JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ValueError("a fine-tuning spec must be a JSON object")
-        version = data.pop("version", None)
-        if version != cls.VERSION:
-            raise ValueError(f"this engine reads fine-tuning spec version {cls.VERSION}, not {version!r}")
-        unknown = sorted(set(data) - {"model", "data", "protocol", "task", "load_entrypoints"})
-        if unknown:
-            raise ValueError(f"unknown fine-tuning spec sections {unknown}")
-        try:
-            return cls(
-                model=ModelArguments(**data.get("model", {})),
-                data=DataArguments(**data.get("data", {})),
-                protocol=ProtocolArguments(**data.get("protocol", {})),
-                task=TaskOptions(**data.get("task", {})),
-                load_entrypoints=bool(data.get("load_entrypoints", True)),
-            )
-        except TypeError as exc:  # an unknown or missing setting inside a section
-            raise ValueError(f"fine-tuning spec: {exc}") from None
+        return cls.from_arguments(*groups, **options)
 
 
-def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    return {key: str(value) if isinstance(value, Path) else value for key, value in values.items()}
+def build_job(
+    contributions: Contributions,
+    dataset: str,
+    model: ModelInput,
+    run: RunArguments,
+    overrides: Overrides,
+    task: TaskOptions,
+    preview: bool = False,
+) -> FinetuneJob:
+    """The command line's job, built as submit builds the platform's (a :class:`ValueError` when refused)."""
+    try:
+        return finetune_job(
+            contributions, dataset=dataset, model=model, benchmark=run.benchmark, protocol=run.protocol,
+            overrides=overrides, task_options=task, preview=preview,
+        )  # fmt: skip
+    except ContractError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def read_job(path: Path) -> FinetuneJob:
+    """The fine-tuning job written in ``path`` (a worker writes the claim's spec there)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON spec: {exc}") from None
+    try:
+        return FinetuneJob.from_json(data)
+    except ContractError as exc:
+        raise ValueError(f"{path}: {exc}") from None

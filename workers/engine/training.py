@@ -17,7 +17,6 @@ zeroed by setting them to None.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import random
 import time
@@ -28,41 +27,13 @@ import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from biolm.protocols import Hyperparameters
 from workers.engine.batching import Collate, collate, iterate, length_grouped_batches, sorted_batches
 from workers.engine.batching import computed_tokens as padded_batch_tokens
 from workers.engine.cpu_kernels import cpu_training_kernels
 from workers.engine.encoding import Feature
 
 ProgressCallback = Callable[[int, int, float | None], None]
-
-
-@dataclass(frozen=True)
-class Hyperparameters:
-    learning_rate: float = 5e-5
-    batch_size: int = 32
-    epochs: int = 3
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    evaluate_every_steps: int | None = None  # evaluate on dev every N optimisation steps
-    evaluate_each_epoch: bool = False  # ... or at the end of every epoch
-    patience: int | None = None  # stop after this many evaluations without a better score
-    max_steps: int | None = None  # stop here (a fold's early-stopping point); the schedule is unchanged
-
-    def key(self) -> str:
-        key = f"lr={self.learning_rate:g},bs={self.batch_size},ep={self.epochs}"
-        if self.max_steps is not None:
-            key += f",steps<={self.max_steps}"
-        return key
-
-    @property
-    def selects_checkpoint(self) -> bool:
-        return bool(self.evaluate_every_steps) or self.evaluate_each_epoch
-
-    def without_selection(self, max_steps: int | None = None) -> Hyperparameters:
-        """The same run without in-loop evaluation, stopped at ``max_steps`` (a chosen checkpoint's step)."""
-        return dataclasses.replace(
-            self, evaluate_every_steps=None, evaluate_each_epoch=False, patience=None, max_steps=max_steps
-        )
 
 
 Evaluate = Callable[[torch.nn.Module], float]

@@ -11,18 +11,17 @@ the gold differs. :func:`gold_scoring` is that rebuilding, shared with the boots
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from biolm.contract import ResultsDocument
 from biolm.dataset_io import LoadedDataset
-from workers.engine.finetune import _first_examples, _label_space, load_task
+from workers.engine.finetune import first_examples, label_space, load_task
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
-from workers.engine.spec import FinetuneSpec
+from workers.engine.spec import FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.tokenization import load_tokenizer
 
 
@@ -33,30 +32,32 @@ class GoldScoring:
     formulation: Formulation
     rows: list[dict]
 
-    def run_inputs(self, results: dict, key: str) -> tuple[list, list[np.ndarray]]:
+    def run_inputs(self, results: ResultsDocument, key: str) -> tuple[list, list[np.ndarray]]:
         """One run's test predictions and (when the worker stored them) per-example scores, checked against the rows."""
-        predicted = (results.get("predictions") or {}).get(key)
+        predicted = results.predictions.get(key)
         if predicted is None or len(predicted) != len(self.rows):
             raise ValueError(f"seed {key}: {len(predicted or [])} test predictions for {len(self.rows)} examples")
-        vectors = (results.get("test_scores") or {}).get(key)
+        vectors = (results.test_scores or {}).get(key)
         logits = [np.asarray(v, dtype=np.float32) for v in vectors] if vectors else []
         return list(predicted), logits
 
 
-def gold_scoring(results: dict, tokenizer_dir: Path, withheld: LoadedDataset, gold: LoadedDataset) -> GoldScoring:
+def gold_scoring(
+    results: ResultsDocument, tokenizer_dir: Path, withheld: LoadedDataset, gold: LoadedDataset
+) -> GoldScoring:
     """Rebuild the worker's formulation from its results; refuse gold that lists other examples than it predicted.
 
     ``withheld`` is the copy the worker read (its label space decides the formulation's, as it did
-    on the worker); ``gold`` the same examples with their real labels.
+    on the worker); ``gold`` the same examples with their real labels. The job's spec, as the
+    results document carries it, decides the task options, the length and the examples cut.
     """
-    spec = FinetuneSpec.from_json(json.dumps(results["spec"]))
-    spec = dataclasses.replace(spec, model=dataclasses.replace(spec.model, model=Path(tokenizer_dir)))
+    spec = FinetuneSpec(results.spec, ModelArguments(model=Path(tokenizer_dir)), RunArguments(out=Path(tokenizer_dir)))
     _, _, task = load_task(spec)
-    withheld, gold = _first_examples(withheld, spec), _first_examples(gold, spec)
-    labels = _label_space(task, withheld)
+    withheld, gold = first_examples(withheld, spec), first_examples(gold, spec)
+    labels = label_space(task, withheld)
     tokenizer = load_tokenizer(Path(tokenizer_dir))
     source = ModelSource(Path(tokenizer_dir), None, len(tokenizer))
-    formulation = formulation_for(task, labels, tokenizer, spec.task, spec.data.max_length, source)
+    formulation = formulation_for(task, labels, tokenizer, results.spec.task_options, spec.max_length, source)
     rows = gold.splits["test"]
     if [r["id"] for r in rows] != [r["id"] for r in withheld.splits["test"]]:
         raise ValueError("the gold and the withheld test splits list different examples")
@@ -64,7 +65,7 @@ def gold_scoring(results: dict, tokenizer_dir: Path, withheld: LoadedDataset, go
 
 
 def score_withheld(
-    results: dict,
+    results: ResultsDocument,
     tokenizer_dir: Path,
     withheld: LoadedDataset,
     gold: LoadedDataset,
@@ -77,7 +78,7 @@ def score_withheld(
     """
     scoring = gold_scoring(results, tokenizer_dir, withheld, gold)
     scored = {}
-    for key in results.get("predictions") or {}:
+    for key in results.predictions:
         if keys is not None and key not in keys:
             continue
         predicted, logits = scoring.run_inputs(results, key)

@@ -1,11 +1,11 @@
 """The GPU worker's Celery application and its one task, configured from the environment only.
 
-``celery -A workers.runner.app worker -Q gpu --pool solo`` (``python -m workers.runner`` starts
-one per GPU). The task takes a job id, its token and its spec; it acknowledges its message only
-after the job ends (``acks_late``), a message whose worker died is handed to another
-(``reject_on_worker_lost``), and a worker takes one message at a time (prefetch 1). It never
-retries itself: a failed attempt is reported to the platform, whose back-off and attempt limit
-(:mod:`jobs.lifecycle`) decide on the next one.
+``celery -A workers.runner.app worker -Q gpu --pool solo`` (``python -m workers.runner`` starts one
+per GPU). The task (:data:`biolm.broker.GPU_TASK`) takes a job id and its token; the claim returns
+the job's spec. It acknowledges its message only after the job ends (``acks_late``), a message whose
+worker died is handed to another (``reject_on_worker_lost``), and a worker takes one message at a
+time (prefetch 1). It never retries itself: a failed attempt is reported to the platform, whose
+back-off and attempt limit (:mod:`jobs.lifecycle`) decide on the next one.
 
 Environment: ``CELERY_BROKER_URL`` (default: the embedded filesystem broker under
 ``BIOLM_VAR_DIR``), ``BIOLM_API_URL`` (the platform's internal API, default
@@ -53,12 +53,10 @@ app.conf.update(
 )
 
 
-@app.task(
-    bind=True, name="biolm.worker.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False
-)
-def run_job(self, job_id: int, token: str, spec: dict) -> str:
+@app.task(bind=True, name=broker.GPU_TASK, acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False)
+def run_job(self, job_id: int, token: str) -> str:
     worker = self.request.hostname or "worker"
-    outcome = JobRun(job_id, token, spec, api_url=API_URL, worker=worker, work_dir=WORK_DIR).run()
+    outcome = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR).run()
     logger.info("job #%s: %s %s", job_id, outcome.status, outcome.detail[:200])
     return outcome.status
 

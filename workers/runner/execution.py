@@ -1,5 +1,12 @@
 """One delivery of one job: claim, download, run the engine as a child process, report, finish.
 
+The claim returns the job's spec (its typed contract, :mod:`biolm.contract`), once. The worker
+checks that every plugin the spec pins is installed here (a missing one is the platform's: the job
+is retried, perhaps elsewhere) and that the installed code is the pinned code (other code is the
+plugin's fault: not retried, refunded), writes the spec to a file and runs the engine on it
+(``--spec FILE``). The engine is a fresh process, so it always loads the plugins as installed now;
+when they changed since this worker's last job, the job's log says so.
+
 The engine runs in a child process (``python -m workers.engine ...``, or torchrun for a
 pretraining job on several GPUs) so that the worker can always stop it: a heartbeat answered
 "stop" (the job was cancelled, or reaped and given to another worker) terminates it within one
@@ -7,12 +14,12 @@ heartbeat interval. While it runs, every heartbeat carries the engine's progress
 lines of its log; a pretraining run's newest checkpoint is uploaded as it appears, so an attempt
 after a crash resumes from it instead of from step 0.
 
-Failures are told apart by cause: the engine exiting with status 1 is a refusal of the
-submission's input (a malformed checkpoint, say) and is charged; status 3 is a plugin's code
-raising (its one-line error names the plugin, the contribution and the line), not retried;
-anything else (a killed child, a download that failed, the platform unreachable) is the
-platform's, retried and refunded. The job's error is one line; the engine's output, traceback
-included, is the job's log.
+Failures are told apart by cause: the engine exiting with status 1 is a refusal of the submission's
+input (a malformed checkpoint, say) and is charged; status 3 is a plugin's code raising (its one-
+line error names the plugin, the contribution and the line) or other code than the job pins, not
+retried and refunded; anything else (a killed child, a download that failed, the platform
+unreachable) is the platform's, retried and refunded. The job's error is one line; the engine's
+output, traceback included, is the job's log.
 """
 
 from __future__ import annotations
@@ -31,10 +38,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from biolm import plugin_set
+from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
 from biolm.intake_limits import ArchiveLimits
-from workers.engine.exit_status import INPUT_REFUSED, PLUGIN_FAULT
+from workers.engine.exit_status import CODE_MISSING, INPUT_REFUSED, PLUGIN_FAULT
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
@@ -46,10 +53,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = float(os.environ.get("BIOLM_HEARTBEAT_S", "5"))
 LOG_CHUNK_CHARS = 8_000
 STOP_GRACE_S = 10.0
-PROTOCOL_FLAGS = (
-    "grid", "seeds", "first_seed", "epochs", "learning_rate", "batch_size", "max_length", "max_train_examples",
-    "max_eval_examples", "precision",
-)  # fmt: skip
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Fault)\b.*")
 
 
@@ -69,6 +72,8 @@ def failure_cause(code: int, log_tail: str) -> str:
     last = lines[-1] if lines else ""
     if code == PLUGIN_FAULT and last.startswith("error: plugin "):
         return "plugin"
+    if code == CODE_MISSING:
+        return "platform"
     refused = code == INPUT_REFUSED and last.startswith("error: ")
     return "submission" if refused and "Traceback (most recent call last)" not in log_tail else "platform"
 
@@ -76,7 +81,7 @@ def failure_cause(code: int, log_tail: str) -> str:
 def failure_summary(code: int, log_tail: str) -> str:
     """The job's error: the engine's ``error:`` line, or how it crashed, in one line; the job's log keeps the rest."""
     lines = _lines(log_tail)
-    if lines and lines[-1].startswith("error: ") and code in (INPUT_REFUSED, PLUGIN_FAULT):
+    if lines and lines[-1].startswith("error: ") and code in (INPUT_REFUSED, PLUGIN_FAULT, CODE_MISSING):
         return lines[-1].removeprefix("error: ")
     how = describe_exit(code)
     after_traceback = log_tail.rpartition("Traceback (most recent call last)")[2] if "Traceback" in log_tail else ""
@@ -93,9 +98,17 @@ class Outcome:
     detail: str = ""
 
 
+def plugin_of(log_tail: str) -> str:
+    """The plugin an ``error: plugin <name> ...`` line names (``plugin version mismatch: <name> ...`` too)."""
+    last = (_lines(log_tail) or [""])[-1]
+    words = last.removeprefix("error: plugin ").removeprefix("version mismatch: ").split()
+    return words[0] if last.startswith("error: plugin ") and words else ""
+
+
 class JobRun:
-    def __init__(self, job_id: int, token: str, spec: dict, *, api_url: str, worker: str, work_dir: Path) -> None:
-        self.job_id, self.spec, self.worker = job_id, spec, worker
+    def __init__(self, job_id: int, token: str, *, api_url: str, worker: str, work_dir: Path) -> None:
+        self.job_id, self.worker = job_id, worker
+        self.spec: contract.FinetuneJob | contract.PretrainJob | None = None
         self.client = PlatformClient(api_url, token)
         self.delivery = uuid.uuid4().hex
         self.directory = Path(work_dir) / f"job-{job_id}-{self.delivery[:8]}"
@@ -126,31 +139,34 @@ class JobRun:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _run_claimed(self, claimed: dict) -> Outcome:
-        missing, differing = plugin_set.compare(self.spec.get("plugins") or {})
-        if missing:
-            return self._fail(plugin_set.lacking_message(missing, self.worker), "platform")
-        for difference in differing:
-            self._note(f"plugin versions differ: {difference}")
+        try:
+            self.spec = contract.parse_job_spec(claimed["spec"])
+        except contract.ContractError as exc:  # a spec this worker cannot read: an older or newer biolm
+            return self._fail(f"this worker cannot read the job's spec: {exc}", "platform")
+        if self.spec.KIND not in ("finetune", "pretrain"):
+            return self._fail(f"a {self.spec.KIND} job cannot run on a GPU worker", "platform")
+        refused = self._check_code()
+        if refused is not None:
+            return refused
+        spec_file = self.directory / "spec.json"
+        spec_file.write_text(json.dumps(claimed["spec"], indent=2), encoding="utf-8")
         inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
-        kind = claimed["kind"]
         out = self.directory / "out"
-        if kind == "finetune":
-            command = self._finetune_command(inputs, out)
-        elif kind == "pretrain":
+        if self.spec.KIND == "finetune":
+            command = self._finetune_command(spec_file, inputs, out)
+        else:
             try:
-                command = self._pretrain_command(inputs, out)
+                command = self._pretrain_command(spec_file, inputs, out)
             except ArchiveRefused as exc:  # a hostile resume archive: refusing it again would change nothing
                 return self._fail(str(exc), "submission")
-        else:
-            return self._fail(f"a {kind} job cannot run on a GPU worker", "platform")
         code, stopped = self._supervise(command, out)
         if stopped:
             return Outcome("stopped", "the platform asked this delivery to stop")
         self._beat()  # the last progress and log lines
         if code != 0:
             tail = self._log_tail()
-            return self._fail(failure_summary(code, tail), failure_cause(code, tail))
-        if kind == "finetune":
+            return self._fail(failure_summary(code, tail), failure_cause(code, tail), plugin_of(tail))
+        if self.spec.KIND == "finetune":
             self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
         else:
             archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
@@ -170,29 +186,31 @@ class JobRun:
             self.client.download(entry, folder / relative)
         return folder
 
-    def _finetune_command(self, inputs: dict[str, Path], out: Path) -> list[str]:
-        spec = self.spec
-        command = [
-            sys.executable, "-m", "workers.engine", "finetune", "--model", str(inputs["model"]),
-            "--dataset", spec["dataset"], "--data_dir", str(inputs["dataset"]), "--data_format", "canonical",
+    def _check_code(self) -> Outcome | None:
+        """Refuse the job unless the code installed here is the code its spec pins; note plugins that changed."""
+        changes = plugin_set.ensure_current()
+        if changes:
+            self._note(f"the installed plugins changed since the last job ({'; '.join(changes)}): the engine loads "
+                       "them afresh")  # fmt: skip
+        checked = contract.check(self.spec.code)
+        if checked.missing:
+            return self._fail(plugin_set.lacking_message(list(checked.missing), self.worker), "platform")
+        if checked.differing:
+            plugin, _ = checked.differing[0]
+            return self._fail("; ".join(message for _, message in checked.differing), "plugin", plugin)
+        return None
+
+    def _finetune_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
+        """The engine on the job's spec; only where its files are here is added."""
+        return [
+            sys.executable, "-m", "workers.engine", "finetune", "--spec", str(spec_file),
+            "--model", str(inputs["model"]), "--data_dir", str(inputs["dataset"]), "--data_format", "canonical",
             "--test_gold_withheld", "--out", str(out),
         ]  # fmt: skip
-        if spec.get("benchmark"):
-            command += ["--benchmark", spec["benchmark"]]
-        for key in PROTOCOL_FLAGS:
-            value = (spec.get("protocol") or {}).get(key)
-            if value is not None:
-                command += [f"--{key}", str(value)]
-        return command
 
-    def _pretrain_command(self, inputs: dict[str, Path], out: Path) -> list[str]:
-        spec = self.spec
+    def _pretrain_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
         corpus = next(p for p in inputs["corpus"].rglob("*") if p.is_file())
-        arguments = ["pretrain", "--recipe", spec["recipe"], "--corpus", str(corpus), "--out", str(out)]
-        if spec.get("steps"):
-            arguments += ["--steps", str(spec["steps"])]
-        if spec.get("settings"):
-            arguments += ["--settings", json.dumps(spec["settings"])]
+        arguments = ["pretrain", "--spec", str(spec_file), "--corpus", str(corpus), "--out", str(out)]
         if "checkpoint" in inputs:  # an earlier attempt's last checkpoint: resume from it
             # Member by member, within the limits: whoever holds a job token could have uploaded this archive.
             unpack(inputs["checkpoint"] / "checkpoint.tar", out, ArchiveLimits.from_env(),
@@ -200,7 +218,7 @@ class JobRun:
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
             self._note(f"resuming from the checkpoint an earlier attempt uploaded (step {_checkpoint_step(out)})")
-        gpus = int(spec.get("gpus") or 1)
+        gpus = self.spec.gpus
         if gpus > 1:
             return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}",
                     "-m", "workers.engine", *arguments]  # fmt: skip
@@ -314,9 +332,10 @@ class JobRun:
                 archive.add(path, arcname=path.name)
         return target
 
-    def _fail(self, error: str, cause: str) -> Outcome:
+    def _fail(self, error: str, cause: str, plugin: str = "") -> Outcome:
+        payload = {"delivery": self.delivery, "error": error, "cause": cause}
         try:
-            self.client.post(self.path("fail"), {"delivery": self.delivery, "error": error, "cause": cause})
+            self.client.post(self.path("fail"), {**payload, "plugin": plugin} if plugin else payload)
         except (Conflict, Rejected, Unreachable) as exc:
             logger.warning("job #%s: could not report its failure: %s", self.job_id, exc)
         return Outcome("failed", error)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 register = template.Library()
 
-KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "aggregate": "scoring"}
+KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "score": "scoring"}
 DASH = "—"
 
 

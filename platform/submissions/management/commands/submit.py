@@ -1,18 +1,26 @@
 """``manage.py submit``: evaluate a checkpoint, or pretrain a recipe and evaluate the result, on a benchmark.
 
-It calls :func:`jobs.graph.submit`, the same service the web form will call, and prints the
-jobs it queued. Workers pick them up (``manage.py worker``); ``manage.py jobs`` follows them.
+It parses its options into a :class:`~submissions.submitting.SubmissionRequest` for
+:func:`~submissions.submitting.submit`, the one service the form and the API call too, and prints
+the jobs it queued, or the earlier submission it reused. ``--wait`` follows the jobs in the
+terminal and exits non-zero when the submission does not finish; ``manage.py submission N``
+shows one later.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
-from jobs.graph import PROTOCOL_OVERRIDES, SubmissionError, SubmissionRequest, submit
+from biolm.contract import Overrides
+from submissions.models import Submission
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
+from submissions.terminal import follow
 
 
 class Command(BaseCommand):
@@ -32,12 +40,20 @@ class Command(BaseCommand):
         parser.add_argument("--pretrain-settings", default="{}", help="With --recipe: JSON of recipe settings.")
         parser.add_argument("--gpus", type=int, default=1, help="With --recipe: GPUs of one host (torchrun).")
         parser.add_argument(
-            "--protocol",
-            default="{}",
-            help=f"JSON overriding the benchmark's protocol for quick runs; keys: {', '.join(PROTOCOL_OVERRIDES)}.",
+            "--overrides",
+            default=None,
+            help="JSON overriding the protocol's settings (results say 'custom settings'); settings: "
+            + ", ".join(Overrides.names())
+            + '. Example: \'{"seeds": 1, "grid": "single"}\'.',
+        )
+        parser.add_argument("--protocol", default=None, help="Deprecated alias of --overrides (kept for one release).")
+        parser.add_argument("--preview", action="store_true", help="A quick preview: one grid point, one seed.")
+        parser.add_argument(
+            "--rerun", action="store_true", help="Evaluate again even if these weights and settings were evaluated."
         )
         parser.add_argument("--priority", type=int, default=0, help="Higher runs first within the owner's jobs.")
         parser.add_argument("--private", action="store_true", help="Only the owner and staff see the model.")
+        parser.add_argument("--wait", action="store_true", help="Follow the jobs; exit 1 unless all succeed.")
         parser.add_argument("--json", action="store_true", help="Print the submission and its jobs as JSON.")
 
     def handle(self, *args, **options) -> None:
@@ -55,33 +71,49 @@ class Command(BaseCommand):
             datasets=tuple(options["datasets"]),
             name=options["name"],
             slug=options["slug"],
-            protocol=_json_object(options["protocol"], "--protocol"),
+            overrides=self.overrides(options),
             pretrain_steps=options["steps"],
             pretrain_settings=_json_object(options["pretrain_settings"], "--pretrain-settings"),
             gpus=options["gpus"],
             private=options["private"],
             priority=options["priority"],
+            preview=options["preview"],
+            rerun=options["rerun"],
         )
         try:
             submission = submit(request)
         except SubmissionError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(f"--{exc.field}: {exc}" if exc.field == "overrides" else str(exc)) from None
         jobs = list(submission.jobs.select_related("dataset").order_by("pk"))
         if options["json"]:
-            payload = {
-                "submission": submission.pk,
-                "model": submission.language_model.slug,
-                "jobs": [
-                    {"id": j.pk, "kind": j.kind, "queue": j.queue, "dataset": j.dataset.slug if j.dataset else None}
-                    for j in jobs
-                ],
-            }
-            self.stdout.write(json.dumps(payload, indent=2))
+            self.stdout.write(json.dumps(_as_json(submission, jobs), indent=2))
+        else:
+            self.report(submission, jobs, options["benchmark"])
+        if options["wait"]:
+            self.wait(submission, [job.pk for job in jobs])
+
+    def overrides(self, options: dict) -> dict:
+        if options["protocol"] is not None:
+            if options["overrides"] is not None:
+                raise CommandError("give --overrides only (--protocol is its deprecated alias)")
+            sys.stderr.write("--protocol is deprecated: it is now --overrides (the same JSON)\n")
+            return _json_object(options["protocol"], "--protocol")
+        return _json_object(options["overrides"] or "{}", "--overrides")
+
+    def report(self, submission: Submission, jobs: list, benchmark: str) -> None:
+        if submission.reused:
+            ended = submission.updated_at if submission.is_finished else None
+            when = f"finished {timezone.localtime(ended):%H:%M}" if ended else submission.status
+            self.stdout.write(
+                self.style.WARNING(
+                    f"reused submission #{submission.pk} ({when}); nothing queued "
+                    "(these weights and settings were evaluated already: --rerun evaluates them again)"
+                )
+            )
             return
         self.stdout.write(
             self.style.SUCCESS(
-                f"submission #{submission.pk}: {submission.language_model.slug} on {options['benchmark']}, "
-                f"{len(jobs)} jobs queued"
+                f"submission #{submission.pk}: {submission.language_model.slug} on {benchmark}, {len(jobs)} jobs queued"
             )
         )
         for job in jobs:
@@ -90,6 +122,27 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  #{job.pk} {job.kind:<9} {job.queue}  {target}" + (f"  (after {after})" if after else "")
             )
+
+    def wait(self, submission: Submission, ids: list[int]) -> None:
+        follow(ids, self.stdout.write)
+        submission.refresh_from_db()
+        line = f"submission #{submission.pk} {submission.status_text}; manage.py submission {submission.pk} shows it"
+        if submission.status != Submission.Status.FINISHED:
+            raise CommandError(line)
+        self.stdout.write(self.style.SUCCESS(line))
+
+
+def _as_json(submission: Submission, jobs: list) -> dict:
+    return {
+        "submission": submission.pk,
+        "reused": submission.reused,
+        "status": submission.status,
+        "model": submission.language_model.slug,
+        "jobs": [
+            {"id": j.pk, "kind": j.kind, "queue": j.queue, "dataset": j.dataset.slug if j.dataset else None}
+            for j in jobs
+        ],
+    }
 
 
 def _json_object(text: str, option: str) -> dict:

@@ -1,4 +1,7 @@
-"""The profile page: a submitter's submissions, daily quota and API tokens.
+"""The profile page: a submitter's submissions, daily quota and API tokens (at /accounts/profile/).
+
+It lives with the submissions because that is what it shows; the accounts app keeps what identifies
+a user (tokens, authentication, sign-in forms) and imports no other app.
 
 A new token is rendered straight into the response to the POST that created it, never put in the
 session or anywhere else: only its SHA-256 is kept (:mod:`accounts.tokens`), so once that page is
@@ -19,7 +22,7 @@ from django.views.decorators.http import require_POST
 from accounts.forms import TokenForm
 from accounts.models import ApiToken
 from accounts.tokens import create_token, revoke_token
-from jobs.graph import quota
+from submissions.submitting import quota
 
 
 def _profile(request: HttpRequest, form: TokenForm, new_token: tuple[ApiToken, str] | None = None,

@@ -9,10 +9,11 @@ shows both rows, and the site keeps serving until Ctrl-C, which stops every proc
 
 It also makes a ``demo`` account and prints its password, so that a newcomer can sign in and
 submit a checkpoint of their own through the form (``/submit/``) while the workers run; the form's
-quick preview is capped for two CPU cores there (``BIOLM_QUICK_PROTOCOL``).
+quick preview is capped for two CPU cores there (``BIOLM_PREVIEW_OVERRIDES``).
 
 Rerunning reuses finished work: a demo model whose jobs succeeded is not submitted again, and
-its unfinished or failed jobs are put back in their queue.
+its unfinished or failed jobs are put back in their queue, as long as they pin the code installed
+now (after an upgrade of biolm or a plugin they are submitted again, since their specs name other code).
 """
 
 from __future__ import annotations
@@ -31,17 +32,19 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import lifecycle, waiting
-from jobs.graph import SubmissionError, SubmissionRequest, submit
-from jobs.models import FINISHED, WAITING, Job
+from biolm.contract import check, parse_job_spec
+from jobs import lifecycle
+from jobs.models import FINISHED, Job
 from registry.models import Benchmark, LanguageModel
+from submissions.submitting import SubmissionError, SubmissionRequest, submit
+from submissions.terminal import follow
 
 BENCHMARK = "blurb-mini"
 MODELS = ("demo-tiny", "all-minilm-l6")
 DEMO_USER = "demo"
 DEMO_EMAIL = "demo@example.org"
-DEMO_PROTOCOL = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
-DEMO_QUICK_PROTOCOL = {key: value for key, value in DEMO_PROTOCOL.items() if key not in ("grid", "seeds")}
+DEMO_OVERRIDES = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
+DEMO_PREVIEW_OVERRIDES = {key: value for key, value in DEMO_OVERRIDES.items() if key not in ("grid", "seeds")}
 PRETRAIN_STEPS = 200
 PRETRAIN_SETTINGS = {"batch_size": 16}  # with 200 steps, a third of the recipe's tokens: minutes, not a quarter hour
 CORPUS = Path(settings.BASE_DIR) / "plugins" / "datasets" / "demo" / "corpus.txt"
@@ -96,7 +99,7 @@ class Command(BaseCommand):
         api = f"http://{host}:{port}/internal/"
         environment = {**os.environ, "BIOLM_API_URL": api, "BIOLM_WORKER_SECRET": settings.BIOLM_WORKER_SECRET}
         # The form's quick preview, on two CPU cores: the demo's own caps on epochs, length and examples.
-        environment.setdefault("BIOLM_QUICK_PROTOCOL", json.dumps(DEMO_QUICK_PROTOCOL))
+        environment.setdefault("BIOLM_PREVIEW_OVERRIDES", json.dumps(DEMO_PREVIEW_OVERRIDES))
         password = demo_account()
         children: list[subprocess.Popen] = []
         logs = Path(settings.BIOLM_VAR_DIR) / "demo"
@@ -155,7 +158,7 @@ class Command(BaseCommand):
                 corpus=CORPUS,
                 pretrain_steps=PRETRAIN_STEPS,
                 pretrain_settings=PRETRAIN_SETTINGS,
-                protocol=DEMO_PROTOCOL,
+                overrides=DEMO_OVERRIDES,
                 datasets=datasets,
                 name="tiny, pretrained briefly on the demo corpus",
             ),
@@ -163,7 +166,7 @@ class Command(BaseCommand):
                 owner=owner,
                 benchmark=BENCHMARK,
                 model=minilm_checkpoint(),
-                protocol=DEMO_PROTOCOL,
+                overrides=DEMO_OVERRIDES,
                 datasets=datasets,
                 name="all-MiniLM-L6 (real checkpoint)",
                 slug="all-minilm-l6-v2",
@@ -173,7 +176,9 @@ class Command(BaseCommand):
         for key in models:
             request = requests[key]()
             earlier = Job.objects.filter(submission__submitter=owner, language_model__name=request.name)
-            if earlier.exists():
+            if earlier.exists() and all(
+                check(parse_job_spec(spec).code).ok for spec in earlier.values_list("spec", flat=True)
+            ):
                 retry = earlier.exclude(status=Job.Status.SUCCEEDED).filter(status__in=FINISHED)
                 requeued = lifecycle.requeue(retry)
                 done = earlier.filter(status=Job.Status.SUCCEEDED).count()
@@ -190,23 +195,7 @@ class Command(BaseCommand):
 
     def follow(self, ids: list[int]) -> None:
         """Print each job's state when it changes, until every one has ended."""
-        shown: dict[int, str] = {}
-        while True:
-            jobs = list(
-                Job.objects.filter(pk__in=ids)
-                .annotate(blocked=lifecycle.blocked_by_dependencies())
-                .select_related("dataset", "language_model")
-                .order_by("pk")
-            )
-            states = waiting.queue_states(settings.BIOLM_HEARTBEAT_STALE_S)
-            for job in jobs:
-                line = describe(job, states)
-                if shown.get(job.pk) != line:
-                    shown[job.pk] = line
-                    self.stdout.write(line)
-            if all(job.status in FINISHED for job in jobs):
-                return
-            time.sleep(2)
+        follow(ids, self.stdout.write)
 
     def pages(self, ids: list[int], site: str) -> str:
         """The readers' pages of this demo, to open in a browser."""
@@ -245,21 +234,3 @@ def _snapshot_of_today(benchmark: Benchmark):
     return Snapshot.objects.filter(benchmark=benchmark, date=today).first() or take_snapshot(
         benchmark, today, by="manage.py demo"
     )
-
-
-def describe(job: Job, states: dict[str, waiting.QueueState] | None = None) -> str:
-    """One terminal line for ``job``; a waiting job whose queue has no live worker says so (``states``)."""
-    target = job.dataset.slug if job.dataset_id else job.spec.get("recipe", "")
-    text = f"#{job.pk:<3} {job.language_model.slug[:22]:<22} {job.kind:<9} {target:<24} {job.status:<9}"
-    if job.status == Job.Status.RUNNING and job.progress_total:  # in tenths, so the terminal is not flooded
-        tenth = 10 * job.progress_step // job.progress_total
-        text += f" {10 * tenth:>3}% of a run ({job.progress_total} steps)"
-    elif job.status == Job.Status.FAILED:
-        text += f" ({job.get_failure_cause_display()}) {job.error.splitlines()[0][:80] if job.error else ''}"
-    elif job.status == Job.Status.RETRYING and job.error:  # why the last attempt ended (a worker that died, say)
-        text += f" after attempt {job.attempts}: {job.error.splitlines()[0][:100]}"
-    elif states is not None and job.status in WAITING:
-        state = states.get(job.queue)
-        if state is not None and not state.served and not getattr(job, "blocked", False):
-            text += f" {state.unserved_note()}"
-    return text

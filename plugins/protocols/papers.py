@@ -1,10 +1,7 @@
-"""The fine-tuning protocols of the papers, one preset each (``--protocol``).
+"""The fine-tuning protocols of the papers, one per benchmark, contributed like every other plugin's.
 
 A reproduced row sits on the leaderboard beside a paper's published row, so it is measured the
-way that paper measured. Each preset turns a task into a :class:`Plan`: the hyperparameter
-points searched on dev, how a checkpoint is chosen inside a run, how many seeds run on test,
-the statistic the paper reports over them, and whether the dataset is scored on its
-cross-validation folds.
+way that paper measured (:mod:`biolm.protocols` says what a protocol decides):
 
 * ``blurb`` (Gu et al. 2021, section 6.2): learning rate {1e-5, 3e-5, 5e-5} x batch {16, 32} at the
   task's epochs, the final checkpoint of each run, chosen on dev; the task's seeds (5, or 10
@@ -28,23 +25,18 @@ cross-validation folds.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import statistics
-from dataclasses import dataclass
 
-from biolm.specs import PROTOCOL_NAMES
-from workers.engine.task import Task
-from workers.engine.training import Hyperparameters
-
-__all__ = ["PROTOCOL_NAMES", "Plan", "Summary", "plan_for"]
+from biolm import hookimpl
+from biolm.protocols import Hyperparameters, Plan
+from biolm.specs import DatasetSpec, ProtocolSpec, TaskTypeSpec
 
 BLURB_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
 BLURB_BATCH_SIZES = (16, 32)
 # Lewis et al. 2020 print "a learning rate of 0.002" for classification. AdamW at 2e-3 drives a pretrained
 # BERT or RoBERTa encoder to a constant prediction within the first epoch, and every other
 # figure in the section is on the 1e-5 scale, so the printed value is read as a dropped
-# exponent: 2e-5, the rate BERT's authors recommend. --learning-rate 0.002 runs the literal figure.
+# exponent: 2e-5, the rate BERT's authors recommend. The override learning_rate 0.002 runs the literal figure.
 LEWIS_CLASSIFICATION_LR = 2e-5
 LEWIS_PATIENCE = 5  # evaluations (1,000 steps) without a better dev score; the paper gives none
 BIOFORMER_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
@@ -54,69 +46,37 @@ CLINICAL_LONGFORMER_BATCH_SIZE = 16
 SEQUENCE_LABELLING_SCHEMAS = ("token-tagging",)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What one protocol does with one task."""
-
-    protocol: str
-    points: tuple[Hyperparameters, ...]
-    seeds: int
-    statistic: str  # "mean" or "median": what the paper reports over seeds (and folds)
-    cross_validation: bool = False
-    description: str = ""
-
-    def quick_point(self) -> Hyperparameters:
-        """The point ``--grid single`` runs: the grid's largest learning rate and batch, for quick checks."""
-        return max(self.points, key=lambda hp: (hp.learning_rate, hp.batch_size))
-
-    def describe(self) -> dict:
-        return {
-            "name": self.protocol,
-            "description": self.description,
-            "statistic": self.statistic,
-            "seeds": self.seeds,
-            "cross_validation": self.cross_validation,
-            "points": [dataclasses.asdict(hp) for hp in self.points],
-        }
+def _epochs(dataset: DatasetSpec, task_type: TaskTypeSpec) -> int:
+    return dataset.epochs or task_type.epochs
 
 
-def plan_for(protocol: str, task: Task, *, epochs: int | None = None, seeds: int | None = None) -> Plan:
-    """The plan of ``protocol`` for ``task``; ``epochs`` and ``seeds`` override the preset's."""
-    if protocol not in PROTOCOL_NAMES:
-        raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOL_NAMES)}")
-    plan = _PRESETS[protocol](task)
-    if epochs is not None:
-        plan = dataclasses.replace(plan, points=tuple(dataclasses.replace(hp, epochs=epochs) for hp in plan.points))
-    if seeds is not None:
-        plan = dataclasses.replace(plan, seeds=seeds)
-    return plan
+def _seeds(dataset: DatasetSpec, task_type: TaskTypeSpec) -> int:
+    return dataset.seeds or task_type.seeds
 
 
 def _grid(learning_rates: tuple[float, ...], batch_sizes: tuple[int, ...], **fixed) -> tuple[Hyperparameters, ...]:
     return tuple(Hyperparameters(lr, bs, **fixed) for lr, bs in itertools.product(learning_rates, batch_sizes))
 
 
-def _blurb(task: Task) -> Plan:
+def blurb(dataset: DatasetSpec, task_type: TaskTypeSpec) -> Plan:
     return Plan(
         "blurb",
-        _grid(BLURB_LEARNING_RATES, BLURB_BATCH_SIZES, epochs=task.epochs),
-        task.seeds,
+        _grid(BLURB_LEARNING_RATES, BLURB_BATCH_SIZES, epochs=_epochs(dataset, task_type)),
+        _seeds(dataset, task_type),
         "mean",
         description="Gu et al. 2021, section 6.2: lr x batch grid on dev, final checkpoints, mean over seeds",
     )
 
 
-def _gatortron(task: Task) -> Plan:
-    return dataclasses.replace(
-        _blurb(task),
-        protocol="gatortron",
-        description="Yang et al. 2022's formulations; the paper gives no grid, so BLURB's grid and seeds",
-    )
+def gatortron(dataset: DatasetSpec, task_type: TaskTypeSpec) -> Plan:
+    plan = blurb(dataset, task_type)
+    description = "Yang et al. 2022's formulations; the paper gives no grid, so BLURB's grid and seeds"
+    return Plan("gatortron", plan.points, plan.seeds, "mean", description=description)
 
 
-def _lewis2020(task: Task) -> Plan:
-    folds = task.dataset.adapter is not None and task.dataset.adapter.cross_validation is not None
-    if task.task_type.schema in SEQUENCE_LABELLING_SCHEMAS:
+def lewis2020(dataset: DatasetSpec, task_type: TaskTypeSpec) -> Plan:
+    folds = dataset.adapter is not None and dataset.adapter.cross_validation is not None
+    if task_type.schema in SEQUENCE_LABELLING_SCHEMAS:
         point = Hyperparameters(1e-5, 32, 20, evaluate_every_steps=500)
         description = (
             "Lewis et al. 2020, section 5.2: lr 1e-5, batch 32, 20 epochs, best dev checkpoint every 500 steps"
@@ -132,7 +92,7 @@ def _lewis2020(task: Task) -> Plan:
     return Plan("lewis2020", (point,), 1 if folds else 5, "median", folds, description + "; median")
 
 
-def _bioformer(task: Task) -> Plan:
+def bioformer(dataset: DatasetSpec, task_type: TaskTypeSpec) -> Plan:
     return Plan(
         "bioformer",
         tuple(
@@ -147,40 +107,47 @@ def _bioformer(task: Task) -> Plan:
     )
 
 
-def _clinical_longformer(task: Task) -> Plan:
+def clinical_longformer(dataset: DatasetSpec, task_type: TaskTypeSpec) -> Plan:
     return Plan(
         "clinical-longformer",
         tuple(
             Hyperparameters(lr, CLINICAL_LONGFORMER_BATCH_SIZE, 6, evaluate_each_epoch=True)
             for lr in CLINICAL_LONGFORMER_LEARNING_RATES
         ),
-        task.seeds,
+        _seeds(dataset, task_type),
         "mean",
         description="Li et al. 2022, section 3.5: lr {1e-5,2e-5,5e-5}, batch 16, 6 epochs, best dev epoch",
     )
 
 
-_PRESETS = {
-    "blurb": _blurb,
-    "lewis2020": _lewis2020,
-    "bioformer": _bioformer,
-    "clinical-longformer": _clinical_longformer,
-    "gatortron": _gatortron,
-}
+PROTOCOLS = (
+    ProtocolSpec(
+        "blurb", "BLURB", "Learning rate x batch grid on dev, the final checkpoint of each run, the mean over seeds.",
+        blurb, "mean", "Gu et al. 2021, section 6.2",
+    ),
+    ProtocolSpec(
+        "lewis2020", "Lewis et al. 2020",
+        "One point per task family, the best dev checkpoint (early stopping for classification), the median of "
+        "five seeds; GAD and EU-ADR on their 10 cross-validation folds.",
+        lewis2020, "median", "Lewis et al. 2020, section 5.2",
+    ),
+    ProtocolSpec(
+        "bioformer", "Bioformer", "Batch x learning rate grid, up to 20 epochs, the best dev epoch, the mean of five.",
+        bioformer, "mean", "Fang et al. 2023",
+    ),
+    ProtocolSpec(
+        "clinical-longformer", "Clinical-Longformer",
+        "Three learning rates at batch 16 for 6 epochs, the best dev epoch, the mean over seeds.",
+        clinical_longformer, "mean", "Li et al. 2022, section 3.5",
+    ),
+    ProtocolSpec(
+        "gatortron", "GatorTron",
+        "GatorTron's formulations tuned on BLURB's grid (the paper gives none), the mean over seeds.",
+        gatortron, "mean", "Yang et al. 2022",
+    ),
+)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Summary:
-    mean: float
-    std: float
-    median: float
-    n: int
-
-    @classmethod
-    def of(cls, values: list[float]) -> Summary:
-        return cls(
-            mean=statistics.fmean(values),
-            std=statistics.stdev(values) if len(values) > 1 else 0.0,
-            median=statistics.median(values),
-            n=len(values),
-        )
+@hookimpl
+def biolm_protocols() -> list[ProtocolSpec]:
+    return list(PROTOCOLS)

@@ -1,0 +1,49 @@
+"""The job contract: one typed, versioned document per job kind, and the results document that answers it.
+
+Django-free and torch-free, so the web process checks a spec where it is built, the GPU worker and
+the engine read the same document, and a plugin author's tools can too. ``docs/architecture.md``
+shows one spec of each kind and a results document.
+"""
+
+from biolm.contract.code import CodeMismatch, CodeMissing, CodePin, PinCheck, check, mismatch_message, pins_for
+from biolm.contract.errors import ContractError
+from biolm.contract.jobs import (
+    SPEC_VERSION,
+    Artefact,
+    FinetuneJob,
+    JobSpec,
+    ModelInput,
+    PretrainJob,
+    ScoreJob,
+    parse_job_spec,
+)
+from biolm.contract.overrides import Overrides
+from biolm.contract.results import RESULTS_VERSION, ResultsDocument, RunRecord
+from biolm.contract.runs import parse_run_key, run_key
+from biolm.contract.task_options import TaskOptions
+
+__all__ = [
+    "RESULTS_VERSION",
+    "SPEC_VERSION",
+    "Artefact",
+    "CodeMismatch",
+    "CodeMissing",
+    "CodePin",
+    "ContractError",
+    "FinetuneJob",
+    "JobSpec",
+    "ModelInput",
+    "Overrides",
+    "PinCheck",
+    "PretrainJob",
+    "ResultsDocument",
+    "RunRecord",
+    "ScoreJob",
+    "TaskOptions",
+    "check",
+    "mismatch_message",
+    "parse_job_spec",
+    "parse_run_key",
+    "pins_for",
+    "run_key",
+]

@@ -1,0 +1,177 @@
+"""Which code a job runs: biolm itself and every plugin that contributes what it uses, pinned by content.
+
+A result is only as trustworthy as the code that made it. A job's spec pins, when it is built at
+submit, the version and the content fingerprint (a digest of the installed files,
+:mod:`biolm.plugin_set`) of biolm itself, which carries the built-in plugins, and of each
+installed plugin that contributes something the job runs: the dataset's reader, the task type's
+formulation, the metrics, the benchmark, the protocol, the architecture, the recipe. A worker
+checks the pins against the code it is about to run (:func:`mismatches`), after bringing its
+plugins up to date, and refuses a job whose code differs rather than run other code under the
+pinned name.
+
+No Django, no engine: the platform, the GPU worker and the engine share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import biolm
+from biolm import plugin_set
+from biolm.contract.errors import ContractError
+from biolm.plugins import Contributions
+
+BIOLM = "biolm"
+KIND_WORDS = {
+    "metrics": "metric",
+    "datasets": "dataset",
+    "task_types": "task type",
+    "architectures": "architecture",
+    "recipes": "recipe",
+    "preprocessors": "preprocessor",
+    "benchmarks": "benchmark",
+    "protocols": "protocol",
+}
+
+
+@dataclass(frozen=True)
+class CodePin:
+    """One piece of code a job runs: biolm (with its built-in plugins) or an installed plugin."""
+
+    name: str  # "biolm", or the plugin's name (its entry point)
+    distribution: str
+    version: str
+    fingerprint: str  # the content digest; "" for jobs queued before fingerprints were recorded
+    provides: tuple[str, ...] = ()  # what the job uses of it: "dataset ncbi-disease", "metric entity-f1", ...
+
+    @property
+    def label(self) -> str:
+        """``biolm-acme 0.2.0 (sha256:1a2b...)``: what a person compares."""
+        text = f"{self.distribution or self.name} {self.version}".strip()
+        return f"{text} ({self.fingerprint})" if self.fingerprint else text
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "fingerprint": self.fingerprint,
+            "provides": list(self.provides),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> CodePin:
+        if not isinstance(data, Mapping):
+            raise ContractError(f"a code pin must be a JSON object, not {type(data).__name__}", "code")
+        unknown = sorted(set(data) - {"name", "distribution", "version", "fingerprint", "provides"})
+        if unknown:
+            raise ContractError(f"code pin: unknown field(s) {', '.join(unknown)}", "code")
+        texts = {key: data.get(key, "") for key in ("name", "distribution", "version", "fingerprint")}
+        if not all(isinstance(value, str) for value in texts.values()) or not texts["name"]:
+            raise ContractError(f"code pin {data!r}: name, distribution, version and fingerprint are text", "code")
+        provides = data.get("provides", [])
+        if not isinstance(provides, list) or not all(isinstance(item, str) for item in provides):
+            raise ContractError(f"code pin {texts['name']}: provides must be a list of text", "code")
+        return cls(**texts, provides=tuple(provides))
+
+
+def pins_for(contributions: Contributions, uses: Iterable[tuple[str, str]]) -> tuple[CodePin, ...]:
+    """biolm's pin, then one pin per installed plugin that contributes one of ``uses`` (``(kind, slug)``).
+
+    Built-in contributions are biolm's own code, so biolm's pin covers them. A plugin registered in
+    this process only (tests) has no installed files to pin: it is named without a fingerprint.
+    """
+    builtin = {info.name for info in contributions.plugins if info.source == "builtin"}
+    installed = plugin_set.installed()
+    provided: dict[str, list[str]] = {}
+    for kind, slug in dict.fromkeys(uses):
+        plugin = contributions.origin.get((kind, slug))
+        if plugin is None:
+            continue
+        owner = BIOLM if plugin in builtin else plugin
+        provided.setdefault(owner, []).append(f"{KIND_WORDS.get(kind, kind)} {slug}")
+    own = plugin_set.own_code()
+    pins = [CodePin(BIOLM, BIOLM, own.version, own.fingerprint, tuple(provided.pop(BIOLM, ())))]
+    for name in sorted(provided):
+        found = installed.get(name)
+        if found is None:
+            pins.append(CodePin(name, "", "", "", tuple(provided[name])))
+        else:
+            pins.append(CodePin(name, found.distribution, found.version, found.fingerprint, tuple(provided[name])))
+    return tuple(pins)
+
+
+class CodeMismatch(Exception):
+    """The code here is not the code a job pins; the message is the job's error, in one line.
+
+    ``plugin`` names the plugin (or ``biolm``) to count the failure against. It is the plugin's,
+    not the submission's: the job is not retried (another attempt would load the same code) and
+    the submitter is refunded.
+    """
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class CodeMissing(Exception):
+    """A plugin a job pins is not installed here at all: the platform's to fix (install it where the workers run),
+    so the job is retried, perhaps on another worker, and refunded if it never runs."""
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """How the code here compares with a job's pins."""
+
+    missing: tuple[str, ...]  # plugins not installed here: another worker may have them (the platform's)
+    differing: tuple[tuple[str, str], ...]  # (plugin, "plugin version mismatch: ...") : the plugin's
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.differing
+
+    def require(self) -> None:
+        """:class:`CodeMismatch` naming the first differing plugin (every difference in its message), else
+        :class:`CodeMissing` naming the plugins not installed here; nothing when the code is the pinned code."""
+        if self.differing:
+            raise CodeMismatch(self.differing[0][0], "; ".join(message for _, message in self.differing))
+        if self.missing:
+            raise CodeMissing(f"this machine lacks the plugin(s) {', '.join(self.missing)} that the job runs")
+
+
+def check(pins: Sequence[CodePin]) -> PinCheck:
+    """Compare ``pins`` with the code installed here now (call :func:`plugin_set.ensure_current` first).
+
+    A pin without a fingerprint (a job queued before they were recorded) is compared by version
+    only; a plugin registered in-process only (no distribution) cannot be compared and passes.
+    """
+    installed = plugin_set.installed()
+    missing, differing = [], []
+    for pin in pins:
+        if pin.name == BIOLM:
+            own = plugin_set.own_code()
+            here = CodePin(BIOLM, BIOLM, own.version, own.fingerprint)
+        elif not pin.distribution:
+            continue
+        elif pin.name not in installed:
+            missing.append(f"{pin.name} ({pin.distribution} {pin.version})")
+            continue
+        else:
+            found = installed[pin.name]
+            here = CodePin(pin.name, found.distribution, found.version, found.fingerprint)
+        same_version = (here.distribution, here.version) == (pin.distribution, pin.version)
+        if not same_version or (pin.fingerprint and pin.fingerprint != here.fingerprint):
+            shown = here if pin.fingerprint else CodePin(here.name, here.distribution, here.version, "")
+            differing.append((pin.name, mismatch_message(pin, shown)))
+    return PinCheck(tuple(missing), tuple(differing))
+
+
+def mismatch_message(pinned: CodePin, found: CodePin) -> str:
+    """``plugin version mismatch: <plugin> <pinned> pinned, <found> installed``: the job's error, in one line."""
+    return f"plugin version mismatch: {pinned.name} {pinned.label} pinned, {found.label} installed"
+
+
+def current_biolm() -> CodePin:
+    own = plugin_set.own_code()
+    return CodePin(BIOLM, BIOLM, own.version or biolm.__version__, own.fingerprint)

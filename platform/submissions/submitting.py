@@ -1,0 +1,395 @@
+"""Submitting: one request, checked completely, becomes a submission and its job graph, or nothing at all.
+
+:func:`submit` is the one entry point: the form, the API and ``manage.py submit`` only parse what
+they are given into a :class:`SubmissionRequest` and show its :class:`SubmissionError` beside the
+field it names. Everything a submitter can get wrong is checked here, once, before anything is
+written: the benchmark and its datasets (imported, and with their folds where the protocol runs on
+folds), the overrides of the protocol's settings (values and ranges, :class:`biolm.contract.Overrides`),
+the checkpoint (the intake: its files, its tokenizer) or the recipe and its corpus, the licence and
+links, and the daily quota. Then the checkpoint or corpus is stored by content in the artefact
+store (workers read it from there, never from the submitter's disk) and the submission and its
+jobs are written in one transaction, so a failed submit leaves nothing behind.
+
+Each job's spec is its typed, versioned contract (:mod:`biolm.contract`), built by
+:mod:`biolm.job_specs` and queued by :mod:`jobs.graph`: it pins the code the job runs. The same
+owner's same weights on the same benchmark, datasets, protocol settings and pinned code are not
+evaluated twice: that submission is returned with ``reused`` set, unless the request asks to
+``rerun``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
+from biolm.job_specs import finetune_job
+from biolm.protocols import preview_overrides
+from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
+from jobs import artefacts, graph, tasks
+from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
+from registry.models import Benchmark, BenchmarkEntry, LanguageModel, PretrainingRecipe
+from registry.registration import RegistrationError, check_slug_available, clean_display_name, register_checkpoint
+from registry.sync import load_contributions
+from submissions.models import Submission
+
+DESCRIPTION_MAX = 5000
+
+
+class SubmissionError(ValueError):
+    """The submission cannot be accepted; the message says what to change.
+
+    ``field`` names the part of the request it concerns (``checkpoint``, ``corpus``, ``recipe``,
+    ``benchmark``, ``datasets``, ``name``, ``licence``, ``homepage``, ``description``, ``steps``,
+    ``overrides``, ``gpus``; ``model`` when neither or both of a checkpoint and a recipe were given), so a
+    form can show the sentence beside that field; None for the submission as a whole (the quota).
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class QuotaExceeded(SubmissionError):
+    def __init__(self, message: str, resets_at: dt.datetime) -> None:
+        super().__init__(message)
+        self.resets_at = resets_at
+
+
+@dataclass(frozen=True)
+class SubmissionRequest:
+    owner: object  # a User
+    benchmark: str
+    model: Path | None = None  # a checkpoint directory or archive
+    recipe: str | None = None
+    corpus: Path | None = None
+    datasets: tuple[str, ...] = ()  # default: every dataset of the benchmark
+    name: str | None = None
+    slug: str | None = None  # the model's slug (default: from the checkpoint's directory or archive name)
+    overrides: dict = field(default_factory=dict)  # of the protocol's settings (biolm.contract.Overrides), as JSON
+    pretrain_steps: int | None = None
+    pretrain_settings: dict = field(default_factory=dict)
+    gpus: int = 1  # for the pretraining job: torchrun on this many GPUs of one host
+    private: bool = False
+    priority: int = 0
+    preview: bool = False  # a quick preview: one grid point, one seed; marked as such, never ranked
+    rerun: bool = False  # evaluate again even if the same weights and settings were evaluated before
+    label: str | None = None  # what the submitter called the checkpoint or corpus file (an upload's own name)
+    description: str = ""
+    licence: str = ""
+    homepage: str = ""
+    require_licence: bool = False  # the web form and the API insist on a licence; an operator's shell may not
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A submitter's daily quota: how many submissions are left and when the oldest counted one expires."""
+
+    limit: int
+    used: int
+    resets_at: dt.datetime | None  # None when nothing counts against it
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+def quota(user, now: dt.datetime | None = None) -> Quota:
+    """``user``'s quota: a rolling 24 hours, so a slot comes back when the oldest counted submission turns a day old.
+
+    Refunded submissions (those that failed through the platform's fault, or a plugin's) do not count.
+    """
+    since = (now or timezone.now()) - dt.timedelta(days=1)
+    counted = Submission.objects.filter(submitter=user, created_at__gte=since, refunded=False)
+    created = list(counted.order_by("created_at").values_list("created_at", flat=True))
+    return Quota(settings.BIOLM_SUBMISSIONS_PER_DAY, len(created),
+                 created[0] + dt.timedelta(days=1) if created else None)  # fmt: skip
+
+
+def submit(request: SubmissionRequest) -> Submission:
+    """Check ``request`` completely, store its checkpoint or corpus and queue its jobs; or refuse, leaving nothing.
+
+    The same owner's same weights (by content) already submitted on the same benchmark, protocol
+    settings and pinned code, for at least these datasets and neither failed nor cancelled, are not
+    queued again unless ``request.rerun``: that submission is returned, with ``reused`` set to True
+    (False on a new one).
+    """
+    benchmark = _benchmark(request.benchmark)
+    entries = _entries(benchmark, request.datasets)
+    overrides = _overrides(request)
+    if (request.model is None) == (request.recipe is None):
+        raise SubmissionError(
+            "give either a checkpoint (--model DIR or archive) or a recipe with a corpus", "checkpoint"
+        )
+    recipe = _recipe(request) if request.recipe else None
+    if not 1 <= request.gpus <= 64:
+        raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
+    details = _details(request)
+    contributions = load_contributions()
+    planned = _planned(contributions, benchmark, entries, overrides, request.preview)
+    _check_quota(request.owner)
+    submission, created = None, []
+    try:
+        with ExitStack() as stack, transaction.atomic():
+            if recipe is not None:
+                checkpoint, model = None, _model_for_recipe(request, recipe)
+            else:
+                # An upload's temporary file is no place: the model records the name it was uploaded under.
+                location = (
+                    f"upload:{request.label}" if request.label else str(Path(request.model).expanduser().resolve())
+                )
+                if request.slug is not None:  # a taken slug is refused before a byte is copied
+                    check_slug_available(request.slug, request.owner, location)
+                taken = stack.enter_context(checkpoint_intake(request.model, label=request.label))
+                _check_tokenizer(taken)
+                earlier = None if request.rerun else _same_evaluation(request, taken, benchmark, planned)
+                if earlier is not None:
+                    earlier.reused = True
+                    return earlier
+                checkpoint, model = taken.directory, _model_for_checkpoint(taken, request, location)
+            if details:
+                for key, value in details.items():
+                    setattr(model, key, value)
+                model.save(update_fields=[*details, "updated_at"])
+            submission = Submission.objects.create(
+                submitter=request.owner, language_model=model, preview=request.preview
+            )
+            submission.benchmarks.add(benchmark)
+            source = _source(contributions, request, submission, checkpoint, recipe, created)
+            graph.queue(contributions, submission, planned, source, request.priority)
+            transaction.on_commit(tasks.kick)  # workers with a free slot start at once, not at the next tick
+    except BaseException as exc:
+        if submission is not None:  # the rows rolled back; the copied files must go too
+            artefacts.delete_prefix(f"submissions/{submission.pk}")
+        artefacts.delete_names(created)  # the blobs this submission wrote, and only those
+        if isinstance(exc, IntakeError):
+            raise SubmissionError(str(exc), "corpus" if recipe is not None else "checkpoint") from None
+        if isinstance(exc, RegistrationError):
+            raise SubmissionError(str(exc), "name") from None
+        if isinstance(exc, artefacts.ArtefactError):
+            raise SubmissionError(str(exc), "checkpoint") from None
+        if isinstance(exc, ContractError):
+            raise SubmissionError(str(exc), exc.field) from None
+        raise
+    submission.reused = False
+    return submission
+
+
+def _overrides(request: SubmissionRequest) -> Overrides:
+    """The submitter's overrides, checked; a preview's one grid point and one seed (and the site's caps) under them."""
+    try:
+        given = Overrides.from_json(request.overrides)
+    except ContractError as exc:
+        raise SubmissionError(f"overrides: {exc}", "overrides") from None
+    return preview_overrides(settings.BIOLM_PREVIEW_OVERRIDES).merged(given) if request.preview else given
+
+
+def _check_quota(owner) -> None:
+    used = quota(owner)
+    if used.left == 0:
+        raise QuotaExceeded(
+            f"{owner} has made {used.limit} submission{'s' if used.limit != 1 else ''} in the last 24 hours, "
+            "the daily quota; the next "
+            f"slot frees at {used.resets_at:%Y-%m-%d %H:%M} UTC (submissions that failed through the platform's "
+            "fault are refunded and do not count)",
+            used.resets_at,
+        )
+
+
+def _planned(contributions, benchmark: Benchmark, entries: list[BenchmarkEntry], overrides: Overrides,
+             preview: bool) -> list[graph.Planned]:  # fmt: skip
+    """Per dataset, its fine-tuning job's spec (on a placeholder model until the model is stored) and its entry.
+
+    Built now, before anything is written, so every refusal the contract makes comes first: a
+    dataset whose plugin is gone, a protocol no plugin provides, folds the platform does not hold.
+    """
+    planned = []
+    for entry in entries:
+        try:
+            spec = finetune_job(
+                contributions, dataset=entry.dataset.slug, model=ModelInput(directory="(the submitted model)"),
+                benchmark=benchmark.slug, overrides=overrides, preview=preview,
+            )  # fmt: skip
+        except ContractError as exc:
+            field = "benchmark" if exc.field in ("protocol", "benchmark") else "datasets"
+            raise SubmissionError(str(exc), field) from None
+        planned.append(graph.Planned(spec, entry.dataset, entry.metric.slug, entry.variant))
+    without = [p.dataset.slug for p in planned if p.spec.cross_validation and not _has_folds(p.dataset)]
+    if without:
+        commands = "; ".join(f"manage.py import_dataset {slug} --folds DIR" for slug in without)
+        raise SubmissionError(
+            f"{benchmark.slug} scores {', '.join(without)} on cross-validation folds, and the platform holds "
+            f"no folds of {'it' if len(without) == 1 else 'them'}: import them first ({commands}), "
+            f"or leave {'it' if len(without) == 1 else 'them'} out with --datasets",
+            "datasets",
+        )
+    return planned
+
+
+def _details(request: SubmissionRequest) -> dict:
+    """The model's description, licence and homepage, checked: a licence where required, an http(s) homepage."""
+    licence = " ".join(request.licence.split())
+    if request.require_licence and not licence:
+        raise SubmissionError(
+            "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)", "licence"
+        )
+    if len(licence) > 100:
+        raise SubmissionError(f"the licence is {len(licence)} characters long; name it in at most 100", "licence")
+    homepage = request.homepage.strip()
+    if homepage:
+        try:
+            URLValidator(schemes=["http", "https"])(homepage)
+        except ValidationError:
+            raise SubmissionError("the paper or code URL must be an http:// or https:// address", "homepage") from None
+        if len(homepage) > 500:
+            raise SubmissionError("the paper or code URL is over 500 characters; give a shorter one", "homepage")
+    description = request.description.strip()
+    if len(description) > DESCRIPTION_MAX:
+        raise SubmissionError(
+            f"the description is {len(description):,} characters long; shorten it to {DESCRIPTION_MAX:,}", "description"
+        )
+    details = {"licence": licence, "homepage": homepage, "description": description}
+    return {key: value for key, value in details.items() if value}
+
+
+def _check_tokenizer(taken: TakenCheckpoint) -> None:
+    """The fine-tuning jobs load the checkpoint's tokenizer first: one that does not load is refused now."""
+    from workers.engine.tokenization import load_tokenizer  # transformers: only when a checkpoint is submitted
+
+    try:
+        load_tokenizer(taken.directory)
+    except Exception as exc:  # transformers raises many types for a missing or broken tokenizer
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise IntakeError(
+            f"{taken.label}: its tokenizer does not load ({reason}); include the tokenizer files "
+            "(tokenizer.json, or vocab.txt with tokenizer_config.json) that AutoTokenizer.from_pretrained reads"
+        ) from None
+
+
+def _same_evaluation(request: SubmissionRequest, taken: TakenCheckpoint, benchmark: Benchmark,
+                     planned: list[graph.Planned]) -> Submission | None:  # fmt: skip
+    """The owner's earlier submission of the same weights whose jobs ran exactly the specs planned now, if any.
+
+    The specs are compared whole but for where the model's files are: the same dataset,
+    protocol, metric, overrides, preview, task options and pinned code (versions and content
+    fingerprints). A plugin upgraded since, or other overrides, is a new evaluation.
+    """
+    earlier = (
+        Submission.objects.filter(
+            submitter=request.owner, language_model__content_sha256=taken.content_sha256, benchmarks=benchmark
+        )
+        .exclude(status__in=(Submission.Status.FAILED, Submission.Status.CANCELLED))
+        .order_by("-created_at")
+    )
+    wanted = {graph.comparable(p.spec) for p in planned}
+    for submission in earlier:
+        ran = {graph.comparable(FinetuneJob.from_json(spec)) for spec in graph.finetune_specs(submission)}
+        if wanted <= ran:
+            return submission
+    return None
+
+
+def _benchmark(slug: str) -> Benchmark:
+    benchmark = Benchmark.objects.filter(slug=slug, active=True).first()
+    if benchmark is None:
+        known = ", ".join(Benchmark.objects.filter(active=True).order_by("slug").values_list("slug", flat=True))
+        raise SubmissionError(
+            f"no benchmark {slug!r}; known: {known or 'none (run manage.py sync_plugins)'}", "benchmark"
+        )
+    return benchmark
+
+
+def _entries(benchmark: Benchmark, datasets: tuple[str, ...]) -> list[BenchmarkEntry]:
+    """One entry per dataset (a dataset scored twice, as BioASQ is in bioformer, is fine-tuned once)."""
+    by_dataset = {}
+    for entry in benchmark.entries.select_related("dataset", "metric").order_by("position"):
+        by_dataset.setdefault(entry.dataset.slug, entry)
+    unknown = [slug for slug in datasets if slug not in by_dataset]
+    if unknown:
+        raise SubmissionError(
+            f"{benchmark.slug} has no dataset {', '.join(map(repr, unknown))}; its datasets: {', '.join(by_dataset)}",
+            "datasets",
+        )
+    chosen = [by_dataset[slug] for slug in dict.fromkeys(datasets)] if datasets else list(by_dataset.values())
+    if not chosen:
+        raise SubmissionError(f"{benchmark.slug} has no datasets", "benchmark")
+    return chosen
+
+
+def _has_folds(dataset) -> bool:
+    imported = dataset.imports.order_by("-imported_at").first()
+    return imported is not None and bool(imported.folds)
+
+
+def _recipe(request: SubmissionRequest) -> PretrainingRecipe:
+    recipe = PretrainingRecipe.objects.filter(slug=request.recipe, active=True).first()
+    if recipe is None:
+        known = ", ".join(PretrainingRecipe.objects.filter(active=True).order_by("slug").values_list("slug", flat=True))
+        raise SubmissionError(f"no recipe {request.recipe!r}; known: {known}", "recipe")
+    if request.corpus is None:
+        raise SubmissionError(
+            "a recipe needs a corpus (--corpus PATH, a text file with one document per line)", "corpus"
+        )
+    corpus = Path(request.corpus)
+    label = request.label or str(corpus)
+    if not corpus.is_file():
+        raise SubmissionError(f"{label}: no such corpus file", "corpus")
+    if corpus.stat().st_size == 0:
+        raise SubmissionError(f"{label}: the corpus is empty; give a text file with one document per line", "corpus")
+    if request.pretrain_steps is not None and request.pretrain_steps < 1:
+        raise SubmissionError(f"--steps must be at least 1, not {request.pretrain_steps}", "steps")
+    return recipe
+
+
+def _model_for_checkpoint(taken: TakenCheckpoint, request: SubmissionRequest, location: str) -> LanguageModel:
+    """The checkpoint's model: the owner's own model of the same content, or a new one named after what they gave."""
+    model, _ = register_checkpoint(
+        taken, location=location, slug=request.slug, name=request.name, owner=request.owner, private=request.private
+    )
+    return model
+
+
+def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> LanguageModel:
+    """A model row for what the pretraining job will produce; its checkpoint is filled when it succeeds."""
+    base = slugify(f"{recipe.slug}-{request.owner}")[: LANGUAGE_MODEL_SLUG_MAX - 6] or recipe.slug
+    slug, number = base, 1
+    while LanguageModel.objects.filter(slug=slug).exists():
+        number += 1
+        slug = f"{base}-{number}"
+    return LanguageModel.objects.create(
+        slug=slug,
+        name=clean_display_name(request.name or f"{recipe.name} ({request.owner})"),
+        owner=request.owner,
+        recipe=recipe,
+        architecture=None,
+        pretraining_corpus=request.label or str(Path(request.corpus).resolve()),
+        visibility=LanguageModel.Visibility.PRIVATE if request.private else LanguageModel.Visibility.PUBLIC,
+        origin=LanguageModel.Origin.REPRODUCED,
+    )
+
+
+def _source(contributions, request: SubmissionRequest, submission: Submission, checkpoint: Path | None,
+            recipe: PretrainingRecipe | None, created: list[str]) -> graph.Source:  # fmt: skip
+    """Store the checkpoint or corpus by content: the fine-tuning jobs' model, or the pretraining job that makes it."""
+    prefix = f"submissions/{submission.pk}"
+    if checkpoint is not None:
+        stored = artefacts.store_directory_blobs(checkpoint, created)
+        return graph.Source(model=graph.stored_checkpoint(stored, f"{prefix}/model"))
+    corpus = artefacts.store_blob(Path(request.corpus), "corpus.txt", created)
+    try:
+        pretrain = graph.pretrain_spec(
+            contributions, recipe.slug, corpus, f"{prefix}/pretrained", request.pretrain_steps,
+            request.pretrain_settings, request.gpus,
+        )  # fmt: skip
+    except ContractError as exc:
+        raise SubmissionError(str(exc), "steps" if exc.field == "steps" else "recipe") from None
+    return graph.Source(pretrain=pretrain)
