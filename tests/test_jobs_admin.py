@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs import dispatch, lifecycle
 from jobs.lifecycle import Progress
@@ -56,3 +57,22 @@ def test_bulk_cancel_stops_a_running_job_at_its_next_heartbeat_and_retry_queues_
 def test_only_staff_see_the_job_queue(client, alice):
     client.force_login(alice)
     assert client.get(reverse("admin:jobs_job_changelist")).status_code == 302
+
+
+def test_the_plugin_list_counts_the_failures_each_plugins_code_caused_with_its_last_error(admin_client, jobs):
+    from registry.models import Plugin
+    from registry.sync import sync_contributions
+
+    sync_contributions()
+    builtin = Plugin.objects.get(name="plugins.tasks.metrics")
+    assert builtin.source == Plugin.Source.BUILTIN and builtin.distribution == "biolm"
+    assert builtin.fingerprint.startswith("sha256:") and "metrics" in builtin.contributes
+    first, second = jobs[0], jobs[1]
+    failed = {"status": Job.Status.FAILED, "failure_cause": Job.Cause.PLUGIN, "blamed_plugin": builtin.name}
+    Job.objects.filter(pk=first.pk).update(**failed, error="Traceback ...\nplugin x: old error")
+    Job.objects.filter(pk=second.pk).update(**failed, error="plugin x: newest error", finished_at=timezone.now())
+    page = admin_client.get("/admin/registry/plugin/").content.decode()
+    row = page.split("plugins.tasks.metrics", 1)[1].split("</tr>", 1)[0]
+    assert ">2<" in row and "plugin x: newest error" in row
+    detail = admin_client.get(f"/admin/registry/plugin/{builtin.pk}/change/").content.decode()
+    assert f"job #{first.pk}" in detail and f"job #{second.pk}" in detail

@@ -1,4 +1,5 @@
-"""The operators' job queue: filters, live progress, bulk actions, the log, queue depth and live workers.
+"""The operators' job queue: filters, live progress, bulk actions, the log, queue depth and live workers;
+and the installed plugins with the failures their code caused.
 
 Every action goes through :mod:`jobs.lifecycle`, so cancelling from the admin stops a running
 loop at its next heartbeat exactly as any other cancellation does.
@@ -10,12 +11,13 @@ import threading
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import Count, F
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from jobs import dispatch, lifecycle, waiting
 from jobs.models import FINISHED, WAITING, Job, Run, Worker
+from registry.models import Plugin
 
 
 class OwnerFilter(admin.SimpleListFilter):
@@ -147,9 +149,55 @@ class WorkerAdmin(admin.ModelAdmin):
         return waiting.worker_state(worker, settings.BIOLM_HEARTBEAT_STALE_S)
 
 
+@admin.register(Plugin)
+class PluginAdmin(admin.ModelAdmin):
+    """Every plugin the last sync saw, what jobs pin of it, and the jobs its code failed, newest error first.
+
+    A plugin's failure (its code raised, or its installed code was not the code a job pinned) is
+    refunded to the submitter and counted here, against the plugin: an operator sees which plugin
+    to fix or roll back.
+    """
+
+    list_display = ("name", "distribution", "version", "fingerprint", "active", "failures", "last_error")
+    list_filter = ("active", "source")
+    search_fields = ("name", "distribution")
+    readonly_fields = ("name", "source", "distribution", "version", "fingerprint", "contributes", "active",
+                       "synced_at", "recent_failures")  # fmt: skip
+
+    def get_queryset(self, request):
+        failed = Job.objects.filter(failure_cause=Job.Cause.PLUGIN, blamed_plugin=OuterRef("name"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                failure_count=Subquery(failed.values("blamed_plugin").annotate(n=Count("pk")).values("n")[:1]),
+                newest_error=Subquery(failed.order_by("-finished_at", "-pk").values("error")[:1]),
+            )
+        )
+
+    def has_add_permission(self, request) -> bool:
+        return False  # plugins are installed with pip and synced, not typed in
+
+    @admin.display(description="failures", ordering="failure_count")
+    def failures(self, plugin: Plugin) -> int:
+        return plugin.failure_count or 0
+
+    @admin.display(description="last error")
+    def last_error(self, plugin: Plugin) -> str:
+        return (plugin.newest_error or "").strip().splitlines()[-1][:200] if plugin.newest_error else ""
+
+    @admin.display(description="recent failures")
+    def recent_failures(self, plugin: Plugin) -> str:
+        jobs = Job.objects.filter(Q(failure_cause=Job.Cause.PLUGIN) & Q(blamed_plugin=plugin.name))
+        rows = [(job.pk, job.finished_at or "", job.error.strip()[:300]) for job in jobs.order_by("-finished_at")[:10]]
+        if not rows:
+            return "none"
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>job #{} ({}): {}</li>", rows))
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "language_model", "dataset", "split", "seed", "hyperparameters_key", "created_at")
+    list_display = ("id", "language_model", "dataset", "split", "fold", "seed", "hyperparameters_key", "created_at")
     list_filter = ("split", "dataset")
     search_fields = ("language_model__name", "dataset__slug")
     list_select_related = ("language_model", "dataset")
