@@ -18,7 +18,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.__main__ import main
-from workers.engine.architectures import bigbird_block_sparse_threshold, build_config
+from workers.engine.architectures import bigbird_block_sparse_threshold, build_config, model_max_tokens
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import ModelSource, TaskOptions, formulation_class, formulation_for
 from workers.engine.formulations.long_document import (
@@ -26,7 +26,6 @@ from workers.engine.formulations.long_document import (
     LongDocumentClassification,
     SpecialTemplate,
     longest_first,
-    model_max_tokens,
 )
 from workers.engine.formulations.sequence import SequenceClassification
 from workers.engine.task import Task

@@ -9,7 +9,8 @@ to contribute nothing). All answers are collected: no hook here is
 Every contribution is something the platform executes, not only a description: metrics carry
 their implementation, task types their formulation, preprocessors their streaming function,
 dataset adapters their reader, architectures their config presets, recipes (optionally) their
-objective, protocols their planner. Implementations are callables or ``"module:function"`` paths, imported only when used.
+objective, protocols their planner. Implementations are callables or ``"module:function"`` paths,
+imported only when used.
 
 Hooks only grow by adding arguments, so an implementation may accept any
 subset of the documented arguments (pluggy passes only the ones it names).

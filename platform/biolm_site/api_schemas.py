@@ -5,7 +5,7 @@ the worker secret) is generated from the whole URLconf with the global SPECTACUL
 hook keeps it to /internal/, so the public API's views neither appear in it nor get fuzzed with a
 job's token. The public schema (/api/schema/) is generated from the public routes alone
 (:func:`public_patterns`: the read-only API and submitting with an API token) and turns this hook
-off (``leaderboard.api.PublicSchemaView``). For the same reason ``manage.py
+off (``biolm_site.api_docs.PublicSchemaView``). For the same reason ``manage.py
 spectacular`` writes the internal schema; the public one is what GET /api/schema/ answers.
 """
 

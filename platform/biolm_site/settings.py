@@ -272,7 +272,7 @@ REST_FRAMEWORK = {
 }
 # Two schemas from one drf-spectacular: these settings describe the workers' API at /internal/schema/
 # (the hook keeps the public API out of it); the public one at /api/schema/ is generated from
-# leaderboard.api_urls alone with its own title (leaderboard.api.PublicSchemaView), so no internal
+# leaderboard.api_urls alone with its own title (biolm_site.api_docs.PublicSchemaView), so no internal
 # path can appear in it. The docs page at /api/docs/ loads Swagger UI from drf_spectacular_sidecar.
 SPECTACULAR_SETTINGS = {
     "TITLE": "biolm worker API",

@@ -5,7 +5,9 @@ form, pages and public queue."""
 from django.contrib import admin
 from django.urls import include, path
 
+from biolm_site import api_docs
 from biolm_site.health import healthz
+from leaderboard import api_urls as public_api_urls
 from leaderboard import dataset_page
 from registry import urls as registry_urls
 
@@ -17,6 +19,14 @@ registry_routes = [
     path("<slug:slug>/", dataset_page.dataset_detail, name="dataset-detail"),
 ]
 
+# The public API's routes and, in the same ``api`` namespace, its schema and Swagger UI (the schema is generated
+# from the apps' public routes, so its views live here, above the apps).
+api_routes = [
+    *public_api_urls.urlpatterns,
+    path("api/schema/", api_docs.PublicSchemaView.as_view(), name="schema"),
+    path("api/docs/", api_docs.PublicDocsView.as_view(), name="docs"),
+]
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
@@ -26,6 +36,6 @@ urlpatterns = [
     path("accounts/", include("submissions.profile_urls")),  # the profile page and its API tokens
     path("api/v1/", include("submissions.api_urls")),  # submitting with an API token
     path("", include("submissions.urls")),  # /submit/, /submissions/<id>/, /queue/
-    path("", include("leaderboard.api_urls")),  # api/v1/..., api/schema/, api/docs/ (see that module)
+    path("", include((api_routes, public_api_urls.app_name))),  # api/v1/..., api/schema/, api/docs/
     path("", include("leaderboard.urls")),
 ]

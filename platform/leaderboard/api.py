@@ -28,58 +28,29 @@ from django.http import HttpResponseBase, QueryDict
 from django.shortcuts import get_object_or_404
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import generics
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import MethodNotAllowed
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from biolm_site import api_schemas
+from biolm_site.api import ErrorSerializer, PublicPagination
 from leaderboard import api_serializers as shapes
 from leaderboard import board_cache
 from leaderboard.models import Result, Score
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
 from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel
 
-TITLE = "biolm public API"
-VERSION = "1.0.0"
-DESCRIPTION = f"""JSON access to biolm's leaderboards, models, datasets and results (read-only), and submitting
-models with an API token (`/api/v1/submissions`).
-
-* The leaderboard endpoint returns exactly the rows of the leaderboard page under the same query
-  string (filters, search, sort, pins), its rows paginated (`page`, `page_size`: default 100, at
-  most 1000) while the header fields stay whole.
-* Private models are seen only by their owner and by staff (signed in to the site: the session
-  cookie); to anyone else they do not exist, in lists, counts and rows alike.
-* Every answer carries a strong `ETag`; send it back as `If-None-Match` to get `304 Not Modified`.
-  Anonymous answers may be cached for 60 seconds.
-* Scores and results are on the 0-100 scale; ranks are 1 + the models significantly better
-  (paired bootstrap), so tied models share a rank. At most {MAX_PINS} models can be pinned.
-* Submitting (`/api/v1/submissions`) needs an API token, created on your profile page and sent as
-  `Authorization: Bearer biolm_...`; the session cookie does not authenticate it. A submitted model
-  stays private until you publish it from its submission page.
-"""
-
-ERRORS = OpenApiResponse(shapes.ErrorSerializer, description="No such object or page (a private model: none).")
+ERRORS = OpenApiResponse(ErrorSerializer, description="No such object or page (a private model: none).")
 CACHE_MAX_AGE_S = 60
 # The routes' slug (api_urls.SLUG), said in the schema so that generated clients (and the fuzz tests)
 # send slugs; a leading letter or digit, as every spec and registered slug has, keeps "." and ".." out.
 SLUG = OpenApiParameter(
     "slug", str, OpenApiParameter.PATH, required=True, pattern=r"^[a-zA-Z0-9][-a-zA-Z0-9_.]*$", description="Its slug."
 )
-
-
-class PublicPagination(PageNumberPagination):
-    """``?page=`` and ``?page_size=`` (default 100, at most 1000: a big leaderboard in one request)."""
-
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
 
 
 def clean_params(params: QueryDict) -> QueryDict:
@@ -376,44 +347,3 @@ def benchmark_results(slug: str) -> Q:
         language_model__origin=LanguageModel.Origin.REPRODUCED, scope=""
     )
     return columns & scope
-
-
-# --- the schema and its docs ---------------------------------------------------------------------------------------
-
-
-class PublicSchemaView(SpectacularAPIView):
-    """The public OpenAPI schema, for everyone: this API's routes and submitting with an API token, only.
-
-    Generating from the public routes alone (:func:`biolm_site.api_schemas.public_patterns`), not
-    from the site's URLconf, is what keeps the workers' /internal/ endpoints out by construction;
-    the global settings' hook, which keeps the internal schema to /internal/, is switched off here.
-    """
-
-    urlconf = None  # replaced by the public routes on each request (see get)
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-    custom_settings = {
-        "TITLE": TITLE,
-        "DESCRIPTION": DESCRIPTION,
-        "VERSION": VERSION,
-        "PREPROCESSING_HOOKS": [],
-        "SCHEMA_PATH_PREFIX": r"/api/v1",  # tags and operation ids: benchmarks, models, ..., submissions
-    }
-
-    @extend_schema(exclude=True)  # as the view it extends: the schema does not describe itself
-    def get(self, request, *args, **kwargs):
-        self.patterns = api_schemas.public_patterns()  # built here: those URLconfs import this module
-        return super().get(request, *args, **kwargs)
-
-
-class PublicDocsView(SpectacularSwaggerSplitView):
-    """Swagger UI over the public schema; its JS and CSS come from drf_spectacular_sidecar under /static/.
-
-    The split view serves Swagger UI's start-up script as a request of its own (``?script``) rather than
-    inline, so the site's Content-Security-Policy (no inline script) holds on this page too.
-    """
-
-    url_name = "api:schema"
-    title = TITLE
-    authentication_classes: list = []
-    permission_classes = [AllowAny]

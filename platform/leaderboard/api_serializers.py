@@ -45,12 +45,6 @@ class Link(serializers.Field):
         return request.build_absolute_uri(path) if request is not None else path
 
 
-class ErrorSerializer(serializers.Serializer):
-    """DRF's error body: a missing (or private) object, a page past the end, a method not allowed."""
-
-    detail = serializers.CharField()
-
-
 class BenchmarkSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()

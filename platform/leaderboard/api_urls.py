@@ -1,4 +1,5 @@
-"""The public read-only API's routes (leaderboard.api), included at the site's root.
+"""The public read-only API's routes (leaderboard.api), included at the site's root in the ``api`` namespace
+(with the schema's and its docs' routes, which the site's URLconf adds from :mod:`biolm_site.api_docs`).
 
 Paths are written in full (``api/v1/...``) rather than under an ``include("api/", ...)`` prefix,
 because this module is also the URLconf the public schema is generated from: the schema's paths
@@ -26,6 +27,4 @@ urlpatterns = [
     path("api/v1/datasets/", api.DatasetList.as_view(), name="dataset-list"),
     re_path(rf"^api/v1/datasets/{SLUG}\Z", api.DatasetDetail.as_view(), name="dataset-detail"),
     path("api/v1/results/", api.ResultList.as_view(), name="result-list"),
-    path("api/schema/", api.PublicSchemaView.as_view(), name="schema"),
-    path("api/docs/", api.PublicDocsView.as_view(), name="docs"),
 ]

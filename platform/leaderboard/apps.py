@@ -12,7 +12,6 @@ class LeaderboardConfig(AppConfig):
         from jobs import handlers
         from jobs.models import Job
         from leaderboard import recording
-
         from leaderboard.models import Result
         from leaderboard.signals import remember_visibility, result_changed, visibility_changed
         from leaderboard.sync import recompute_stale, record_published_results

@@ -26,7 +26,6 @@ import math
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.cache import patch_cache_control, patch_vary_headers
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -39,8 +38,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import ApiTokenAuthentication
-from leaderboard.api import PublicPagination
-from leaderboard.api_serializers import ErrorSerializer
+from biolm_site.api import ErrorSerializer, PublicPagination
 from submissions import api_serializers as shapes
 from submissions import services, uploads
 from submissions.forms import archive_suffix, upload_name
@@ -55,20 +53,6 @@ NON_FIELD = "non_field_errors"
 UNAUTHENTICATED = OpenApiResponse(ErrorSerializer, description="No API token, or one that is unknown or revoked.")
 MISSING = OpenApiResponse(ErrorSerializer, description="No such submission of yours.")
 PK = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The submission's id.")  # the route's pk
-
-
-class ApiTokenScheme(OpenApiAuthenticationExtension):
-    """How the schema describes :class:`accounts.authentication.ApiTokenAuthentication`: HTTP bearer."""
-
-    target_class = "accounts.authentication.ApiTokenAuthentication"
-    name = "apiToken"
-
-    def get_security_definition(self, auto_schema) -> dict:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An API token (biolm_...), created on your profile page. Only submitting needs one.",
-        }
 
 
 class SubmissionsAPI(APIView):

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import CONFIG_MAPPING, AutoConfig, AutoModel, PretrainedConfig
@@ -49,6 +49,9 @@ from transformers.models.auto.modeling_auto import MODEL_MAPPING
 from biolm.errors import first_line
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ArchitectureSpec
+
+if TYPE_CHECKING:
+    from workers.engine.formulations.base import ModelSource
 
 DEFAULT_PRESET = "tiny"
 
@@ -239,3 +242,43 @@ def restore_bigbird_attention(model: torch.nn.Module) -> bool:
         return False
     base.set_attention_type(wanted)
     return True
+
+
+# Position ids of these families start after the padding index, so a checkpoint's inputs are that much shorter.
+OFFSET_POSITION_MODEL_TYPES = frozenset(
+    {
+        "roberta",
+        "roberta-prelayernorm",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "longformer",
+        "data2vec-text",
+        "ibert",
+        "mpnet",
+    }
+)
+
+
+def model_max_tokens(source: ModelSource) -> int:
+    """The longest input ``source``'s encoder takes, special tokens included.
+
+    An architecture preset: its :class:`~biolm.specs.ArchitectureSpec` ``max_sequence_length``,
+    capped by the preset's position embeddings (``longformer:tiny`` has 1,026 positions, so
+    1,024 tokens). A checkpoint: ``max_position_embeddings``, minus ``pad_token_id + 1`` for
+    RoBERTa-style families (Longformer included), whose first position id follows the padding
+    index.
+    """
+    config = source.config()
+    positions = getattr(config, "max_position_embeddings", None)
+    limit = None
+    if positions:
+        offset = config.pad_token_id + 1 if config.model_type in OFFSET_POSITION_MODEL_TYPES else 0
+        limit = int(positions) - offset
+    if source.architecture is not None:
+        spec, _, _ = resolve_preset(source.architecture)
+        limit = spec.max_sequence_length if limit is None else min(limit, spec.max_sequence_length)
+    if limit is None:
+        name = source.architecture or source.model_dir
+        raise ValueError(f"{name}: the config has no max_position_embeddings, so its length is unknown")
+    return limit

@@ -13,8 +13,10 @@ import logging
 from transformers import PreTrainedTokenizerBase
 
 from biolm.specs import ImplementationError
+from workers.engine.architectures import model_max_tokens
 from workers.engine.batching import PAD_MULTIPLE
 from workers.engine.encoding import LabelSpace
+from workers.engine.formulations import long_document  # noqa: F401 -- declares the long-document variant
 from workers.engine.formulations.base import Formulation, ModelSource, TaskOptions
 from workers.engine.task import Task
 
@@ -57,8 +59,6 @@ def formulation_for(
     predictions) comes through here, so both cut or split inputs at the same length.
     """
     if source is not None:
-        from workers.engine.formulations.long_document import model_max_tokens
-
         usable = model_max_tokens(source)
         usable -= usable % PAD_MULTIPLE  # a batch padded up to the multiple must still fit the positions
         if max_length > usable:

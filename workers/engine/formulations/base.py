@@ -37,6 +37,17 @@ from workers.engine.encoding import Feature, LabelSpace
 from workers.engine.scoring import score_predictions
 from workers.engine.task import Task
 
+LONG_DOCUMENT_VARIANTS: dict[type, type] = {}
+
+
+def declare_long_document_variant(formulation: type[Formulation], variant: type[Formulation]) -> None:
+    """``variant`` reads whole documents in ``formulation``'s place (``--long-documents snippets|full``).
+
+    Declared by the variant's module, which subclasses the formulation: the formulation never
+    imports its variant, so the two modules do not import each other.
+    """
+    LONG_DOCUMENT_VARIANTS[formulation] = variant
+
 
 @dataclass(frozen=True)
 class ModelSource:
@@ -141,8 +152,12 @@ class Formulation(abc.ABC):
 
     @classmethod
     def long_document_variant(cls) -> type[Formulation] | None:
-        """The formulation that reads whole documents in this one's place (Li et al. 2022, section 3.5), if any."""
-        return None
+        """The formulation that reads whole documents in this one's place (Li et al. 2022, section 3.5), if any.
+
+        The variant declares itself (:func:`declare_long_document_variant`); a subclass inherits its
+        parent's unless it says otherwise.
+        """
+        return next((LONG_DOCUMENT_VARIANTS[klass] for klass in cls.__mro__ if klass in LONG_DOCUMENT_VARIANTS), None)
 
     @property
     def dataset(self) -> DatasetSpec:

@@ -63,12 +63,12 @@ from transformers.modeling_outputs import SequenceClassifierOutput
 from workers.engine.architectures import (
     bigbird_uses_block_sparse,
     cls_global_attention_mask,
-    resolve_preset,
+    model_max_tokens,
     restore_bigbird_attention,
 )
 from workers.engine.batching import collate, sequence_labels
 from workers.engine.encoding import Feature, sequence_target
-from workers.engine.formulations.base import Formulation, ModelSource
+from workers.engine.formulations.base import Formulation, ModelSource, declare_long_document_variant
 from workers.engine.formulations.sequence import SequenceClassification
 from workers.engine.special_tokens import SpecialTemplate
 
@@ -79,50 +79,10 @@ SNIPPET_DROPOUT = 0.1  # the dropout of Gu et al. 2021, section 6.2, on the pool
 
 # Families whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids):
 # max_position_embeddings - (pad_token_id + 1) positions are usable (514 -> 512 for RoBERTa, 4098 -> 4096).
-OFFSET_POSITION_MODEL_TYPES = frozenset(
-    {
-        "roberta",
-        "roberta-prelayernorm",
-        "xlm-roberta",
-        "xlm-roberta-xl",
-        "camembert",
-        "longformer",
-        "data2vec-text",
-        "ibert",
-        "mpnet",
-    }
-)
 
 
 # ---------------------------------------------------------------------------
 # The model's length
-
-
-def model_max_tokens(source: ModelSource) -> int:
-    """The longest input ``source``'s encoder takes, special tokens included.
-
-    An architecture preset: its :class:`~biolm.specs.ArchitectureSpec` ``max_sequence_length``,
-    capped by the preset's position embeddings (``longformer:tiny`` has 1,026 positions, so
-    1,024 tokens). A checkpoint: ``max_position_embeddings``, minus ``pad_token_id + 1`` for
-    RoBERTa-style families (Longformer included), whose first position id follows the padding
-    index.
-    """
-    config = source.config()
-    positions = getattr(config, "max_position_embeddings", None)
-    limit = None
-    if positions:
-        offset = config.pad_token_id + 1 if config.model_type in OFFSET_POSITION_MODEL_TYPES else 0
-        limit = int(positions) - offset
-    if source.architecture is not None:
-        spec, _, _ = resolve_preset(source.architecture)
-        limit = spec.max_sequence_length if limit is None else min(limit, spec.max_sequence_length)
-    if limit is None:
-        raise ValueError(f"{_name(source)}: the config has no max_position_embeddings, so its length is unknown")
-    return limit
-
-
-def _name(source: ModelSource) -> str:
-    return source.architecture or str(source.model_dir)
 
 
 # ---------------------------------------------------------------------------
@@ -519,3 +479,10 @@ class LongDocumentClassification(SequenceClassification):
         if self.model_type == "longformer":
             batch["global_attention_mask"] = cls_global_attention_mask(batch["input_ids"])
         return batch
+
+
+def _name(source: ModelSource) -> str:
+    return source.architecture or str(source.model_dir)
+
+
+declare_long_document_variant(SequenceClassification, LongDocumentClassification)

@@ -24,13 +24,6 @@ class SequenceClassification(Formulation):
     name = "sequence-classification"
     schemas = ("classification", "regression")
 
-    @classmethod
-    def long_document_variant(cls) -> type[Formulation] | None:
-        """``--long-documents snippets|full``: snippets pooled, or one long model."""
-        from workers.engine.formulations.long_document import LongDocumentClassification
-
-        return LongDocumentClassification
-
     def encode(self, rows: Sequence[dict]) -> list[Feature]:
         pair_key = "text_pair" if self.schema != "relation" else None
         return encode_sequences(rows, self.tokenizer, self.labels, self.max_length, pair_key=pair_key)

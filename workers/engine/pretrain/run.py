@@ -292,7 +292,7 @@ def _barrier(world: int) -> None:
 
 def _contamination(contributions, settings: dict, documents) -> dict:
     """Seed-independent 13-gram overlap of the corpus with the test splits of the registered datasets."""
-    from workers.engine.finetune import _default_directory
+    from workers.engine.finetune import data_directory
 
     wanted = settings.get("contamination_datasets", "all")
     if wanted == "all":
@@ -302,7 +302,7 @@ def _contamination(contributions, settings: dict, documents) -> dict:
         if unknown:
             raise ValueError(f"contamination_datasets names unknown datasets: {', '.join(unknown)}")
         datasets = {slug: contributions.datasets[slug] for slug in wanted}
-    sets, skipped = collect_test_shingles(datasets, lambda spec: _default_directory(spec.adapter.default_path))
+    sets, skipped = collect_test_shingles(datasets, lambda spec: data_directory(spec.adapter.default_path))
     return contamination(documents(), sets, skipped)
 
 

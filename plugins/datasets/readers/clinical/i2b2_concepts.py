@@ -84,11 +84,11 @@ def _read_2010_split(split_dir: Path, overlaps: str) -> list[dict]:
         raise DataFormatError(split_dir, "no records: expected txt/<record>.txt files with concept/<record>.con beside")
     examples = []
     for txt in texts:
-        examples.extend(_read_2010_record(txt, _concept_file(txt), overlaps))
+        examples.extend(_read_2010_record(txt, concept_file(txt), overlaps))
     return examples
 
 
-def _concept_file(txt: Path) -> Path:
+def concept_file(txt: Path) -> Path:
     candidates = [txt.parent.parent / name / f"{txt.stem}.con" for name in CONCEPT_DIRS]
     for path in candidates:
         if path.exists():

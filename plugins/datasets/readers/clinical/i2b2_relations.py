@@ -61,7 +61,7 @@ from plugins.datasets.readers.clinical._shared import (
     log,
     split_directories,
 )
-from plugins.datasets.readers.clinical.i2b2_concepts import CONCEPT_FORMAT, CONCEPT_LINE, _concept_file
+from plugins.datasets.readers.clinical.i2b2_concepts import CONCEPT_FORMAT, CONCEPT_LINE, concept_file
 
 NEGATIVE = "false"
 PAIRS = ("typed", "all")
@@ -163,7 +163,7 @@ def _entries(path: Path) -> list[tuple[int, str]]:
 def _read_record(txt: Path, conflicts: str) -> Record:
     lines = [line for _, line in read_lines(txt)]
     record = Record(txt.stem, txt, lines, [[m.span() for m in _TOKEN.finditer(line)] for line in lines], [], {})
-    con = record.con = _concept_file(txt)
+    con = record.con = concept_file(txt)
     by_offsets: dict[Offsets, Concept] = {}
     for number, entry in _entries(con):
         match = CONCEPT_LINE.match(entry)
