@@ -222,7 +222,7 @@ def test_the_loss_curve_is_drawn_from_the_pretraining_jobs_loss_log(client, pret
 
 
 def test_a_long_loss_log_is_cut_to_a_readable_number_of_points(client, pretrained):
-    from leaderboard.model_page import MAX_CURVE_POINTS
+    from leaderboard.model_card import MAX_CURVE_POINTS
 
     log = [{"step": s, "loss": 5.0, "heldout_loss": 6.0} for s in range(1, 5001)]
     artefacts.store_bytes(json.dumps(log).encode(), "submissions/7/pretrained/loss.json")

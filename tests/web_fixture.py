@@ -198,7 +198,7 @@ def build_web_fixture() -> WebFixture:
     """Store the board described in the module's docstring; returns what a test needs to check it.
 
     The pretrained model's loss.json is written into the artefact store, where a pretraining job
-    leaves it beside the checkpoint (leaderboard.model_page.loss_log_name): give the caller an
+    leaves it beside the checkpoint (leaderboard.model_card.loss_log_name): give the caller an
     artefact store of its own (tests/conftest.py's ``artefact_store``) so nothing lands in var/.
     :func:`remove_web_fixture` takes it all away again.
     """

@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from leaderboard import model_page, views
+from leaderboard import model_page, predictions, views
 
 
 class IsoDate:
@@ -41,5 +41,5 @@ urlpatterns = [
     path("leaderboard/<slug:slug>/<isodate:date>/citation.bib", views.snapshot_bibtex, name="snapshot-bibtex"),
     path("compare/", views.compare, name="compare"),
     path("models/<model_slug:slug>/", model_page.model_detail, name="model"),
-    path("models/<model_slug:slug>/predictions/<int:result_id>.jsonl", model_page.predictions, name="predictions"),
+    path("models/<model_slug:slug>/predictions/<int:result_id>.jsonl", predictions.predictions, name="predictions"),
 ]
