@@ -264,7 +264,7 @@ def test_each_refusal_is_one_sentence_beside_its_field(as_alice, archive, folder
 
 def test_neither_a_checkpoint_nor_a_recipe_says_what_to_send(as_alice, tmp_path):
     refused(post(as_alice, None), "checkpoint", "send a checkpoint", ".tar.gz", "recipe")
-    refused(post(as_alice, None, recipe="tiny"), "corpus", "upload a text file")
+    refused(post(as_alice, None, recipe="tiny"), "corpus", "a recipe needs a corpus: a text file")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one document\n")
     refused(post(as_alice, corpus, field="corpus"), "corpus", "name the recipe")

@@ -22,6 +22,7 @@ as on the pages; staff may read and cancel any.
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -169,34 +170,39 @@ class SubmissionList(SubmissionsAPI, generics.GenericAPIView):
 
 
 def submit_upload(user, data: dict) -> Submission:
-    """The checked request as ``submit()``'s: private, a licence required, the upload named as its file was.
+    """The request as ``submit()``'s: private, a licence required, each upload named as its file was.
 
-    The upload is linked where the intake can read it (``submissions.uploads.on_disk``, as the form
-    does), under a name with its own archive suffix, and removed on the way out.
+    Whatever was sent goes to ``submit``, which says what does not go together (a checkpoint and a
+    recipe, a corpus without a recipe) beside the field to fix. An upload is linked where the intake
+    can read it (``submissions.uploads.on_disk``, as the form does), under a name with its own
+    archive suffix, and removed on the way out.
     """
-    recipe = data.get("recipe", "").strip() or None
-    upload = data["corpus"] if recipe else data["checkpoint"]  # the serializer saw to it that it is there
-    label = upload_name(upload.name)
+    checkpoint, corpus = data.get("checkpoint"), data.get("corpus")
+    labelled = checkpoint if checkpoint is not None else corpus
     common = {
         "owner": user,
         "benchmark": data["benchmark"],
+        "recipe": data.get("recipe", "").strip() or None,
+        "pretrain_steps": data.get("steps"),
         "datasets": tuple(data.get("datasets", ())),
         "name": data.get("name", "").strip() or None,
         "preview": data.get("preview", False),
         "overrides": data.get("overrides") or {},
         "rerun": data.get("rerun", False),
-        "label": label,
+        "label": upload_name(labelled.name) if labelled is not None else None,
         "description": data.get("description", ""),
-        "licence": data["licence"],
+        "licence": data.get("licence", ""),
         "homepage": data.get("homepage", ""),
         "require_licence": True,
         "private": True,  # until its owner publishes it from the submission's page
     }
-    if recipe:
-        with uploads.on_disk(upload, "corpus.txt") as corpus:
-            return submit(SubmissionRequest(recipe=recipe, corpus=corpus, pretrain_steps=data.get("steps"), **common))
-    with uploads.on_disk(upload, f"checkpoint{archive_suffix(label)}") as checkpoint:
-        return submit(SubmissionRequest(model=checkpoint, **common))
+    with ExitStack() as stack:
+        if checkpoint is not None:
+            name = f"checkpoint{archive_suffix(upload_name(checkpoint.name))}"
+            common["model"] = stack.enter_context(uploads.on_disk(checkpoint, name))
+        if corpus is not None:
+            common["corpus"] = stack.enter_context(uploads.on_disk(corpus, "corpus.txt"))
+        return submit(SubmissionRequest(**common))
 
 
 def refused(errors: dict) -> Response:

@@ -1,9 +1,10 @@
 """The submissions API's shapes: the multipart request that submits, and the submission it answers with.
 
-:class:`SubmitSerializer` checks only the request's form (which fields, which types, a checkpoint
-or a recipe with its corpus, overrides that are a JSON object); everything about what was sent (the
-benchmark and its datasets, the overrides' values, the archive, the tokenizer, the licence, the
-quota) is ``submissions.submitting.submit``'s, the checks the form shares. A job's state is
+:class:`SubmitSerializer` checks only the request's form (which fields, which types, overrides that
+are a JSON object); every rule about what was sent (a checkpoint or a recipe with its corpus, the
+benchmark and its datasets, the overrides' values, the steps, the archive, the tokenizer, the
+licence, the quota) is ``submissions.submitting.submit``'s, written once and shared with the form
+and the command line. A job's state is
 ``submissions.services.JobState.as_json()``, exactly what the submission page's live updates
 carry; :class:`JobStateSerializer` only describes it for the schema.
 
@@ -23,16 +24,6 @@ from biolm.specs import NAME_MAX
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission
-
-LICENCE_NEEDED = "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)"
-NEITHER = (
-    "send a checkpoint (a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint), "
-    "or a pretraining recipe with a corpus"
-)
-BOTH = "send either a checkpoint or a recipe with a corpus, not both"
-CORPUS_NEEDED = "a recipe needs a corpus: upload a text file with one document per line"
-CORPUS_WITHOUT_RECIPE = "a corpus goes with a recipe: name the recipe to pretrain, or send a checkpoint instead"
-STEPS_MAX = 100_000_000
 
 
 @extend_schema_field({"type": "string", "format": "binary"})
@@ -66,9 +57,7 @@ class SubmitSerializer(serializers.Serializer):
     corpus = UploadField(
         required=False, allow_empty_file=True, help_text="With a recipe: the corpus, text with one document per line."
     )
-    steps = serializers.IntegerField(
-        required=False, min_value=1, max_value=STEPS_MAX, help_text="With a recipe: pretraining steps."
-    )
+    steps = serializers.IntegerField(required=False, help_text="With a recipe: pretraining steps (1 to 100,000,000).")
     benchmark = serializers.CharField(max_length=100, help_text="The benchmark's slug, e.g. blurb-mini.")
     datasets = serializers.ListField(
         child=serializers.CharField(max_length=1000),
@@ -106,9 +95,10 @@ class SubmitSerializer(serializers.Serializer):
     )
     description = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
     licence = serializers.CharField(
+        required=False,
+        allow_blank=True,
         max_length=1000,
-        help_text="The licence the weights are released under, e.g. apache-2.0.",
-        error_messages={"required": LICENCE_NEEDED, "blank": LICENCE_NEEDED},
+        help_text="The licence the weights are released under, e.g. apache-2.0 (required).",
     )
     homepage = serializers.CharField(
         required=False, allow_blank=True, max_length=2000, help_text="The paper or code, an http(s) URL."
@@ -125,23 +115,16 @@ class SubmitSerializer(serializers.Serializer):
         return value
 
     def validate(self, data: dict) -> dict:
-        """A checkpoint, or a recipe with its corpus: never both, never neither (said beside the field to fix).
+        """``protocol`` (deprecated) becomes ``preview``; the two must agree when both are sent.
 
-        ``protocol`` (deprecated) becomes ``preview``; the two must agree when both are sent.
+        Which of a checkpoint, a recipe and a corpus go together is ``submit``'s rule, said beside
+        the field it concerns, as the form shows it.
         """
         if "protocol" in data:
             preview = data.pop("protocol") == "quick"
             if "preview" in self.initial_data and data.get("preview") != preview:
                 raise serializers.ValidationError({"preview": ["send preview only (protocol is its old name)"]})
             data["preview"] = preview
-        has_checkpoint, has_recipe = "checkpoint" in data, bool(data.get("recipe", "").strip())
-        if has_checkpoint and (has_recipe or "corpus" in data):
-            raise serializers.ValidationError({"checkpoint": [BOTH]})
-        if not has_checkpoint and not has_recipe:
-            raise serializers.ValidationError({"corpus" if "corpus" in data else "checkpoint": [
-                CORPUS_WITHOUT_RECIPE if "corpus" in data else NEITHER]})  # fmt: skip
-        if has_recipe and "corpus" not in data:
-            raise serializers.ValidationError({"corpus": [CORPUS_NEEDED]})
         return data
 
 

@@ -105,15 +105,11 @@ class SubmissionForm(forms.Form):
     checkpoint = forms.FileField(label="Checkpoint archive", required=False, allow_empty_file=False)
     recipe = forms.ChoiceField(label="Recipe", required=False)
     corpus = forms.FileField(label="Corpus", required=False, allow_empty_file=False)
-    steps = forms.IntegerField(
+    steps = forms.IntegerField(  # how many is submit's rule, shown beside this field
         label="Pretraining steps",
         required=False,
-        min_value=1,
-        max_value=100_000_000,
         error_messages={
             "invalid": "give the number of pretraining steps as a whole number, or leave it empty for the recipe's",
-            "min_value": "give at least 1 pretraining step, or leave it empty for the recipe's",
-            "max_value": "give at most %(limit_value)s pretraining steps",
         },
     )
     benchmark = forms.ChoiceField(

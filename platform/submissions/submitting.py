@@ -32,6 +32,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
+from biolm.contract.jobs import STEPS_MAX
 from biolm.job_specs import finetune_job
 from biolm.protocols import preview_overrides
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
@@ -43,6 +44,13 @@ from registry.sync import load_contributions
 from submissions.models import Submission
 
 DESCRIPTION_MAX = 5000
+ARCHIVES = "a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint's folder"
+# The rules every surface shares, said once, in words a web page, a JSON answer and a shell can all show.
+NEITHER = f"send a checkpoint ({ARCHIVES}, or its folder from the shell), or a pretraining recipe with a corpus"
+BOTH = "send either a checkpoint or a recipe with a corpus, not both"
+CORPUS_NEEDED = "a recipe needs a corpus: a text file with one document per line"
+CORPUS_WITHOUT_RECIPE = "a corpus goes with a recipe: name the recipe to pretrain, or send a checkpoint instead"
+LICENCE_NEEDED = "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)"
 
 
 class SubmissionError(ValueError):
@@ -126,10 +134,7 @@ def submit(request: SubmissionRequest) -> Submission:
     benchmark = _benchmark(request.benchmark)
     entries = _entries(benchmark, request.datasets)
     overrides = _overrides(request)
-    if (request.model is None) == (request.recipe is None):
-        raise SubmissionError(
-            "give either a checkpoint (--model DIR or archive) or a recipe with a corpus", "checkpoint"
-        )
+    _check_source(request)
     recipe = _recipe(request) if request.recipe else None
     if not 1 <= request.gpus <= 64:
         raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
@@ -182,6 +187,22 @@ def submit(request: SubmissionRequest) -> Submission:
         raise
     submission.reused = False
     return submission
+
+
+def _check_source(request: SubmissionRequest) -> None:
+    """A checkpoint, or a recipe with its corpus: never both, never neither, never a corpus alone."""
+    if request.model is not None and (request.recipe or request.corpus is not None):
+        raise SubmissionError(BOTH, "checkpoint")
+    if request.model is None and not request.recipe:
+        raise SubmissionError(
+            *((CORPUS_WITHOUT_RECIPE, "corpus") if request.corpus is not None else (NEITHER, "checkpoint"))
+        )
+    if request.recipe and request.corpus is None:
+        raise SubmissionError(CORPUS_NEEDED, "corpus")
+    if request.pretrain_steps is not None and not 1 <= request.pretrain_steps <= STEPS_MAX:
+        raise SubmissionError(
+            f"give from 1 to {STEPS_MAX:,} pretraining steps, not {request.pretrain_steps:,}", "steps"
+        )
 
 
 def _overrides(request: SubmissionRequest) -> Overrides:
@@ -239,9 +260,7 @@ def _details(request: SubmissionRequest) -> dict:
     """The model's description, licence and homepage, checked: a licence where required, an http(s) homepage."""
     licence = " ".join(request.licence.split())
     if request.require_licence and not licence:
-        raise SubmissionError(
-            "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)", "licence"
-        )
+        raise SubmissionError(LICENCE_NEEDED, "licence")
     if len(licence) > 100:
         raise SubmissionError(f"the licence is {len(licence)} characters long; name it in at most 100", "licence")
     homepage = request.homepage.strip()
@@ -335,18 +354,12 @@ def _recipe(request: SubmissionRequest) -> PretrainingRecipe:
     if recipe is None:
         known = ", ".join(PretrainingRecipe.objects.filter(active=True).order_by("slug").values_list("slug", flat=True))
         raise SubmissionError(f"no recipe {request.recipe!r}; known: {known}", "recipe")
-    if request.corpus is None:
-        raise SubmissionError(
-            "a recipe needs a corpus (--corpus PATH, a text file with one document per line)", "corpus"
-        )
     corpus = Path(request.corpus)
     label = request.label or str(corpus)
     if not corpus.is_file():
         raise SubmissionError(f"{label}: no such corpus file", "corpus")
     if corpus.stat().st_size == 0:
         raise SubmissionError(f"{label}: the corpus is empty; give a text file with one document per line", "corpus")
-    if request.pretrain_steps is not None and request.pretrain_steps < 1:
-        raise SubmissionError(f"--steps must be at least 1, not {request.pretrain_steps}", "steps")
     return recipe
 
 
