@@ -1,4 +1,4 @@
-# After the job contract's data migration (0004), in a transaction of its own: Run.efficiency goes, and runs are
+# After the job contract's data migration (0005), in a transaction of its own: Run.efficiency goes, and runs are
 # unique per job, point, fold, seed and split.
 
 from django.db import migrations, models
@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0004_job_contract'),
+        ('jobs', '0005_job_contract_data'),
     ]
 
     operations = [
