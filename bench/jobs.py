@@ -35,14 +35,26 @@ from bench.harness import Platform, wait_until
 
 NAME = "jobs"
 
-CREATE_JOBS = """
+# The jobs' spec: a real fine-tuning spec of demo-ner (the claim and the completion check read it), on stored
+# files the no-op worker never downloads. No "%" in it: the scripts below are %-formatted.
+SPEC_PREAMBLE = """
+from biolm.contract import Artefact, ModelInput
+from biolm.job_specs import finetune_job
+from registry.sync import load_contributions
+SPEC = finetune_job(load_contributions(), dataset="demo-ner", benchmark="blurb-mini", model=ModelInput(
+    checkpoint=(Artefact("bench/model/config.json", 2, "0" * 64, "config.json"),), prefix="bench/model")).to_json()
+"""
+
+CREATE_JOBS = (
+    SPEC_PREAMBLE
+    + """
 import json
 from django.contrib.auth.models import User
 from jobs import tasks
 from jobs.models import Job
 from registry.models import Dataset, LanguageModel
 dataset = Dataset.objects.get(slug="demo-ner")
-spec = {"kind": "finetune", "dataset": "demo-ner", "model": {"artefacts": [], "prefix": "bench/model"}}
+spec = SPEC
 ids = []
 for owner_name, count in json.loads(%r):
     owner, _ = User.objects.get_or_create(username=owner_name)
@@ -50,15 +62,18 @@ for owner_name, count in json.loads(%r):
         slug=f"bench-{owner_name}", defaults={"name": owner_name, "owner": owner}
     )
     jobs = Job.objects.bulk_create(
-        Job(language_model=model, dataset=dataset, kind="finetune", queue="gpu", spec={**spec, "owner": owner_name})
+        Job(language_model=model, dataset=dataset, kind="finetune", queue="gpu", spec=spec)
         for _ in range(count)
     )
     ids += [job.pk for job in jobs]
 tasks.kick()
 print(json.dumps(ids))
 """
+)
 
-ONE_AT_A_TIME = """
+ONE_AT_A_TIME = (
+    SPEC_PREAMBLE
+    + """
 import json, time
 from django.contrib.auth.models import User
 from jobs import tasks
@@ -67,7 +82,7 @@ from registry.models import Dataset, LanguageModel
 dataset = Dataset.objects.get(slug="demo-ner")
 owner, _ = User.objects.get_or_create(username="idle")
 model, _ = LanguageModel.objects.get_or_create(slug="bench-idle", defaults={"name": "idle", "owner": owner})
-spec = {"kind": "finetune", "dataset": "demo-ner", "model": {"artefacts": [], "prefix": "bench/model"}}
+spec = SPEC
 ids = []
 for _ in range(%d):
     job = Job.objects.create(language_model=model, dataset=dataset, kind="finetune", queue="gpu", spec=spec)
@@ -79,6 +94,7 @@ for _ in range(%d):
     ids.append(job.pk)
 print(json.dumps(ids))
 """
+)
 
 
 @dataclass

@@ -676,7 +676,7 @@ def _fill_dataset(
     Run.objects.bulk_create(
         (Run(job=job, language_model=models[i], dataset=dataset, hyperparameters=hyperparameters,
              hyperparameters_key=key, seed=seed, split=Run.Split.TEST,
-             metrics={METRIC: float(per_seed[i, s])}, efficiency={"test_examples_per_s": 900.0})
+             metrics={METRIC: float(per_seed[i, s])})
          for job, i in zip(jobs, owners, strict=True) for s, seed in enumerate(seeds)),
         batch_size=config.batch_size,
     )  # fmt: skip
@@ -782,6 +782,7 @@ def _new_result(state: dict, checkpoint: Path, results_path: Path) -> dict:
     """One job's result arrives for the model lacking one: its vector, its storage, the rescore and the ranks."""
     from django.db import transaction
 
+    from biolm.contract import ResultsDocument
     from biolm.significance import RESAMPLES
     from jobs.models import Job, Run, canonical_key
     from leaderboard.models import Ranking, Result, Score
@@ -789,7 +790,8 @@ def _new_result(state: dict, checkpoint: Path, results_path: Path) -> dict:
     from workers.engine.bootstrap import resampled_values
 
     model, dataset, benchmark = state["newcomer"], state["last_dataset"], state["benchmark"]
-    results = json.loads(results_path.read_text())
+    document = ResultsDocument.from_json(json.loads(results_path.read_text()))
+    results = document.to_json()
     runs = results["runs"]
     job = Job.objects.create(language_model=model, benchmark=benchmark, dataset=dataset, kind=Job.Kind.FINETUNE,
                              status=Job.Status.SUCCEEDED, spec={"kind": "finetune"}, attempts=1)  # fmt: skip
@@ -807,12 +809,12 @@ def _new_result(state: dict, checkpoint: Path, results_path: Path) -> dict:
     n_test = len(gold.splits["test"])
     dataset_key = f"{DEMO_DATASET}/test/{n_test}"
     first = time.perf_counter()
-    resampled_values(results, checkpoint, gold, gold, DEMO_METRIC, dataset_key, resamples=1)
+    resampled_values(document, checkpoint, gold, gold, DEMO_METRIC, dataset_key, resamples=1)
     first_call_s = time.perf_counter() - first
 
     started = time.perf_counter()
     gold = _demo_data()
-    vector = resampled_values(results, checkpoint, gold, gold, DEMO_METRIC, dataset_key)
+    vector = resampled_values(document, checkpoint, gold, gold, DEMO_METRIC, dataset_key)
     vectored = time.perf_counter()
     with transaction.atomic():
         result = Result.objects.create(
