@@ -213,10 +213,20 @@ def test_hook_biolm_protocols_a_plugin_protocol_is_planned_run_and_combined_by_t
     assert len(values) == 3 and results["reported"]["value"] == pytest.approx(float(np.median(values)))
 
 
-def test_hook_biolm_protocols_a_planner_that_gives_no_plan_breaks_the_contract():
+def test_hook_biolm_protocols_a_planner_that_gives_no_plan_breaks_the_contract(register_plugin):
     broken = ProtocolSpec("no-plan", "No plan", "Returns nothing.", lambda dataset, task_type: None)
-    with pytest.raises(AssertionError, match=r"protocols no-plan: .*its planner returned None"):
+    with pytest.raises(AssertionError, match=r"protocols no-plan: .*its planner returned 'None', not a Plan"):
         check_plugin(plugin("broken_protocol", biolm_protocols=[broken]))
+    from biolm.plugin_faults import blame
+    from biolm.protocols import plan_for
+
+    contributions = register_plugin(plugin("broken", biolm_protocols=[broken]))
+    try:
+        plan_for(broken, contributions.datasets["demo-ner"], contributions.task_types["ner"])
+    except Exception as exc:  # the plugin's fault, in one line, not a submission's ValueError
+        assert not isinstance(exc, ValueError)
+        fault = blame(exc, contributions)
+    assert str(fault).startswith("plugin broken: protocol planner 'no-plan' returned 'None', not a Plan")
 
 
 def test_hook_biolm_architectures_a_plugin_preset_builds_and_trains_a_step():

@@ -62,7 +62,9 @@ def load_fold(spec: DatasetSpec, directory: Path, *, canonical: bool = False) ->
         optional_splits=("dev",),
         multi_label=spec.adapter.multi_label,
     )
-    return load_dataset_files(dataclasses.replace(spec, adapter=adapter), directory)
+    # A worker's canonical copy is the platform's own export, not the plugin's reading: an empty one is not
+    # charged to the plugin.
+    return load_dataset_files(dataclasses.replace(spec, adapter=adapter), directory, contributed=not canonical)
 
 
 def _plural(word: str, items: list) -> str:

@@ -256,10 +256,12 @@ def _broken_contract(exc: ImplementationError, contributions: Contributions) -> 
 
 
 def _implementation_of(spec: object) -> object:
-    """The code a contribution's spec names: a metric's or preprocessor's implementation, a formulation, a reader."""
+    """The code a contribution's spec names: a metric's or preprocessor's implementation, a formulation, a reader,
+    a protocol's planner."""
     adapter = getattr(spec, "adapter", None)
     reader = getattr(adapter, "reader", None)
-    return getattr(spec, "implementation", None) or getattr(spec, "formulation", None) or reader
+    named = getattr(spec, "implementation", None) or getattr(spec, "formulation", None)
+    return named or getattr(spec, "planner", None) or reader
 
 
 def _definition(value: object) -> str:

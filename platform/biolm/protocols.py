@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from biolm.contract.overrides import Overrides
-from biolm.specs import STATISTICS, DatasetSpec, ProtocolSpec, TaskTypeSpec
+from biolm.specs import STATISTICS, ContractBreach, DatasetSpec, ProtocolSpec, TaskTypeSpec
 
 __all__ = [
     "STATISTICS",
@@ -119,8 +119,10 @@ def plan_for(
 ) -> Plan:
     """``protocol``'s plan for ``dataset``, with ``overrides`` applied (epochs, seeds, one grid point, lr, batch)."""
     plan = protocol.plan(dataset, task_type)
-    if not isinstance(plan, Plan) or not plan.points or plan.seeds < 1:
-        raise ValueError(f"protocol {protocol.slug}: its planner returned {plan!r}, not a Plan with points and seeds")
+    if not isinstance(plan, Plan) or not plan.points or plan.seeds < 1:  # the plugin's fault, not the submitter's
+        conduct = f"returned {str(plan)[:80]!r}, not a Plan with points and seeds, for {dataset.slug}"
+        raise ContractBreach(f"protocol {protocol.slug}: its planner", conduct, ("protocols", protocol.slug),
+                             protocol.planner)  # fmt: skip
     plan = dataclasses.replace(plan, protocol=protocol.slug, statistic=protocol.statistic)
     overrides = overrides or Overrides()
     points = list(plan.points)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files, validate_examples
 from biolm.schemas import get_schema
+from biolm.specs import ContractBreach
 from jobs import artefacts
 from registry.models import Dataset, DatasetImport
 
@@ -60,7 +61,7 @@ def _exact_copy(read, source: Path, stored_path: str, fingerprint: str, what: st
     if read is not None and source.is_dir():
         try:
             splits = dict(read().splits)
-        except DataFormatError:
+        except (DataFormatError, ContractBreach):  # the files changed, or the reader reads nothing now: the copy
             splits = {}
         if splits and fingerprint_of(splits) == fingerprint:
             return splits
