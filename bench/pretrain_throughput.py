@@ -63,7 +63,7 @@ class Config:
     weight_decay: float = 0.01
     mask_rate: float = 0.15
     precision: str = "auto"  # hf_best's and ours: bf16 where native, else fp32
-    best_compile: bool = False  # hf_best with torch_compile (slower here end to end: see README)
+    best_compile: bool = False  # hf_best with torch_compile (slower here end to end: see docs/performance.md)
     heldout_share: float = 0.05
     eval_blocks: int = 256
     seed: int = 42

@@ -159,3 +159,14 @@ def test_the_configured_celery_broker_accepts_connections():
         message.ack()
         assert message.payload == {"ping": 1}
         queue.close()
+
+
+def test_a_previews_overrides_are_checked_at_start_up_and_the_old_variable_is_still_read():
+    refused = settings_in_subprocess(BIOLM_PREVIEW_OVERRIDES='{"epochs": 0}')
+    assert refused.returncode != 0
+    assert "BIOLM_PREVIEW_OVERRIDES: epochs must be a whole number from 1" in refused.stderr
+    code = "import django; from django.conf import settings; django.setup(); print(settings.BIOLM_PREVIEW_OVERRIDES)"
+    old = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env={
+        **os.environ, "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}", "DJANGO_SETTINGS_MODULE": "biolm_site.settings",
+        "BIOLM_QUICK_PROTOCOL": '{"epochs": 2}'})  # fmt: skip
+    assert old.returncode == 0 and old.stdout.strip() == "{'epochs': 2}", old.stderr[-500:]

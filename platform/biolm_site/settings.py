@@ -206,7 +206,7 @@ BIOLM_DATA_DIR = Path(env_str("BIOLM_DATA_DIR", str(BASE_DIR.parent / "shared" /
 BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 
 # What a submitted checkpoint may be (biolm.intake_limits): the archive's size, files and expansion,
-# and the model its config describes. Each limit has its variable (see the README's security section).
+# and the model its config describes. Each limit has its variable (see docs/operators.md#security).
 try:
     BIOLM_ARCHIVE_LIMITS = ArchiveLimits.from_env(os.environ)
     BIOLM_CHECKPOINT_LIMITS = CheckpointLimits.from_env(os.environ)
