@@ -33,8 +33,11 @@ test: lint
 
 # The loop while working: everything but the slow, fault and browser tests, without lint, in under
 # 5 minutes on two cores. A test that makes it slower is marked slow (see var/test-durations.txt).
+# The official files' tests (make test-official-data) are left out too: where the files are beside
+# the checkout they train on real datasets and corpora for most of an hour; on a clone they skip.
 test-fast: $(VENV)/.installed
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not faults and not browser" $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	  -m "not slow and not faults and not browser and not official_data" $(PYTEST_ARGS)
 
 # CI's second pass (.ci/run), on the embedded defaults: `make test`'s two runs narrowed to the tests
 # marked backend (tests/conftest.py), those that can reach the database or the broker; no lint,

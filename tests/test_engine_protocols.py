@@ -194,6 +194,7 @@ def test_training_stops_after_patience_evaluations_without_improvement(relation)
     assert same_weights(model, snapshots[1])
 
 
+@pytest.mark.slow  # three epochs; evaluating every few steps is checked by the patience test above
 def test_evaluating_each_epoch_and_the_cost_of_evaluation_is_counted(relation):
     prepared, context = relation
     features = prepared.features["train"]

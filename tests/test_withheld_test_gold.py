@@ -24,6 +24,7 @@ from workers.engine.withheld import score_withheld
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
 DATASETS = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
+FAST = ("demo-pico", "demo-similarity")  # what `make test-fast` checks: a tagging and a regression; `make test` all
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def finetune(checkpoint: Path, dataset: str, data: Path, out: Path, *extra: str)
     return json.loads((out / "results.json").read_text())
 
 
-@pytest.mark.parametrize("dataset", DATASETS)
+@pytest.mark.parametrize("dataset", [d if d in FAST else pytest.param(d, marks=pytest.mark.slow) for d in DATASETS])
 def test_the_platform_scores_withheld_predictions_exactly_as_the_engine_scores_gold(
     dataset, checkpoint, contributions, tmp_path
 ):
