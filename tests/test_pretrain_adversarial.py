@@ -12,8 +12,9 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from workers.engine.pretrain.adversarial import Adversarial, symmetric_kl
-from workers.engine.pretrain.loop import Masker, masked_lm_loss, mlm_forward
+from workers.engine.pretrain.loop import Masker
 from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.mlm import masked_lm_loss, mlm_forward
 from workers.engine.pretrain.objectives import masked_language_model
 
 VOCAB, LENGTH, CLS, SEP, PAD, MASK = 200, 32, 1, 2, 0, 3

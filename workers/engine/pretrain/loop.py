@@ -37,7 +37,6 @@ from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
 from workers.engine.pretrain.mlm import masked_lm_loss
-from workers.engine.pretrain.mlm import mlm_forward as mlm_forward  # re-exported: tests import it from the loop
 
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
 CHECKPOINT = "checkpoint"
