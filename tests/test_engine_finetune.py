@@ -17,9 +17,9 @@ from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext
 
 DEMO = ["demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa"]
-# `make test-fast` runs the command on a classification and a regression dataset; the formulations of
-# the others have tests of their own (tagging, QA, long documents), and `make test` runs them all here.
-FAST_DEMO = ("demo-relation", "demo-similarity")
+# `make test-fast` runs the command on a classification dataset; the other formulations have tests of
+# their own (tagging, QA, long documents, the withheld-gold check's regression), `make test` all six here.
+FAST_DEMO = ("demo-relation",)
 
 
 def test_length_grouped_batches_cover_every_example_exactly_once():
@@ -55,6 +55,7 @@ def spec_for(dataset: str, tmp_path: Path, **changes) -> FinetuneSpec:
     return FinetuneSpec.build(**(fields | changes))
 
 
+@pytest.mark.slow  # three runs
 def test_the_same_seed_on_the_same_data_gives_identical_metrics(tmp_path):
     spec = spec_for("demo-relation", tmp_path)
     prepared = prepare(spec)
@@ -98,6 +99,7 @@ def test_a_tiny_model_really_learns_demo_ner(tmp_path):
     assert f1 > 50, f1  # an untrained model scores about 10
 
 
+@pytest.mark.slow  # the withheld-gold tests fine-tune a local checkpoint directory too
 def test_a_local_checkpoint_directory_is_fine_tuned(tmp_path):
     from transformers import AutoModelForTokenClassification
 
@@ -172,7 +174,7 @@ def test_a_test_only_distribution_cannot_be_fine_tuned(tmp_path, capsys):
     assert "no train split here" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # two engine processes; the same seed in one process is checked above
+@pytest.mark.slow  # two engine processes
 def test_the_same_seed_gives_identical_results_in_separate_processes(tmp_path):
     """Vocabulary, initialisation, batch order and dropout must not depend on the process (hash seeds, ...)."""
     import subprocess
