@@ -323,6 +323,7 @@ def test_the_demo_plugins_load_through_the_plugin_manager():
             "plugins.tasks.metrics",
             "plugins.tasks.task_types",
             "plugins.datasets.demo_catalogue",
+            "plugins.protocols.papers",  # blurb-mini names BLURB's protocol, a contribution like the others
             "plugins.benchmarks.blurb_mini",
         ),
         load_entrypoints=False,

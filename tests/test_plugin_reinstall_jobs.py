@@ -25,7 +25,7 @@ from bench.harness import POSTGRES_ONLY, Platform, wait_until
 from tests.distributions import write_distribution
 from tests.faulty_plugin import write_polarity_splits
 
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
+pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.backend]
 
 PLUGIN = """
 from pathlib import Path

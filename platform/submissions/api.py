@@ -191,7 +191,7 @@ def submit_upload(user, data: dict) -> Submission:
         "rerun": data.get("rerun", False),
         "label": upload_name(labelled.name) if labelled is not None else None,
         "description": data.get("description", ""),
-        "licence": data.get("licence", ""),
+        "licence": data["licence"],
         "homepage": data.get("homepage", ""),
         "require_licence": True,
         "private": True,  # until its owner publishes it from the submission's page

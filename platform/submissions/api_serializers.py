@@ -24,6 +24,7 @@ from biolm.specs import NAME_MAX
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission
+from submissions.submitting import LICENCE_NEEDED
 
 
 @extend_schema_field({"type": "string", "format": "binary"})
@@ -94,11 +95,11 @@ class SubmitSerializer(serializers.Serializer):
         error_messages={"max_length": f"the model's name is over {NAME_MAX} characters; give a shorter one"},
     )
     description = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
-    licence = serializers.CharField(
-        required=False,
+    licence = serializers.CharField(  # required in the schema; an empty one is refused by submit, in its words
         allow_blank=True,
         max_length=1000,
-        help_text="The licence the weights are released under, e.g. apache-2.0 (required).",
+        help_text="The licence the weights are released under, e.g. apache-2.0.",
+        error_messages={"required": LICENCE_NEEDED},
     )
     homepage = serializers.CharField(
         required=False, allow_blank=True, max_length=2000, help_text="The paper or code, an http(s) URL."
