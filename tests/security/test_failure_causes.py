@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from contract_documents import pretrain_spec
 from hostile_inputs import copy_checkpoint, member, pickle_that_writes, tar_with
 from rest_framework.test import APIClient
 
@@ -69,12 +70,14 @@ def test_a_hostile_resume_archive_fails_the_job_as_the_submissions_fault_without
         folder.mkdir(parents=True)
     (inputs["corpus"] / "corpus.txt").write_text("text\n")
     tar_with(inputs["checkpoint"] / "checkpoint.tar", [(member("checkpoint/../../../outside/x"), b"x")], mode="w")
-    run = JobRun(7, "token", {"recipe": "tiny"}, api_url="http://platform/internal/", worker="gpu0@t",
-                 work_dir=tmp_path / "work")  # fmt: skip
+    run = JobRun(7, "token", api_url="http://platform/internal/", worker="gpu0@t", work_dir=tmp_path / "work")
+    (tmp_path / "work" / "job-7").mkdir(parents=True)
+    run.directory = tmp_path / "work" / "job-7"
     failures = []
     monkeypatch.setattr(run, "_download", lambda role, entries: inputs[role])
-    monkeypatch.setattr(run, "_fail", lambda error, cause: failures.append((error, cause)) or "failed")
-    run._run_claimed({"kind": "pretrain", "inputs": {"corpus": [], "checkpoint": []}})
+    monkeypatch.setattr(run, "_fail", lambda error, cause, plugin="": failures.append((error, cause)) or "failed")
+    claimed = {"kind": "pretrain", "spec": pretrain_spec().to_json(), "inputs": {"corpus": [], "checkpoint": []}}
+    run._run_claimed(claimed)
     ((error, cause),) = failures
     assert cause == "submission" and "the checkpoint.tar of job #7: member" in error and "outside" in error
     assert list(outside.iterdir()) == []
