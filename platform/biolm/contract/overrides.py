@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from biolm.contract.errors import ContractError
-from biolm.contract.values import changed_settings
+from biolm.contract.values import changed_settings, known_settings
 
 GRIDS = ("full", "single")
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -82,19 +81,7 @@ class Overrides:
     @classmethod
     def from_json(cls, data: object) -> Overrides:
         """The overrides of a JSON object; an unknown setting or a bad value is a :class:`ContractError`."""
-        if data is None:
-            return cls()
-        if not isinstance(data, Mapping):
-            raise ContractError(f"overrides must be a JSON object of settings, not {type(data).__name__}", "overrides")
-        unknown = sorted(set(data) - set(cls.names()))
-        if unknown:
-            raise ContractError(
-                f"no setting {', '.join(map(repr, unknown))}; the settings a submission may change: "
-                + ", ".join(cls.names()),
-                "overrides",
-                unknown[0],
-            )
-        return cls(**dict(data))
+        return cls(**known_settings(cls, data, "overrides", "setting", "the settings a submission may change"))
 
     def to_json(self) -> dict[str, Any]:
         """Only what differs from the protocol: ``{}`` is the protocol as its paper ran it."""

@@ -9,12 +9,11 @@ spec can be checked where it is built.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from biolm.contract.errors import ContractError
-from biolm.contract.values import changed_settings
+from biolm.contract.values import changed_settings, known_settings
 
 TAGGING_SCHEMES = ("bio", "bioul", "io")
 PICO_ELEMENTS = ("multi", "single")
@@ -100,20 +99,9 @@ class TaskOptions:
     @classmethod
     def from_json(cls, data: object) -> TaskOptions:
         """The options of a JSON object; an unknown option or a bad value is a :class:`ContractError`."""
-        if data is None:
-            return cls()
-        if not isinstance(data, Mapping):
-            raise ContractError(f"task_options must be a JSON object, not {type(data).__name__}", "task_options")
-        names = {item.name for item in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ContractError(
-                f"no task option {', '.join(map(repr, unknown))}; the options: {', '.join(sorted(names))}",
-                "task_options",
-                unknown[0],
-            )
+        values = known_settings(cls, data, "task_options", "task option", "the options")
         try:
-            return cls(**dict(data))
+            return cls(**values)
         except ValueError as exc:
             raise ContractError(str(exc), "task_options") from None
 

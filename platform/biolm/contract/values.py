@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
+
+from biolm.contract.errors import ContractError
 
 
 def changed_settings(instance: Any) -> dict[str, Any]:
@@ -16,3 +19,22 @@ def changed_settings(instance: Any) -> dict[str, Any]:
         for item in fields(instance)
         if getattr(instance, item.name) != item.default
     }
+
+
+def known_settings(cls: type, data: object, field: str, what: str, listing: str) -> dict[str, Any]:
+    """``data`` as keyword arguments of the settings dataclass ``cls``, or a :class:`ContractError` on ``field``.
+
+    ``None`` is no settings. An unknown setting is named, with the ones there are, so a typo says
+    what was meant: ``no setting 'epochz'; the settings a submission may change: grid, seeds, ...``.
+    """
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ContractError(f"{field} must be a JSON object of settings, not {type(data).__name__}", field)
+    names = [item.name for item in fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ContractError(
+            f"no {what} {', '.join(map(repr, unknown))}; {listing}: {', '.join(names)}", field, unknown[0]
+        )
+    return dict(data)
