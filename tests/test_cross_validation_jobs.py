@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from checkpoints import demo_texts, tiny_bert
 from django.core.management import call_command
-from rest_framework.test import APIClient
+from worker_side import fetch, worker_client
 
 from biolm.contract import parse_job_spec
 from jobs.models import Job, Run
@@ -41,23 +41,6 @@ def isolated(artefact_store):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
     return tiny_bert(tmp_path_factory.mktemp("checkpoint") / "tiny", demo_texts(), 600, hidden=32)
-
-
-def worker_client(job: Job) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {job.token}")
-    return client
-
-
-def fetch(client: APIClient, entries: list[dict], folder: Path) -> Path:
-    """What a worker's download does: every input file in place under ``folder``."""
-    for entry in entries:
-        response = client.get(entry["url"].removeprefix("http://testserver"))
-        assert response.status_code == 200, entry["path"]
-        target = folder / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(b"".join(response.streaming_content))
-    return folder
 
 
 def test_eu_adr_is_imported_with_its_ten_folds_and_gad_without_its_incomplete_ones(official_data):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from checkpoints import demo_texts, tiny_bert
 from rest_framework.test import APIClient
+from worker_side import fetch
 
 from biolm.contract import FinetuneJob, ResultsDocument, ScoreJob, parse_job_spec
 from jobs import tasks
@@ -36,16 +37,6 @@ OVERRIDES = {"grid": "single", "seeds": 2, "epochs": 1, "max_train_examples": 40
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
     return tiny_bert(tmp_path_factory.mktemp("checkpoint") / "tiny", demo_texts(), 600, hidden=32)
-
-
-def fetch(client: APIClient, entries: list[dict], folder: Path) -> Path:
-    for entry in entries:
-        response = client.get(entry["url"].removeprefix("http://testserver"))
-        assert response.status_code == 200, entry["path"]
-        target = folder / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(b"".join(response.streaming_content))
-    return folder
 
 
 def test_submit_claim_engine_upload_and_record_all_see_the_spec_submit_built(

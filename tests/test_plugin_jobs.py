@@ -17,16 +17,15 @@ raises only on the test split, which the platform scores.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 from checkpoints import tiny_bert
+from throwaway_venv import platform_on_own_interpreter
 
-from bench.harness import POSTGRES_ONLY, Platform, wait_until
+from bench.harness import wait_until
 from tests.distributions import write_distribution
 from tests.faulty_plugin import write_polarity_splits
 
@@ -95,26 +94,9 @@ def write_plugin(source: Path) -> Path:
     return source
 
 
-def own_interpreter(directory: Path) -> str:
-    """A virtualenv whose site folder reaches this interpreter's packages (a ``.pth`` line), and nothing else."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
-    python = directory / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
-    Path(site, "biolm-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return str(python)
-
-
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        pytest.skip(POSTGRES_ONLY)  # before starting anything: a whole platform only to skip would waste a minute
-    python = own_interpreter(tmp_path_factory.mktemp("venv"))
-    running = Platform(tmp_path_factory.mktemp("platform"), timings={"BIOLM_LOAD_ENTRYPOINT_PLUGINS": "1"},
-                       python=python)  # fmt: skip
-    running.start(datasets=())
-    yield running
-    running.stop()
+    yield from platform_on_own_interpreter(tmp_path_factory)
 
 
 def test_a_plugin_installed_while_workers_run_is_used_and_its_raising_metric_fails_its_job_once(

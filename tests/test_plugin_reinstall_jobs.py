@@ -14,14 +14,13 @@ with the one-line error ``plugin version mismatch: <plugin> <pinned> pinned, <fo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from checkpoints import demo_texts, tiny_bert
-from throwaway_venv import own_interpreter, pip_install
+from throwaway_venv import pip_install, platform_on_own_interpreter
 
-from bench.harness import POSTGRES_ONLY, Platform, wait_until
+from bench.harness import Platform, wait_until
 from tests.distributions import write_distribution
 from tests.faulty_plugin import write_polarity_splits
 
@@ -71,19 +70,15 @@ def write_plugin(folder: Path, module: str, slug: str, version: str, value: floa
     return folder
 
 
+GPU_HEARTBEAT = "SELECT 1 FROM jobs_worker WHERE name = 'gpu-reinstall@harness'"
+
+
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        pytest.skip(POSTGRES_ONLY)  # before starting anything: a whole platform only to skip would waste a minute
-    python = own_interpreter(tmp_path_factory.mktemp("venv"))
-    running = Platform(tmp_path_factory.mktemp("platform"), timings={"BIOLM_LOAD_ENTRYPOINT_PLUGINS": "1"},
-                       python=python)  # fmt: skip
-    running.start(datasets=())
-    running.start_gpu_worker("gpu-reinstall")
-    wait_until(lambda: running.query("SELECT 1 FROM jobs_worker WHERE name = 'gpu-reinstall@harness'"), 120,
-               "the GPU worker to heartbeat")  # fmt: skip
-    yield running
-    running.stop()
+    for running in platform_on_own_interpreter(tmp_path_factory):
+        running.start_gpu_worker("gpu-reinstall")
+        wait_until(lambda running=running: running.query(GPU_HEARTBEAT), 120, "the GPU worker to heartbeat")
+        yield running
 
 
 @pytest.fixture(scope="module")

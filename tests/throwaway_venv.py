@@ -41,3 +41,27 @@ def pip_install(python: str, source: str | Path, editable: bool = False, compat:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+
+
+def platform_on_own_interpreter(tmp_path_factory):
+    """A whole platform (web, CPU worker) on a throwaway virtualenv of its own, loading installed plugins, so a
+    test can pip-install a plugin into it while it runs; PostgreSQL only (skipped before anything starts).
+
+    A generator for a module-scoped fixture: ``yield from platform_on_own_interpreter(tmp_path_factory)``.
+    """
+    import os
+
+    import pytest
+
+    from bench.harness import POSTGRES_ONLY, Platform
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip(POSTGRES_ONLY)  # before starting anything: a whole platform only to skip would waste a minute
+    python = own_interpreter(tmp_path_factory.mktemp("venv"))
+    running = Platform(tmp_path_factory.mktemp("platform"), timings={"BIOLM_LOAD_ENTRYPOINT_PLUGINS": "1"},
+                       python=python)  # fmt: skip
+    running.start(datasets=())
+    try:
+        yield running
+    finally:
+        running.stop()
