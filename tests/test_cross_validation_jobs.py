@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from checkpoints import demo_texts, tiny_bert
 from django.core.management import call_command
-from worker_side import fetch, worker_client
+from worker_side import API as INTERNAL_API
+from worker_side import deliver_results, fetch, worker_client
 
 from biolm.contract import parse_job_spec
 from jobs.models import Job, Run
@@ -29,7 +30,6 @@ from workers.engine.__main__ import main as engine
 from workers.runner.execution import JobRun
 
 pytestmark = pytest.mark.django_db
-API = "/internal/"
 QUICK = {"epochs": 2, "max_train_examples": 48, "max_length": 128}
 
 
@@ -109,7 +109,7 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     assert finetune.spec["cross_validation"] is True
 
     client = worker_client(finetune)
-    response = client.post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"})
+    response = client.post(f"{INTERNAL_API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"})
     assert response.status_code == 200, response.content
     claimed = response.json()
     data = fetch(client, claimed["inputs"]["dataset"], isolated / "worker" / "dataset")
@@ -133,12 +133,7 @@ def test_lewis2020_on_eu_adr_runs_the_folds_as_one_job_and_the_platform_scores_t
     assert engine(command[3:]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["test"] is None and set(results["test_scores"]) == {f"fold{k}-seed42" for k in range(2, 11)}
-    upload = client.put(f"{API}jobs/{finetune.pk}/outputs/results.json", (out / "results.json").read_bytes(),
-                        content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="d1",
-                        HTTP_CONTENT_DISPOSITION='attachment; filename="results.json"')  # fmt: skip
-    assert upload.status_code == 204, upload.content
-    done = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
-    assert done.status_code == 200, done.content
+    deliver_results(client, finetune, out / "results.json")
 
     score = submission.jobs.get(kind=Job.Kind.SCORE)
     result = recording.record(score)

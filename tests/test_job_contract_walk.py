@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from checkpoints import demo_texts, tiny_bert
-from rest_framework.test import APIClient
-from worker_side import fetch
+from worker_side import API as INTERNAL_API
+from worker_side import deliver_results, fetch, worker_client
 
 from biolm.contract import FinetuneJob, ResultsDocument, ScoreJob, parse_job_spec
 from jobs import tasks
@@ -30,7 +30,6 @@ from workers.engine.__main__ import main as engine
 from workers.runner.execution import JobRun
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-API = "/internal/"
 OVERRIDES = {"grid": "single", "seeds": 2, "epochs": 1, "max_train_examples": 40, "max_length": 64}
 
 
@@ -58,9 +57,10 @@ def test_submit_claim_engine_upload_and_record_all_see_the_spec_submit_built(
     tasks.send(finetune)
     assert messages == [("biolm.worker.run_job", [finetune.pk, finetune.token])]  # no spec in the message
 
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {finetune.token}")
-    claimed = client.post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"}, format="json")
+    client = worker_client(finetune)
+    claimed = client.post(
+        f"{INTERNAL_API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"}, format="json"
+    )
     assert claimed.status_code == 200, claimed.content
     assert claimed.json()["spec"] == finetune.spec and parse_job_spec(claimed.json()["spec"]) == built
 
@@ -77,12 +77,7 @@ def test_submit_claim_engine_upload_and_record_all_see_the_spec_submit_built(
     written = json.loads((out / "results.json").read_text())
     assert written["spec"] == finetune.spec and ResultsDocument.from_json(written).spec == built
 
-    upload = client.put(f"{API}jobs/{finetune.pk}/outputs/results.json", (out / "results.json").read_bytes(),
-                        content_type="application/octet-stream", HTTP_X_BIOLM_DELIVERY="d1",
-                        HTTP_CONTENT_DISPOSITION='attachment; filename="results.json"')  # fmt: skip
-    assert upload.status_code == 204, upload.content
-    done = client.post(f"{API}jobs/{finetune.pk}/complete", {"delivery": "d1"}, format="json")
-    assert done.status_code == 200, done.content
+    deliver_results(client, finetune, out / "results.json")
     assert load_results(finetune).spec == built
 
     score = submission.jobs.get(kind=Job.Kind.SCORE)

@@ -24,13 +24,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from biolm.contract import Artefact, FinetuneJob, JobSpec, ModelInput, PretrainJob, pins_for
+from biolm.contract import Artefact, FinetuneJob, JobSpec, ModelInput, PretrainJob, ScoreJob, pins_for
 from biolm.job_specs import score_job
 from biolm.plugins import Contributions
 from jobs.models import Job
 from registry.models import Benchmark, Dataset
 
-QUEUE_OF = {PretrainJob.KIND: Job.Queue.GPU, FinetuneJob.KIND: Job.Queue.GPU, "score": Job.Queue.CPU}
+QUEUE_OF = {PretrainJob.KIND: Job.Queue.GPU, FinetuneJob.KIND: Job.Queue.GPU, ScoreJob.KIND: Job.Queue.CPU}
 
 
 @dataclass(frozen=True)
