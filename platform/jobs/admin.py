@@ -19,6 +19,10 @@ from jobs import dispatch, lifecycle, waiting
 from jobs.models import FINISHED, WAITING, Job, Run, Worker
 from registry.models import Plugin
 
+# PostgreSQL sorts NULL first in a descending order, SQLite last: a job that never finished
+# (killed before it could stamp the time) must not pass for the newest failure on either.
+NEWEST_FIRST = F("finished_at").desc(nulls_last=True)
+
 
 class OwnerFilter(admin.SimpleListFilter):
     title = "user"
@@ -171,7 +175,7 @@ class PluginAdmin(admin.ModelAdmin):
             .get_queryset(request)
             .annotate(
                 failure_count=Subquery(failed.values("blamed_plugin").annotate(n=Count("pk")).values("n")[:1]),
-                newest_error=Subquery(failed.order_by("-finished_at", "-pk").values("error")[:1]),
+                newest_error=Subquery(failed.order_by(NEWEST_FIRST, "-pk").values("error")[:1]),
             )
         )
 
@@ -189,7 +193,7 @@ class PluginAdmin(admin.ModelAdmin):
     @admin.display(description="recent failures")
     def recent_failures(self, plugin: Plugin) -> str:
         jobs = Job.objects.filter(Q(failure_cause=Job.Cause.PLUGIN) & Q(blamed_plugin=plugin.name))
-        rows = [(job.pk, job.finished_at or "", job.error.strip()[:300]) for job in jobs.order_by("-finished_at")[:10]]
+        rows = [(job.pk, job.finished_at or "", job.error.strip()[:300]) for job in jobs.order_by(NEWEST_FIRST, "-pk")[:10]]
         if not rows:
             return "none"
         return format_html("<ul>{}</ul>", format_html_join("", "<li>job #{} ({}): {}</li>", rows))
