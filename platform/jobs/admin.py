@@ -193,7 +193,8 @@ class PluginAdmin(admin.ModelAdmin):
     @admin.display(description="recent failures")
     def recent_failures(self, plugin: Plugin) -> str:
         jobs = Job.objects.filter(Q(failure_cause=Job.Cause.PLUGIN) & Q(blamed_plugin=plugin.name))
-        rows = [(job.pk, job.finished_at or "", job.error.strip()[:300]) for job in jobs.order_by(NEWEST_FIRST, "-pk")[:10]]
+        newest = jobs.order_by(NEWEST_FIRST, "-pk")[:10]
+        rows = [(job.pk, job.finished_at or "", job.error.strip()[:300]) for job in newest]
         if not rows:
             return "none"
         return format_html("<ul>{}</ul>", format_html_join("", "<li>job #{} ({}): {}</li>", rows))
