@@ -1,12 +1,18 @@
+import datetime
+
 from django.urls import path, register_converter
 
 from leaderboard import model_page, predictions, views
 
 
 class IsoDate:
+    """A snapshot's date, ``YYYY-MM-DD``: one that no calendar has (``2026-02-30``, ``9999-99-99``) matches no URL,
+    so every view that takes a date answers 404 for it rather than 500 from the database's date parsing."""
+
     regex = r"\d{4}-\d{2}-\d{2}"
 
     def to_python(self, value: str) -> str:
+        datetime.date.fromisoformat(value)  # its ValueError tells Django's resolver that this pattern does not match
         return value
 
     def to_url(self, value) -> str:
