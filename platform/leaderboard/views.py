@@ -14,14 +14,13 @@ no way to run it (no engine command, no API link: the API serves installed bench
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from biolm.spreadsheet_csv import csv_text
 from leaderboard import board_cache, charts, compare_data, snapshots
 from leaderboard.models import Snapshot
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
@@ -188,28 +187,25 @@ def export(request: HttpRequest, slug: str, format: str) -> HttpResponse:
 
 
 def leaderboard_csv(data: dict) -> str:
-    """One row per model: rank (with "=" for a tie), the model, its facets, the score, every column's mean and std,
-    and whether it is a quick preview (never ranked)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
+    """One row per model: rank (with tied true when it shares the rank above), the model, its facets, the score,
+    every column's mean and std, and whether it is a quick preview (never ranked).
+
+    Written by :func:`biolm.spreadsheet_csv.csv_text`: names and other text quoted, those a spreadsheet would run as
+    a formula prefixed with ``'``; numbers stay numbers, and a missing one is an empty cell."""
     columns = data["columns"]
     header = ["rank", "tied", "model", "name", "origin", "source", "architecture", "parameters", "score"]
     for column in columns:
         header += [column["key"], f"{column['key']}_std"] if column["kind"] == "entry" else [column["key"]]
-    writer.writerow([*header, "missing", "rank_basis", "preview"])
+    rows: list[list] = [[*header, "missing", "rank_basis", "preview"]]
     for row in data["rows"]:
-        line = [row["rank"] if row["rank"] is not None else "", "=" if row["tied"] else "", row["model"], row["name"]]
-        line += [row["origin"], row["source"], row["architecture"], row["parameters"] or "", _cell(row["score"])]
+        line = [row["rank"], bool(row["tied"]), row["model"], row["name"], row["origin"], row["source"]]
+        line += [row["architecture"], row["parameters"] or None, row["score"]]
         for column in columns:
-            line.append(_cell(row["values"].get(column["key"])))
+            line.append(row["values"].get(column["key"]))
             if column["kind"] == "entry":
-                line.append(_cell(row["std"].get(column["key"])))
-        writer.writerow([*line, ";".join(row["missing"]), row["rank_basis"], "true" if row["preview"] else "false"])
-    return out.getvalue()
-
-
-def _cell(value) -> str:
-    return "" if value is None else str(value)
+                line.append(row["std"].get(column["key"]))
+        rows.append([*line, ";".join(row["missing"]), row["rank_basis"], bool(row["preview"])])
+    return csv_text(rows)
 
 
 def compare(request: HttpRequest) -> HttpResponse:
