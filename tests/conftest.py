@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from official_data import OfficialData
@@ -28,6 +29,31 @@ def django_db_setup(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         report = sync_contributions(collect_contributions(get_plugin_manager(load_entrypoints=False)))
     assert not report.problems, report.problems
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _a_cache_of_this_pytest_process_s_own():
+    """Where BIOLM_CACHE_URL names a Redis (CI's PostgreSQL pass), each pytest process uses a database of that
+    Redis of its own (xdist worker gwN: the URL's number plus N), emptied when the session starts.
+
+    Tests clear the cache (a flush of its whole Redis database) and count sign-ins, all from 127.0.0.1:
+    in one shared database, one process's test would reset or add to another's counts.
+    """
+    url = os.environ.get("BIOLM_CACHE_URL", "")
+    if not url:
+        yield None
+        return
+    from django.core.cache import cache
+    from django.test import override_settings
+
+    base = urlsplit(url)
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    number = int(base.path.strip("/") or 0) + worker
+    own = urlunsplit(base._replace(path=f"/{number}"))
+    with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                               "LOCATION": own}}):  # fmt: skip
+        cache.clear()
+        yield own
 
 
 @pytest.fixture(scope="session")

@@ -129,8 +129,17 @@ ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_FORMS = {"login": "accounts.forms.SignInForm"}
-# "none" lets a newcomer submit at once; "mandatory" asks them to confirm their address first.
+# Failed sign-ins are counted per account, whether its username or its e-mail address was typed.
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+# "none" lets a newcomer submit at once; "mandatory" asks them to confirm their address first, and is what
+# lets sign-up hide a registered address: it answers as for a new one and mails the address's owner
+# (ACCOUNT_PREVENT_ENUMERATION). With "none" allauth must refuse the address to keep it unique, and says so.
 ACCOUNT_EMAIL_VERIFICATION = env_str("BIOLM_EMAIL_VERIFICATION", "none")
+if ACCOUNT_EMAIL_VERIFICATION not in ("none", "optional", "mandatory"):
+    raise ImproperlyConfigured(
+        f"BIOLM_EMAIL_VERIFICATION={ACCOUNT_EMAIL_VERIFICATION!r} is not one of none, optional, mandatory"
+    )
+ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 ACCOUNT_PASSWORD_RESET_BY_CODE_ENABLED = False
 ACCOUNT_RATE_LIMITS = {"login_failed": env_str("BIOLM_LOGIN_RATE_LIMIT", "10/m/ip,5/5m/key")}
@@ -328,3 +337,6 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("BIOLM_BEHIND_TLS_PROXY", False):
     # Trust the proxy's X-Forwarded-Proto only when one is really in front (it strips the client's own).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The sign-in limit per address needs the client's address, not the proxy's (every client would share one
+# count): behind a proxy, the last X-Forwarded-For entry, the one the proxy appended, is the client.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("BIOLM_TRUSTED_PROXY_COUNT", int(env_bool("BIOLM_BEHIND_TLS_PROXY", False)))

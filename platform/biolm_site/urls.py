@@ -5,6 +5,7 @@ form, pages and public queue."""
 from django.contrib import admin
 from django.urls import include, path
 
+from accounts.views import admin_login
 from biolm_site import api_docs
 from biolm_site.health import healthz
 from leaderboard import api_urls as public_api_urls
@@ -29,6 +30,8 @@ api_routes = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # The admin's own login form would check passwords with no rate limit: its address sends to the site's sign-in.
+    path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("datasets/", include((registry_routes, registry_urls.app_name))),
     path("internal/", include("jobs.urls")),
