@@ -6,6 +6,9 @@ import os
 
 from celery import Celery
 
+from biolm.owner_only import owner_only_files
+
+owner_only_files()  # `celery -A biolm_site worker|beat` starts here: var/ files (the beat schedule too) owner-only
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "biolm_site.settings")
 
 app = Celery("biolm")

@@ -162,7 +162,8 @@ BIOLM_SITE_URL = env_str("BIOLM_SITE_URL", "http://127.0.0.1:8000").rstrip("/") 
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = VAR_DIR / "tmp"
 FILE_UPLOAD_TEMP_DIR.mkdir(parents=True, exist_ok=True)
-FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_PERMISSIONS = 0o600  # uploads and the artefact store's files: the platform user's only
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700  # and its folders (biolm.owner_only sets umask 077 as well)
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"

@@ -24,6 +24,7 @@ from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
 from biolm.contract import CodeMismatch, CodeMissing, PretrainJob, check  # noqa: E402
+from biolm.owner_only import owner_only_files  # noqa: E402
 from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, report_failure  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
 from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
@@ -33,6 +34,7 @@ from workers.engine.spec import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    owner_only_files()  # checkpoints, predictions and results it writes: its user's only, when run by hand too
     if argv and argv[0] == "pretrain":
         return pretrain_main(argv[1:])
     if argv and argv[0] == "convert-long":

@@ -14,6 +14,7 @@ import argparse
 import logging
 import sys
 
+from biolm.owner_only import owner_only_files
 from workers.runner.gpu_workers import report_give_up, visible_gpus, worker_processes
 from workers.runner.processes import RestartPolicy, Supervisor
 
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="gpu", help="worker name prefix (default: gpu)")
     parser.add_argument("--loglevel", default="INFO")
     args = parser.parse_args(argv)
+    owner_only_files()  # inherited by every worker process it starts
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s: %(levelname)s/supervisor] %(message)s")
     try:
         policy = RestartPolicy.from_environment()

@@ -24,11 +24,13 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutting_down
 
 from biolm import broker
+from biolm.owner_only import owner_only_files
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
 from workers.runner.health import health_file
 
 logger = logging.getLogger("biolm.worker")
+owner_only_files()  # `celery -A workers.runner.app worker` starts here: job scratch space and results owner-only
 
 ROOT = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("BIOLM_VAR_DIR", ROOT / "var"))
