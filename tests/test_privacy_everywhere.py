@@ -144,6 +144,7 @@ def probes(w: World) -> list[Probe]:
         Probe("admin:registry_languagemodel_changelist", STAFF_ONLY, url("admin:registry_languagemodel_changelist")),
         Probe("admin:registry_languagemodel_change", STAFF_ONLY,
               url("admin:registry_languagemodel_change", args=[w.model_pk])),
+        Probe("admin-login", NAMES_NONE, url("admin-login")),  # sends on to the site's sign-in, or a 403 page
         Probe("healthz", NAMES_NONE, url("healthz")),
         # The workers' API answers the job's own token (or the worker secret) alone: no persona holds one.
         Probe("job-claim", NAMES_NONE, url("job-claim", args=[w.job]), method="post"),
