@@ -6,6 +6,12 @@ because both sides read them: the platform when it takes a submission in, and a 
 (which holds no settings) when it unpacks an archive the platform sent. The defaults admit the
 largest encoders biolm evaluates (GatorTron-large's 8.9 billion parameters in fp32 are 36 GB),
 and an operator raises or lowers each with its variable.
+
+The archive limit follows from the parameter cap rather than being a round number: a checkpoint
+within :class:`CheckpointLimits` holds at most 4 bytes a parameter of weights (fp32), one
+safetensors header per shard, and the files whose kinds :mod:`biolm.checkpoint_files` allows,
+each under its own cap. At the default 10 billion parameters that is 40 GB of weights plus
+0.1 GB of header and about 0.9 GB of tokenizer files, index, reports and configs: about 41 GB.
 """
 
 from __future__ import annotations
@@ -17,6 +23,34 @@ from typing import ClassVar, Self
 
 GIB = 1 << 30
 MIB = 1 << 20
+KIB = 1 << 10
+
+# Each kind of file a checkpoint may hold has its cap (biolm.checkpoint_files); weights are bounded by parameters.
+BYTES_PER_PARAMETER = 4  # fp32, the widest dtype a released encoder is shipped in
+CONFIG_FILE_BYTES = 1 * MIB  # config.json, modules.json, 1_Pooling/config.json ...
+DOCUMENT_FILE_BYTES = 1 * MIB  # README.md, LICENSE, .gitattributes ...
+TOKENIZER_FILE_BYTES = 64 * MIB  # tokenizer.json, vocab.txt, spiece.model ... (and the weight index)
+REPORT_FILE_BYTES = 64 * MIB  # biolm's own pretraining.json and loss.json
+TOKENIZER_FILE_COUNT = 9  # the tokenizer files a checkpoint may hold, one of each (checkpoint_files.TOKENIZER_FILES)
+# What a checkpoint's files other than its weights may add up to: every tokenizer file, the weight index and
+# the two reports at their caps, and 64 MiB of configs and documents (dozens of files at their 1 MiB caps).
+OTHER_FILES_BYTES = (TOKENIZER_FILE_COUNT + 1) * TOKENIZER_FILE_BYTES + 2 * REPORT_FILE_BYTES + 64 * MIB
+DEFAULT_MAX_PARAMETERS = 10_000_000_000  # GatorTron's largest has 8.9 billion
+SAFETENSORS_HEADER_BYTES = 100_000_000  # the safetensors library's own bound
+
+
+def largest_weights_file(max_parameters: int, header_bytes: int = SAFETENSORS_HEADER_BYTES) -> int:
+    """The largest safetensors file within ``max_parameters``: 8 bytes of length, the header, 4 bytes a parameter."""
+    return 8 + header_bytes + BYTES_PER_PARAMETER * max_parameters
+
+
+def largest_checkpoint(max_parameters: int, header_bytes: int = SAFETENSORS_HEADER_BYTES) -> int:
+    """The most a checkpoint within ``max_parameters`` holds: its weights plus every other file at its cap.
+
+    At 10 billion parameters: 40,000,000,000 + 100,000,008 + 671,088,640 (ten 64 MiB tokenizer files and the
+    index) + 134,217,728 (two 64 MiB reports) + 67,108,864 (configs and documents) = 40,972,415,240 bytes.
+    """
+    return largest_weights_file(max_parameters, header_bytes) + OTHER_FILES_BYTES
 
 
 class LimitSettingError(ValueError):
@@ -40,9 +74,9 @@ class _FromEnvironment:
 class ArchiveLimits(_FromEnvironment):
     """How much an archive (or a directory) may hold; every refusal names the limit and its variable."""
 
-    max_total_bytes: int = 64 * GIB
+    max_total_bytes: int = largest_checkpoint(DEFAULT_MAX_PARAMETERS)
     max_members: int = 2000
-    max_member_bytes: int = 64 * GIB
+    max_member_bytes: int = largest_weights_file(DEFAULT_MAX_PARAMETERS)
     # bytes written per byte of archive: safetensors compress by about 1.1x and tokenizers by
     # 5-10x, while a zip or gzip bomb runs to 1000x and more. Below ``ratio_floor_bytes`` of output
     # the ratio is not checked, so a small archive of small text files is never refused for it.
@@ -56,20 +90,30 @@ class ArchiveLimits(_FromEnvironment):
         "max_ratio": "BIOLM_ARCHIVE_MAX_RATIO",
     }
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Self:
+        """The variables set; the byte limits no variable sets follow ``BIOLM_CHECKPOINT_MAX_PARAMETERS``."""
+        parameters = CheckpointLimits.from_env(environ).max_parameters
+        derived = {
+            "max_total_bytes": largest_checkpoint(parameters),
+            "max_member_bytes": largest_weights_file(parameters),
+        }
+        return cls(**{**derived, **_read(cls, environ)})
+
 
 @dataclass(frozen=True)
 class CheckpointLimits(_FromEnvironment):
     """How large a model a checkpoint's config may describe, checked before any weight is read."""
 
-    max_parameters: int = 20_000_000_000
+    max_parameters: int = DEFAULT_MAX_PARAMETERS
     max_hidden_size: int = 16_384
     max_layers: int = 256
     max_attention_heads: int = 256
     max_intermediate_size: int = 65_536
     max_vocab_size: int = 1_048_576
     max_positions: int = 65_536
-    max_config_bytes: int = 1 * MIB
-    max_safetensors_header_bytes: int = 100_000_000  # the safetensors library's own bound
+    max_config_bytes: int = CONFIG_FILE_BYTES
+    max_safetensors_header_bytes: int = SAFETENSORS_HEADER_BYTES
 
     VARIABLES = {
         "max_parameters": "BIOLM_CHECKPOINT_MAX_PARAMETERS",

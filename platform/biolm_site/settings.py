@@ -15,6 +15,7 @@ from csp.constants import NONCE
 from django.core.exceptions import ImproperlyConfigured
 
 from biolm import broker
+from biolm.checkpoint_files import CheckpointFiles
 from biolm.contract import ContractError
 from biolm.intake_limits import ArchiveLimits, CheckpointLimits, LimitSettingError
 from biolm.protocols import preview_overrides
@@ -220,6 +221,8 @@ BIOLM_LOAD_ENTRYPOINT_PLUGINS = env_bool("BIOLM_LOAD_ENTRYPOINT_PLUGINS", True)
 try:
     BIOLM_ARCHIVE_LIMITS = ArchiveLimits.from_env(os.environ)
     BIOLM_CHECKPOINT_LIMITS = CheckpointLimits.from_env(os.environ)
+    # The files a checkpoint may hold, by kind, each kind capped (biolm.checkpoint_files; BIOLM_CHECKPOINT_EXTRA_FILES).
+    BIOLM_CHECKPOINT_FILES = CheckpointFiles.from_env(os.environ)
 except LimitSettingError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 

@@ -3,7 +3,8 @@
 A checkpoint arrives as a directory, an archive on disk, or an archive in the artefact store
 (what a worker uploaded). Whatever its form, it is first copied, member by member and within
 :class:`~biolm.intake_limits.ArchiveLimits`, into a fresh temporary folder
-(:mod:`biolm.archives`: regular files only, no links followed, nothing written outside), then
+(:mod:`biolm.archives`: regular files only, no links followed, nothing written outside, and only
+files of a kind a checkpoint holds, each within its kind's cap: :mod:`biolm.checkpoint_files`), then
 checked there completely (:mod:`workers.engine.checkpoint_checks`: no pickles, no code, a
 config that builds within :class:`~biolm.intake_limits.CheckpointLimits`, safetensors headers
 that match it). Only then may the caller write rows or store files, from that checked copy and
@@ -17,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from django.conf import settings
@@ -60,6 +61,7 @@ def checkpoint_intake(
         try:
             written = _copy(source, target, label, compressed_size)
             root = archives.content_root(target)
+            _refuse_unlisted(written, target, root, label)
             checked = check_submitted_checkpoint(
                 root, settings.BIOLM_CHECKPOINT_LIMITS, known_model_types=registered_model_types()
             )
@@ -78,18 +80,33 @@ def checkpoint_intake(
 
 
 def _copy(source: Path | BinaryIO, target: Path, label: str, compressed_size: int | None) -> archives.Written:
-    limits = settings.BIOLM_ARCHIVE_LIMITS
+    limits, files = settings.BIOLM_ARCHIVE_LIMITS, settings.BIOLM_CHECKPOINT_FILES
     if not isinstance(source, Path):
-        return archives.unpack(source, target, limits, label=label, compressed_size=compressed_size)
+        return archives.unpack(source, target, limits, label=label, compressed_size=compressed_size, files=files)
     if source.is_dir():
         # A biolm pretraining run's --out also holds its resumable state and corpus blocks: not the model.
         skip = PRETRAINING_STATE if (source / "pretraining.json").is_file() else ()
-        return archives.copy_tree(source, target, limits, label=label, skip=skip)
+        return archives.copy_tree(source, target, limits, label=label, skip=skip, files=files)
     if not source.is_file():
         raise IntakeError(f"{source}: no such checkpoint directory or archive")  # the user's own path
     if not archives.is_archive_name(source.name):
         raise IntakeError(f"{label}: a checkpoint is a directory or a {', '.join(archives.ARCHIVE_SUFFIXES)} archive")
-    return archives.unpack(source, target, limits, label=label)
+    return archives.unpack(source, target, limits, label=label, files=files)
+
+
+def _refuse_unlisted(written: archives.Written, target: Path, root: Path, label: str) -> None:
+    """Each file, now that the checkpoint's own folder is known, where the allow-list says it may be.
+
+    The unpacker let each member sit under one top folder (``model/config.json``) before it knew
+    whether the archive has one; a file outside the checkpoint's folder is never stored.
+    """
+    under = root.relative_to(target)
+    names = [PurePosixPath(name).relative_to(under.as_posix()) for name, _, _ in written.files
+             if PurePosixPath(name).is_relative_to(under.as_posix())]  # fmt: skip
+    unlisted = settings.BIOLM_CHECKPOINT_FILES.unlisted(names)
+    if unlisted is not None:
+        shown = (PurePosixPath(under) / unlisted).as_posix()
+        raise IntakeError(f"{label}: {settings.BIOLM_CHECKPOINT_FILES.refusal(shown)}")
 
 
 def scratch_folder() -> Path:

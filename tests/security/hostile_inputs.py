@@ -154,3 +154,96 @@ def safetensors_with_header(path: Path, header: bytes, data: bytes = b"") -> Pat
 
 def files_under(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*")} if root.exists() else set()
+
+
+def tar_with_extended_header(path: Path, kind: bytes, declared_bytes: int, then: str = "model/config.json") -> Path:
+    """A .tar.gz whose first header is a GNU long name (``L``) or link (``K``), or a pax header (``x``, ``g``),
+    of ``declared_bytes``, then one small member: written as it streams, so a 256 MiB header costs the test
+    no memory and the file about a thousandth of it."""
+    import gzip
+
+    header = tarfile.TarInfo("././@LongLink" if kind in (b"L", b"K") else "pax_header")
+    header.type, header.size = kind, declared_bytes
+    record = b"%d path=" % declared_bytes  # a pax record's length prefix, then its keyword; the rest is the value
+    with gzip.open(path, "wb", compresslevel=6) as out:
+        out.write(header.tobuf(format=tarfile.GNU_FORMAT))
+        left = declared_bytes
+        if kind in (b"x", b"g"):
+            out.write(record)
+            left -= len(record)
+        chunk = b"a" * (1 << 20)
+        while left > 0:
+            out.write(chunk[: min(left, len(chunk))])
+            left -= min(left, len(chunk))
+        out.write(bytes(-declared_bytes % tarfile.BLOCKSIZE))
+        content = b"{}"
+        info = tarfile.TarInfo(then)
+        info.size = len(content)
+        out.write(info.tobuf(format=tarfile.GNU_FORMAT) + content + bytes(tarfile.BLOCKSIZE - len(content)))
+        out.write(bytes(2 * tarfile.BLOCKSIZE))
+    return path
+
+
+def tar_with_many_members(path: Path, count: int) -> Path:
+    """A .tar.gz of ``count`` empty files: a few kilobytes that list more members than the limit allows."""
+    import gzip
+
+    with gzip.open(path, "wb") as raw, tarfile.open(fileobj=raw, mode="w|") as archive:
+        for n in range(count):
+            archive.addfile(member(f"model/f{n}.json"), io.BytesIO())
+    return path
+
+
+def zip_with_many_members(path: Path, count: int) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for n in range(count):
+            archive.writestr(f"model/f{n}.json", b"")
+    return path
+
+
+EXTENDED_HEADERS = {"long name": b"L", "long link": b"K", "pax": b"x", "pax global": b"g"}
+
+
+def tar_bz2_bomb(path: Path, expanded_bytes: int) -> Path:
+    """A bzip2-compressed tar of one file of zeros: bzip2 packs 1 GiB of zeros into under 1 KB."""
+    import bz2
+
+    with bz2.open(path, "wb") as raw, tarfile.open(fileobj=raw, mode="w|") as archive:
+        info = member("model.safetensors")
+        info.size = expanded_bytes
+        archive.addfile(info, _Zeros(expanded_bytes))
+    return path
+
+
+def peak_allocated(action) -> int:
+    """The most bytes Python held at once, beyond what it held before, while ``action()`` ran (it may raise)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        action()
+    except Exception:  # the tests assert the refusal itself separately
+        pass
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak
+
+
+def protocol_0_pickle(path: Path) -> Path:
+    """A protocol-0 pickle, which opens with no magic byte: ``cposix\\nsystem`` runs a shell command when loaded."""
+    path.write_bytes(b"cposix\nsystem\n(S'touch /tmp/biolm-pickle-ran'\ntR.")
+    return path
+
+
+def zip_of_checkpoint_and(path: Path, directory: Path, name: str, zeros: int, level: int = 1) -> Path:
+    """A zip of a real checkpoint's files plus one deflated file of ``zeros`` zero bytes called ``name``."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as archive:
+        for file in sorted(directory.rglob("*")):
+            if file.is_file():
+                archive.write(file, file.relative_to(directory).as_posix())
+        with archive.open(name, "w", force_zip64=True) as out:
+            chunk = bytes(8 << 20)
+            for start in range(0, zeros, len(chunk)):
+                out.write(chunk[: min(len(chunk), zeros - start)])
+    return path

