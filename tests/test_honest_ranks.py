@@ -86,7 +86,7 @@ def test_the_ranks_on_the_page_match_an_independent_paired_bootstrap(client, boa
     shown = dict(
         (slug, int(rank.lstrip("=")))
         for rank, slug in re.findall(
-            r'<span class="rank-value" title="[^"]*">(=?\d+)</span>.*?href="/models/([^/]+)/"', page, re.S
+            r'<span class="rank-value" title="[^"]*">(=?\d+)</span>.*?href="/models/[^/]+/([^/]+)/"', page, re.S
         )
     )
     assert shown == {f"model-{name}": rank for name, rank in expected.items()}

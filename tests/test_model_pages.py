@@ -130,7 +130,7 @@ def store_loss_log(prefix: str = "submissions/7/pretrained") -> None:
 
 
 def test_the_model_card_shows_architecture_size_vocabulary_corpus_recipe_length_origin_and_facets(client, pretrained):
-    page = client.get("/models/alice-tiny/").content.decode()
+    page = client.get("/models/alice/alice-tiny/").content.decode()
     assert "<h1>Alice Tiny BERT</h1>" in page
     assert "BERT" in page and "Devlin et al. 2019" in page  # the architecture, with its paper
     assert "4,386,304" in page and "4.4M" in page and "under 50M" in page
@@ -161,11 +161,11 @@ def test_a_tied_rank_is_shown_with_an_equals_sign(client, alice):
     reproduced(model, Dataset.objects.get(slug="demo-ner"), [80.0, 82.0])
     recompute_scores(Benchmark.objects.get(slug="blurb-mini"), [model])
     model.scores.update(rank=3, rank_tied=True)
-    assert "<td>=3</td>" in client.get("/models/alice-tied/").content.decode()
+    assert "<td>=3</td>" in client.get("/models/alice/alice-tied/").content.decode()
 
 
 def test_the_contamination_report_is_a_table_most_contaminated_first(client, pretrained):
-    page = client.get("/models/alice-tiny/").content.decode()
+    page = client.get("/models/alice/alice-tiny/").content.decode()
     table = page[page.index('id="contamination"') :]
     table = table[: table.index("</table>")]
     assert "<caption>" in table and 'scope="col"' in table
@@ -183,7 +183,7 @@ def test_each_result_shows_its_chosen_point_the_dev_score_behind_it_every_seed_a
     model = LanguageModel.objects.create(slug="alice-seeds", name="Alice Seeds", owner=alice)
     dataset = Dataset.objects.get(slug="demo-ner")
     result = reproduced(model, dataset, [80.25, 82.5, 79.75], selection_value=83.4)
-    page = client.get("/models/alice-seeds/").content.decode()
+    page = client.get("/models/alice/alice-seeds/").content.decode()
     assert f"80.83 ± {result.std:.2f}" in page  # mean ± std of the three seeds
     assert "80.25, 82.50, 79.75" in page
     assert "<code>learning_rate=3e-05</code>" in page and "<code>batch_size=16</code>" in page
@@ -192,7 +192,7 @@ def test_each_result_shows_its_chosen_point_the_dev_score_behind_it_every_seed_a
     assert "cuda:0 NVIDIA H100" in page and "42, 43, 44" in page
     command = "python -m workers.engine finetune --model path/to/alice-seeds --dataset demo-ner --benchmark blurb-mini"
     assert command + " --seeds 3 --out runs/alice-seeds/demo-ner" in page
-    assert f"/models/alice-seeds/predictions/{result.pk}.jsonl" not in page  # no predictions stored: no link
+    assert f"/models/alice/alice-seeds/predictions/{result.pk}.jsonl" not in page  # no predictions stored: no link
     assert 'id="seed-distribution"' in page
 
 
@@ -202,7 +202,7 @@ def test_the_job_history_shows_kind_state_attempts_and_duration_and_only_the_fir
         status=Job.Status.FAILED, attempts=3, error="CUDA out of memory\nTraceback: /srv/worker/secret.py line 3",
         log="a log line the page must not show", token="t0k3n-never-shown",
     )  # fmt: skip
-    page = client.get("/models/alice-tiny/").content.decode()
+    page = client.get("/models/alice/alice-tiny/").content.decode()
     jobs = page[page.index('id="jobs"') :]
     assert "pretrain" in jobs and "finetune" in jobs and Dataset.objects.get(slug="demo-qa").name in jobs
     assert "failed: CUDA out of memory" in jobs
@@ -210,9 +210,9 @@ def test_the_job_history_shows_kind_state_attempts_and_duration_and_only_the_fir
 
 
 def test_the_loss_curve_is_drawn_from_the_pretraining_jobs_loss_log(client, pretrained):
-    assert 'id="pretraining-loss"' not in client.get("/models/alice-tiny/").content.decode()  # no log stored yet
+    assert 'id="pretraining-loss"' not in client.get("/models/alice/alice-tiny/").content.decode()  # no log stored yet
     store_loss_log()
-    page = client.get("/models/alice-tiny/").content.decode()
+    page = client.get("/models/alice/alice-tiny/").content.decode()
     assert 'id="pretraining-loss"' in page and 'id="pretraining-loss-data"' in page
     figure = json.loads(page.split('id="pretraining-loss-data" type="application/json">')[1].split("</script>")[0])
     names = [trace["name"] for trace in figure["data"]]
@@ -226,7 +226,7 @@ def test_a_long_loss_log_is_cut_to_a_readable_number_of_points(client, pretraine
 
     log = [{"step": s, "loss": 5.0, "heldout_loss": 6.0} for s in range(1, 5001)]
     artefacts.store_bytes(json.dumps(log).encode(), "submissions/7/pretrained/loss.json")
-    page = client.get("/models/alice-tiny/").content.decode()
+    page = client.get("/models/alice/alice-tiny/").content.decode()
     figure = json.loads(page.split('id="pretraining-loss-data" type="application/json">')[1].split("</script>")[0])
     for trace in figure["data"]:
         assert len(trace["x"]) <= MAX_CURVE_POINTS + 1 and trace["x"][-1] == 5000
@@ -240,17 +240,17 @@ def test_a_private_model_is_the_same_404_as_a_missing_one_except_for_its_owner_a
         slug="alice-secret", name="Alice Secret", owner=alice, visibility=LanguageModel.Visibility.PRIVATE
     )
     result = reproduced(model, Dataset.objects.get(slug="demo-ner"), [70.0, 71.0], predictions={"42": [["O"]]})
-    missing = client.get("/models/no-such-model/")
-    private = client.get("/models/alice-secret/")
+    missing = client.get("/models/alice/no-such-model/")
+    private = client.get("/models/alice/alice-secret/")
     assert private.status_code == missing.status_code == 404
     assert private.content == missing.content and b"Alice Secret" not in private.content
-    assert client.get(f"/models/alice-secret/predictions/{result.pk}.jsonl").status_code == 404
+    assert client.get(f"/models/alice/alice-secret/predictions/{result.pk}.jsonl").status_code == 404
     client.force_login(bob)
-    assert client.get("/models/alice-secret/").status_code == 404
-    assert client.get(f"/models/alice-secret/predictions/{result.pk}.jsonl").status_code == 404
+    assert client.get("/models/alice/alice-secret/").status_code == 404
+    assert client.get(f"/models/alice/alice-secret/predictions/{result.pk}.jsonl").status_code == 404
     for user in (alice, staff):
         client.force_login(user)
-        response = client.get("/models/alice-secret/")
+        response = client.get("/models/alice/alice-secret/")
         assert response.status_code == 200 and "private" in response.content.decode()
 
 
@@ -272,8 +272,8 @@ def test_the_predictions_download_is_every_seeds_predictions_by_example_id_with_
     }
     model = LanguageModel.objects.create(slug="alice-qa", name="Alice QA", owner=alice)
     result = reproduced(model, Dataset.objects.get(slug="demo-qa"), [60.0, 61.0], predictions=predicted)
-    page = client.get("/models/alice-qa/").content.decode()
-    url = f"/models/alice-qa/predictions/{result.pk}.jsonl"
+    page = client.get("/models/alice/alice-qa/").content.decode()
+    url = f"/models/alice/alice-qa/predictions/{result.pk}.jsonl"
     assert f'href="{url}"' in page
 
     response = client.get(url)
@@ -290,17 +290,17 @@ def test_the_predictions_download_is_every_seeds_predictions_by_example_id_with_
     by_id = {row["id"]: row["labels"] for row in gold}
     assert all(line["prediction"] != by_id[line["id"]] for line in lines)  # predictions, not the gold
     LanguageModel.objects.create(slug="bob-other", name="Bob Other")
-    assert client.get(f"/models/bob-other/predictions/{result.pk}.jsonl").status_code == 404  # not its result
+    assert client.get(f"/models/papers/bob-other/predictions/{result.pk}.jsonl").status_code == 404  # not its result
 
 
 def test_a_result_without_a_job_or_without_predictions_has_nothing_to_download(client, alice):
     model = LanguageModel.objects.create(slug="alice-none", name="Alice None", owner=alice)
     dataset = Dataset.objects.get(slug="demo-ner")
     typed = Result.objects.create(language_model=model, dataset=dataset, metric=dataset.metric, value=50.0, scope="")
-    assert client.get(f"/models/alice-none/predictions/{typed.pk}.jsonl").status_code == 404
+    assert client.get(f"/models/alice/alice-none/predictions/{typed.pk}.jsonl").status_code == 404
     typed.delete()
     without = reproduced(model, dataset, [50.0, 51.0])  # a results file with no predictions
-    assert client.get(f"/models/alice-none/predictions/{without.pk}.jsonl").status_code == 404
+    assert client.get(f"/models/alice/alice-none/predictions/{without.pk}.jsonl").status_code == 404
 
 
 # --- the query count ---------------------------------------------------------------------------------
@@ -313,16 +313,16 @@ def test_the_model_page_costs_the_same_queries_with_one_result_as_with_ten(
     datasets = list(Dataset.objects.filter(active=True).order_by("slug")[:10])
     reproduced(model, datasets[0], [70.0, 72.0, 71.0])
     recompute_scores(Benchmark.objects.get(slug="blurb-mini"), [model])
-    client.get("/models/alice-many/")  # warm the cache of results files: they are not queries anyway
+    client.get("/models/alice/alice-many/")  # warm the cache of results files: they are not queries anyway
     with CaptureQueriesContext(connection) as one:
-        assert client.get("/models/alice-many/").status_code == 200
+        assert client.get("/models/alice/alice-many/").status_code == 200
     for dataset in datasets[1:]:
         reproduced(model, dataset, [60.0, 65.0, 62.0])
     for benchmark in Benchmark.objects.all():
         recompute_scores(benchmark, [model])
     assert model.results.count() == 10
     with django_assert_max_num_queries(len(one.captured_queries)):
-        page = client.get("/models/alice-many/").content.decode()
+        page = client.get("/models/alice/alice-many/").content.decode()
     assert page.count('<section class="result"') == 10
 
 
@@ -341,7 +341,7 @@ def test_the_dataset_page_lists_visible_models_best_first_with_mean_and_std_and_
                           n_seeds=5)  # fmt: skip
     page = client.get("/datasets/biosses/").content.decode()
     assert "99.50 ± 1.25" in page
-    assert 'href="/models/alice-bio/"' in page
+    assert 'href="/models/alice/alice-bio/"' in page
     assert "Alice Hidden" not in page and "99.90" not in page
     assert "Pearson" in page and "higher is better" in page
     published = Result.objects.filter(dataset=biosses, scope="blurb").select_related("language_model").first()
@@ -373,12 +373,12 @@ def test_the_dataset_pages_keep_their_urls_and_names():
 
     assert reverse("registry:dataset-detail", args=["biosses"]) == "/datasets/biosses/"
     assert reverse("registry:dataset-list") == "/datasets/"
-    assert reverse("leaderboard:model", args=["x"]) == "/models/x/"
+    assert reverse("leaderboard:model", args=["alice", "x"]) == "/models/alice/x/"
 
 
 def test_a_published_model_whose_slug_has_a_dot_has_a_page(client):
     model = LanguageModel.objects.get(slug="bioformer--biobert-base-v1.1")  # biolm.specs.SLUG_RE allows '.'
-    assert model.get_absolute_url() == "/models/bioformer--biobert-base-v1.1/"
+    assert model.get_absolute_url() == "/models/papers/bioformer--biobert-base-v1.1/"
     assert client.get(model.get_absolute_url()).status_code == 200
     dataset = model.results.select_related("dataset").first().dataset
     assert model.get_absolute_url() in client.get(f"/datasets/{dataset.slug}/").content.decode()

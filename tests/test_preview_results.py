@@ -279,19 +279,19 @@ def test_the_exports_and_the_api_mark_previews_with_a_null_rank(client, board):
     assert {r["model"]: (r["rank"], r["preview"]) for r in api["rows"]} == {
         slug: (row["rank"], row["preview"]) for slug, row in rows.items()
     }
-    card = client.get(f"/api/v1/models/{PREVIEW.slug}").json()
+    card = client.get(f"/api/v1/models/papers/{PREVIEW.slug}").json()
     (score,) = [s for s in card["scores"] if s["benchmark"] == BENCHMARK]
     assert score["preview"] is True and score["rank"] is None
     assert card["results"] and all(r["preview"] for r in card["results"])
-    full = client.get("/api/v1/models/alder-bert").json()
+    full = client.get("/api/v1/models/papers/alder-bert").json()
     assert not any(r["preview"] for r in full["results"]) and full["scores"][0]["preview"] is False
 
 
 def test_the_model_page_labels_a_previews_score_and_results(client, board):
-    page = client.get(f"/models/{PREVIEW.slug}/").content.decode()
+    page = client.get(f"/models/papers/{PREVIEW.slug}/").content.decode()
     assert page.count("quick preview (not ranked)") >= 1 + 6  # the benchmark score, then each dataset's result
     assert "at one hyperparameter point with one seed" in page  # each result says what a preview skipped
-    full = client.get("/models/alder-bert/").content.decode()
+    full = client.get("/models/papers/alder-bert/").content.decode()
     assert "quick preview (not ranked)" not in full
 
 

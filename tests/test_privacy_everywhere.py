@@ -23,7 +23,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
-from web_fixture import PRIVATE_MODEL, PUBLIC_MODELS, SNAPSHOT_DATE, build_web_fixture
+from web_fixture import PRIVATE_MODEL, PRIVATE_OWNER, PUBLIC_MODELS, SNAPSHOT_DATE, build_web_fixture
 
 from accounts.tokens import create_token
 from jobs import artefacts
@@ -69,6 +69,7 @@ class World:
     """The identifiers the probes' URLs need; :func:`world` stores the rows they name."""
 
     slug: str = PRIVATE_MODEL.slug
+    namespace: str = PRIVATE_OWNER  # the private model's address is namespace/slug
     model_pk: int = 1
     submission: int = 1
     result: int = 1
@@ -85,6 +86,7 @@ class Probe:
     method: str = "get"
     data: dict = field(default_factory=dict)
     names: bool = True  # whether its answer, to those who may see the model, names it (a redirect does not)
+    moved_to: str = ""  # a model's old URL: to those who may see the model, a permanent redirect here
     shows: str = ""  # a public model's name every persona's answer must hold
 
 
@@ -92,7 +94,11 @@ def probes(w: World) -> list[Probe]:
     """Every request made of every persona, by route."""
     url = reverse
     board, bench = url("leaderboard:benchmark", args=[BENCH]), [BENCH]
-    model, missing_model = url("leaderboard:model", args=[w.slug]), url("leaderboard:model", args=[MISSING_SLUG])
+    model, missing_model = (url("leaderboard:model", args=[w.namespace, slug]) for slug in (w.slug, MISSING_SLUG))
+    moved, missing_moved = (url("leaderboard:model-moved", args=[slug]) for slug in (w.slug, MISSING_SLUG))
+    api_model, api_missing_model = (
+        url("api:model-detail", kwargs={"namespace": w.namespace, "name": slug}) for slug in (w.slug, MISSING_SLUG)
+    )
     compare = url("leaderboard:compare") + f"?benchmark={BENCH}&models={SHOWN.slug},"
     submission, missing_submission = (url("submissions:detail", args=[pk]) for pk in (w.submission, MISSING_PK))
     api_submission, api_missing = (url("submissions-api:detail", args=[pk]) for pk in (w.submission, MISSING_PK))
@@ -110,14 +116,19 @@ def probes(w: World) -> list[Probe]:
         Probe("leaderboard:model", OWN, model, missing=missing_model),
         Probe("leaderboard:predictions", OWN, f"{model}predictions/{w.result}.jsonl",
               missing=f"{missing_model}predictions/{w.result}.jsonl"),
+        Probe("leaderboard:model-moved", OWN, moved, missing=missing_moved, names=False, moved_to=model),
+        Probe("leaderboard:predictions-moved", OWN, f"{moved}predictions/{w.result}.jsonl",
+              missing=f"{missing_moved}predictions/{w.result}.jsonl", names=False,
+              moved_to=f"{model}predictions/{w.result}.jsonl"),
         Probe("registry:dataset-list", NAMES_NONE, url("registry:dataset-list")),
         Probe("registry:dataset-detail", LISTS, url("registry:dataset-detail", args=["demo-ner"]), shows=SHOWN.name),
         Probe("api:benchmark-list", NAMES_NONE, url("api:benchmark-list")),
         Probe("api:benchmark-leaderboard", LISTS, url("api:benchmark-leaderboard", kwargs={"slug": BENCH}) + everything,
               shows=SHOWN.name),
         Probe("api:model-list", LISTS, url("api:model-list") + everything, shows=SHOWN.name),
-        Probe("api:model-detail", OWN, url("api:model-detail", kwargs={"slug": w.slug}),
-              missing=url("api:model-detail", kwargs={"slug": MISSING_SLUG})),
+        Probe("api:model-detail", OWN, api_model, missing=api_missing_model),
+        Probe("api:model-moved", OWN, url("api:model-moved", kwargs={"slug": w.slug}),
+              missing=url("api:model-moved", kwargs={"slug": MISSING_SLUG}), names=False, moved_to=api_model),
         Probe("api:dataset-list", NAMES_NONE, url("api:dataset-list")),
         Probe("api:dataset-detail", LISTS, url("api:dataset-detail", kwargs={"slug": "demo-ner"}), shows=SHOWN.slug),
         Probe("api:result-list", LISTS, url("api:result-list") + everything, shows=SHOWN.slug),
@@ -265,6 +276,8 @@ def check(probe: Probe, persona: str, client: Client) -> None:
         assert response.status_code == missing.status_code, where
         assert normalised(text, PRIVATE_MODEL.slug) == normalised(text_of(missing), MISSING_SLUG), where
         assert PRIVATE_MODEL.name not in text, where
+    elif probe.kind == OWN and probe.moved_to:
+        assert response.status_code == 301 and urlsplit(response["Location"]).path == probe.moved_to, where
     elif probe.kind == OWN:
         assert response.status_code in ((200,) if probe.method == "get" else (200, 302)), where
         assert names_model(text) or not probe.names, where

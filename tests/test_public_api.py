@@ -147,7 +147,7 @@ def test_the_leaderboard_row_carries_rank_tie_score_and_spread(client, models):
     rows = {r["model"]: r for r in get(client, f"{API}benchmarks/blurb/leaderboard")["rows"]}
     open_row, partial = rows["alice-open"], rows["alice-partial"]
     assert open_row["rank"] >= 1 and open_row["rank_basis"] == "point" and isinstance(open_row["tied"], bool)
-    assert open_row["score"] is not None and open_row["url"] == "/models/alice-open/"
+    assert open_row["score"] is not None and open_row["url"] == "/models/alice/alice-open/"
     assert set(open_row["seeds"].values()) == {5} and set(open_row["std"].values()) == {0.5}
     assert partial["rank"] is None and len(partial["missing"]) == 11
 
@@ -182,8 +182,9 @@ def test_models_list_is_paginated_and_the_detail_is_the_model_card(client, model
     listed = every(client, f"{API}models/?page_size=3")
     assert len(listed) == page["count"] == len({m["slug"] for m in listed})
     summary = next(m for m in listed if m["slug"] == "alice-open")
-    assert summary["url"] == "http://testserver/api/v1/models/alice-open"
-    assert summary["page"] == "http://testserver/models/alice-open/"
+    assert summary["address"] == "alice/alice-open"
+    assert summary["url"] == "http://testserver/api/v1/models/alice/alice-open"
+    assert summary["page"] == "http://testserver/models/alice/alice-open/"
     card = get(client, summary["url"])
     for field in (
         "name", "origin", "source_paper", "architecture", "parameters", "vocabulary", "vocabulary_kind",
@@ -237,7 +238,7 @@ def test_results_are_paginated_and_filter_by_model_dataset_and_benchmark(client,
 def test_slugs_with_a_dot_and_nul_characters_are_served(client, models):
     """Spec slugs may hold a '.' (a published ``biobert-base-v1.1``); NUL would be a 500 on PostgreSQL."""
     dotted = LanguageModel.objects.filter(slug__contains=".").values_list("slug", flat=True).first()
-    assert dotted and get(client, f"{API}models/{dotted}")["slug"] == dotted
+    assert dotted and get(client, f"{API}models/papers/{dotted}")["slug"] == dotted
     rows = get(client, f"{API}benchmarks/bioformer/leaderboard?page_size=1000")["rows"]
     assert dotted in [r["model"] for r in rows]
     assert get(client, f"{API}results/?model={dotted}")["count"] > 0
@@ -256,8 +257,8 @@ def test_a_private_model_does_not_exist_for_anonymous_callers_and_other_users(cl
         listed = every(client, f"{API}models/?page_size=1000")
         assert SECRET not in {m["slug"] for m in listed}
         assert get(client, f"{API}models/?page_size=1")["count"] == LanguageModel.objects.public().count()
-        hidden = client.get(f"{API}models/{SECRET}")
-        missing = client.get(f"{API}models/no-such-model")
+        hidden = client.get(f"{API}models/alice/{SECRET}")
+        missing = client.get(f"{API}models/alice/no-such-model")
         assert hidden.status_code == missing.status_code == 404 and hidden.json() == missing.json()
         rows = get(client, f"{API}benchmarks/blurb/leaderboard?page_size=1000&pins={SECRET}&q=secret")["rows"]
         assert rows == [] and SECRET_NAME.encode() not in client.get(f"{API}benchmarks/blurb/leaderboard").content
@@ -277,7 +278,7 @@ def test_a_private_model_is_seen_by_its_owner_and_staff(client, models, alice, s
     for user in (alice, staff):
         client.force_login(user)
         assert SECRET in {m["slug"] for m in every(client, f"{API}models/?page_size=1000")}
-        card = get(client, f"{API}models/{SECRET}")
+        card = get(client, f"{API}models/alice/{SECRET}")
         assert card["name"] == SECRET_NAME and card["results"]
         rows = get(client, f"{API}benchmarks/blurb/leaderboard?page_size=1000")["rows"]
         assert SECRET in [r["model"] for r in rows]
@@ -294,7 +295,7 @@ ENDPOINTS = [
     "benchmarks/",
     "benchmarks/blurb/leaderboard?origin=reproduced",
     "models/",
-    "models/alice-open",
+    "models/alice/alice-open",
     "datasets/",
     "datasets/biosses",
     "results/?model=alice-open",
@@ -314,7 +315,7 @@ def test_every_endpoint_answers_if_none_match_with_a_304(client, models, path):
 
 
 @pytest.mark.parametrize(
-    "path", ["benchmarks/blurb/leaderboard", "results/?model=alice-partial", "models/alice-partial"]
+    "path", ["benchmarks/blurb/leaderboard", "results/?model=alice-partial", "models/alice/alice-partial"]
 )
 def test_a_new_result_changes_the_etag(client, models, path):
     etag = client.get(API + path)["ETag"]
@@ -359,7 +360,8 @@ def test_the_api_is_read_only(models, alice):
 # --- schema and docs -----------------------------------------------------------------------------------------------
 
 READ_ONLY_PATHS = {
-    "/api/v1/benchmarks/", "/api/v1/benchmarks/{slug}/leaderboard", "/api/v1/models/", "/api/v1/models/{slug}",
+    "/api/v1/benchmarks/", "/api/v1/benchmarks/{slug}/leaderboard",
+    "/api/v1/models/", "/api/v1/models/{namespace}/{name}",
     "/api/v1/datasets/", "/api/v1/datasets/{slug}", "/api/v1/results/",
 }  # fmt: skip
 SUBMISSION_PATHS = {"/api/v1/submissions", "/api/v1/submissions/{id}", "/api/v1/submissions/{id}/cancel"}
@@ -474,7 +476,12 @@ def known_slugs() -> dict[str, list[str]]:
     dotted = LanguageModel.objects.filter(slug__contains=".").values_list("slug", flat=True)[:1]
     return {
         "benchmarks": sorted(Benchmark.objects.filter(active=True).values_list("slug", flat=True)),
-        "models": ["alice-open", "alice-partial", SECRET, *dotted],
+        "models": [
+            ["alice", "alice-open"],
+            ["alice", "alice-partial"],
+            ["alice", SECRET],
+            *(["papers", d] for d in dotted),
+        ],
         "datasets": ["biosses", "hoc", "ncbi-disease", "chemprot"],
         "model": ["alice-open", SECRET],
         "dataset": ["biosses", "hoc"],
@@ -489,6 +496,11 @@ def aim(case, slugs: dict[str, list[str]]) -> None:
     What stays generated (filters, search, sort, page sizes, a quarter of the slugs and pages) keeps
     fuzzing; what is replaced is still valid under the schema.
     """
+    if case.path_parameters and "name" in case.path_parameters:  # a model's address, namespace/name
+        generated = str(case.path_parameters["name"])
+        if len(generated) % 4:
+            choice = slugs["models"][len(generated) % len(slugs["models"])]
+            case.path_parameters["namespace"], case.path_parameters["name"] = choice
     if case.path_parameters and "slug" in case.path_parameters:
         generated = str(case.path_parameters["slug"])
         choices = slugs[case.path.split("/")[3]]

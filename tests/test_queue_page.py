@@ -65,7 +65,7 @@ def test_the_queue_counts_jobs_per_benchmark_and_queue_and_never_names_a_private
     assert row(html, "BLURB-mini", "cpu") == ["0", "0", "1"]
     assert row(html, "pretraining (before any benchmark)", "gpu") == ["1", "0", "0"]
     assert "Secret Clinical BERT" not in html and "secret-model" not in html
-    assert '<a href="/models/open-model/">Open PubMedBERT</a>' in html and "25%" in html
+    assert '<a href="/models/bob/open-model/">Open PubMedBERT</a>' in html and "25%" in html
 
 
 def test_a_queue_without_a_live_worker_says_no_worker_is_running_and_names_failing_and_silent_ones(client):

@@ -31,7 +31,7 @@ def pretrained(tmp_path_factory, official_data) -> Path:
 
 def test_a_pretrained_checkpoint_is_registered_with_its_recipe_corpus_and_report(pretrained, alice):
     call_command("register_model", str(pretrained), "--owner", alice.username, "--private")
-    model = LanguageModel.objects.get(slug="tiny-pubmedqa")
+    model = LanguageModel.objects.get(namespace=alice.username, address_name="tiny-pubmedqa")  # from its folder
     report = json.loads((pretrained / "pretraining.json").read_text())
     assert model.parameter_count == count_parameters(load_config(pretrained))
     assert model.architecture.slug == "bert" and model.recipe.slug == "tiny"
@@ -45,8 +45,8 @@ def test_registering_again_updates_and_a_taken_slug_or_an_incomplete_directory_i
     call_command("register_model", str(pretrained), "--name", "First")
     out = io.StringIO()
     call_command("register_model", str(pretrained), "--name", "Second", stdout=out)
-    assert "already registered as tiny-pubmedqa" in out.getvalue()
-    assert LanguageModel.objects.get(slug="tiny-pubmedqa").name == "First"  # the same content: the same model
+    assert "already registered as papers/first" in out.getvalue()  # no owner: under papers, named as typed
+    assert LanguageModel.objects.get(slug="first").name == "First"  # the same content: the same model
     other = tmp_path / "tiny-pubmedqa"
     other.mkdir()
     (other / "config.json").write_text((pretrained / "config.json").read_text())
@@ -54,7 +54,7 @@ def test_registering_again_updates_and_a_taken_slug_or_an_incomplete_directory_i
         call_command("register_model", str(other))
     for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
         (other / name).write_bytes((pretrained / name).read_bytes())
-    with pytest.raises(CommandError, match="the slug 'tiny-pubmedqa' is taken by another model; choose another"):
-        call_command("register_model", str(other), "--slug", "tiny-pubmedqa")
-    call_command("register_model", str(other))  # a name-derived slug is made unique instead
-    assert LanguageModel.objects.get(slug="tiny-pubmedqa-2").checkpoint == str(other)
+    with pytest.raises(CommandError, match="the slug 'first' is taken by another model; choose another"):
+        call_command("register_model", str(other), "--slug", "first")
+    call_command("register_model", str(other), "--name", "First")  # a name-derived address is numbered instead
+    assert LanguageModel.objects.get(slug="first-2").checkpoint == str(other)

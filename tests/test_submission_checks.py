@@ -154,7 +154,8 @@ def test_an_upload_is_named_after_the_file_the_user_gave_not_its_temporary_path(
     shutil.copytree(checkpoint, temporary)
     submission = submit(web_request(alice, temporary, label="bio-tiny.tar.gz", name="Bio tiny"))
     model = submission.language_model
-    assert model.checkpoint == "upload:bio-tiny.tar.gz" and model.slug == "bio-tiny" and model.name == "Bio tiny"
+    assert model.checkpoint == "upload:bio-tiny.tar.gz" and model.name == "Bio tiny"
+    assert model.address == "alice/bio-tiny" and "tmpa8f3k2" not in model.slug
 
 
 def test_a_quick_preview_runs_one_grid_point_and_one_seed_and_is_marked(alice, checkpoint):

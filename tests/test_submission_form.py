@@ -135,7 +135,7 @@ def test_a_checkpoint_upload_queues_its_jobs_privately_and_opens_its_page(signed
     submission = Submission.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("submissions:detail", args=[submission.pk])
     model = submission.language_model
-    assert model.slug == "my-model" and model.name == "My BioBERT" and model.owner == alice
+    assert model.address == "alice/my-biobert" and model.name == "My BioBERT" and model.owner == alice  # as typed
     assert model.visibility == LanguageModel.Visibility.PRIVATE
     assert (model.description, model.licence, model.homepage) == (
         "Pretrained on PubMed abstracts.", "apache-2.0", "https://example.org/paper"

@@ -114,7 +114,8 @@ def test_a_checkpoint_posted_with_a_token_is_queued_private_and_named_after_its_
         "pending", "full", False, ["blurb-mini"]
     )  # fmt: skip
     model = submission.language_model
-    assert body["model"]["slug"] == model.slug == "tiny-bert" and body["model"]["name"] == "Tiny BERT"
+    assert body["model"]["slug"] == model.slug and body["model"]["name"] == "Tiny BERT"
+    assert body["model"]["address"] == model.address == "alice/tiny-bert"  # named from the name typed
     assert model.visibility == body["model"]["visibility"] == "private"  # published from the page, not here
     assert (model.licence, model.homepage, model.description) == (LICENCE, "https://example.org/tiny", "A test.")
     jobs = submission.jobs.order_by("pk")

@@ -47,7 +47,7 @@ def test_a_checkpoint_on_a_benchmark_becomes_a_protocol_job_and_a_recording_job_
 ):
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=checkpoint))
     model = submission.language_model
-    assert model.slug == "tiny-bert" and model.owner == alice and model.checkpoint == str(checkpoint.resolve())
+    assert model.address == "alice/tiny-bert" and model.owner == alice and model.checkpoint == str(checkpoint.resolve())
     jobs = list(submission.jobs.order_by("pk"))
     assert [j.dataset.slug for j in jobs if j.kind == Job.Kind.FINETUNE] == BLURB_MINI
     for job in jobs:
@@ -81,7 +81,7 @@ def test_an_archive_is_unpacked_checked_and_named_after_itself(alice, checkpoint
     with tarfile.open(archive, "w:gz") as handle:
         handle.add(checkpoint, arcname="my-model")
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=archive, datasets=("demo-qa",)))
-    assert submission.language_model.slug == "my-model"
+    assert submission.language_model.address == "alice/my-model"
     assert submission.language_model.checkpoint == str(archive.resolve())
     assert submission.jobs.count() == 2
 

@@ -34,6 +34,7 @@ VOCABULARY_MAX = 300
 CORPUS_MAX = 500
 CHECKPOINT_MAX = 500
 LANGUAGE_MODEL_SLUG_MAX = 150  # "<benchmark>--<published model>"
+NAMESPACE_MAX = 150  # a model address's owner part: a username (Django's longest) or "papers"
 INTEGER_MAX = 2**31 - 1  # PositiveIntegerField
 BIG_INTEGER_MAX = 2**63 - 1  # BigIntegerField
 CALLABLE_PATH_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")

@@ -24,8 +24,9 @@ import hashlib
 
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.http import HttpResponseBase, QueryDict
+from django.http import HttpResponseBase, HttpResponsePermanentRedirect, QueryDict
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
@@ -51,6 +52,16 @@ CACHE_MAX_AGE_S = 60
 SLUG = OpenApiParameter(
     "slug", str, OpenApiParameter.PATH, required=True, pattern=r"^[a-zA-Z0-9][-a-zA-Z0-9_.]*$", description="Its slug."
 )
+
+# A model's address in the routes (api_urls.MODEL): its owner's username (or "papers") and its name.
+NAMESPACE = OpenApiParameter(
+    "namespace", str, OpenApiParameter.PATH, required=True, pattern=r"^[a-zA-Z0-9][-a-zA-Z0-9_.@+]*$",
+    description="The model's owner: a username, or papers for a model reported in a paper.",
+)  # fmt: skip
+NAME = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, required=True, pattern=r"^[a-zA-Z0-9][-a-zA-Z0-9_.]*$",
+    description="The model's name within its owner's.",
+)  # fmt: skip
 
 
 def clean_params(params: QueryDict) -> QueryDict:
@@ -228,12 +239,18 @@ def _results() -> QuerySet[Result]:
 @extend_schema(
     summary="A model's card",
     description="Its facets, its score, rank and tie on each active benchmark, and all its results.",
-    parameters=[SLUG],
+    parameters=[NAMESPACE, NAME],
     responses={200: shapes.ModelDetailSerializer, 404: ERRORS},
 )
 class ModelDetail(PublicAPI, generics.RetrieveAPIView):
+    """A model by its address, ``owner/name``."""
+
     serializer_class = shapes.ModelDetailSerializer
-    lookup_field = "slug"
+
+    def get_object(self) -> LanguageModel:
+        return get_object_or_404(
+            self.get_queryset(), namespace=self.kwargs["namespace"], address_name=self.kwargs["name"]
+        )
 
     def get_queryset(self) -> QuerySet[LanguageModel]:
         scores = Score.objects.filter(benchmark__active=True).select_related("benchmark").order_by("benchmark__slug")
@@ -245,6 +262,16 @@ class ModelDetail(PublicAPI, generics.RetrieveAPIView):
                 Prefetch("results", queryset=_results(), to_attr="api_results"),
             )
         )
+
+
+@extend_schema(exclude=True)
+class ModelMoved(PublicAPI, APIView):
+    """A model's old API path (``api/v1/models/<slug>``): a permanent redirect to its address for whoever may
+    see the model, and the same 404 as a missing one for anyone else."""
+
+    def get(self, request: Request, slug: str) -> HttpResponseBase:
+        model = get_object_or_404(self.visible_models(), slug=slug)
+        return HttpResponsePermanentRedirect(reverse("api:model-detail", args=model.address_parts))
 
 
 # --- datasets ------------------------------------------------------------------------------------------------------

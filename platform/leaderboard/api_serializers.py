@@ -40,7 +40,8 @@ class Link(serializers.Field):
         self.lookup = attrgetter(lookup)
 
     def to_representation(self, value) -> str:
-        path = reverse(self.view_name, args=[self.lookup(value)])
+        key = self.lookup(value)  # one argument, or a tuple of them (a model's address_parts)
+        path = reverse(self.view_name, args=list(key) if isinstance(key, tuple) else [key])
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request is not None else path
 
@@ -65,7 +66,8 @@ class PaginatedLeaderboardSerializer(LeaderboardSerializer):
 
 
 class ModelSummarySerializer(serializers.Serializer):
-    slug = serializers.CharField()
+    slug = serializers.CharField(help_text="Its key in the leaderboard's rows and compare's ?models=.")
+    address = serializers.CharField(help_text="Its address, owner/name: its page and its card in this API.")
     name = serializers.CharField()
     origin = serializers.ChoiceField(
         choices=["reported", "reproduced"], help_text="Transcribed from a paper, or evaluated on biolm."
@@ -77,8 +79,8 @@ class ModelSummarySerializer(serializers.Serializer):
     pretraining_domain = serializers.CharField(allow_blank=True)
     vocabulary_kind = serializers.CharField(allow_blank=True)
     initialisation = serializers.CharField(allow_blank=True)
-    url = Link("api:model-detail", help_text="This model in this API.")
-    page = Link("leaderboard:model", help_text="The model's page.")
+    url = Link("api:model-detail", lookup="address_parts", help_text="This model in this API.")
+    page = Link("leaderboard:model", lookup="address_parts", help_text="The model's page.")
 
     @extend_schema_field(serializers.CharField(allow_blank=True))
     def get_architecture(self, model) -> str:

@@ -16,6 +16,8 @@ from leaderboard import api
 
 app_name = "api"
 SLUG = r"(?P<slug>[-a-zA-Z0-9_.]+)"
+# A model's address, owner/name: a username (Django's validator: letters, digits, @.+-_) or "papers", then a slug.
+MODEL = r"(?P<namespace>[\w.@+-]+)/(?P<name>[-a-zA-Z0-9_.]+)"
 
 urlpatterns = [
     path("api/v1/benchmarks/", api.BenchmarkList.as_view(), name="benchmark-list"),
@@ -23,7 +25,8 @@ urlpatterns = [
         rf"^api/v1/benchmarks/{SLUG}/leaderboard\Z", api.BenchmarkLeaderboard.as_view(), name="benchmark-leaderboard"
     ),
     path("api/v1/models/", api.ModelList.as_view(), name="model-list"),
-    re_path(rf"^api/v1/models/{SLUG}\Z", api.ModelDetail.as_view(), name="model-detail"),
+    re_path(rf"^api/v1/models/{MODEL}\Z", api.ModelDetail.as_view(), name="model-detail"),
+    re_path(rf"^api/v1/models/{SLUG}\Z", api.ModelMoved.as_view(), name="model-moved"),  # before owner/name
     path("api/v1/datasets/", api.DatasetList.as_view(), name="dataset-list"),
     re_path(rf"^api/v1/datasets/{SLUG}\Z", api.DatasetDetail.as_view(), name="dataset-detail"),
     path("api/v1/results/", api.ResultList.as_view(), name="result-list"),

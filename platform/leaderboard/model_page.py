@@ -5,7 +5,9 @@ pretraining curve (:mod:`leaderboard.model_card`), the results with how each was
 charts (:mod:`leaderboard.model_results`), and the predictions download (:mod:`leaderboard.predictions`).
 
 A private model is a 404 for everyone but its owner and staff, the same 404 as a model that
-does not exist, so a URL does not reveal that a private model is there. Whatever the number of
+does not exist, so a URL does not reveal that a private model is there. A model's address is
+``/models/<owner>/<name>/``; the old ``/models/<slug>/`` redirects there (301) for whoever may see
+the model, and is the same 404 for anyone else. Whatever the number of
 results, the page costs a fixed handful of queries (runs and jobs are prefetched); what the
 database does not hold (how hyperparameters were chosen, the pretraining loss curve) is read
 from the job's files in the artefact store, summarised and cached (:mod:`leaderboard.artefact_summaries`).
@@ -14,8 +16,9 @@ from the job's files in the artefact store, summarised and cached (:mod:`leaderb
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 
 from jobs.models import Job, Run
 from leaderboard.model_card import card, contamination, job_row, loss_chart
@@ -31,16 +34,26 @@ from leaderboard.models import Result, Score
 from registry.models import LanguageModel
 
 
-def visible_model(request: HttpRequest, slug: str) -> LanguageModel:
-    """The model if ``request.user`` may see it; one 404 for missing and private alike."""
+def visible_model(request: HttpRequest, namespace: str, name: str) -> LanguageModel:
+    """The model at ``namespace/name`` if ``request.user`` may see it; one 404 for missing and private alike."""
     return get_object_or_404(
         LanguageModel.objects.visible_to(request.user).select_related("architecture", "recipe", "reported_in"),
-        slug=slug,
+        namespace=namespace,
+        address_name=name,
     )
 
 
-def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    model = visible_model(request, slug)
+def moved_model(request: HttpRequest, slug: str, result_id: int | None = None) -> HttpResponse:
+    """A model's old URL (``/models/<slug>/``, its predictions' too): a permanent redirect to its address for
+    whoever may see it, and the same 404 as a missing model for anyone else, so it reveals nothing."""
+    model = get_object_or_404(LanguageModel.objects.visible_to(request.user), slug=slug)
+    if result_id is None:
+        return HttpResponsePermanentRedirect(model.get_absolute_url())
+    return HttpResponsePermanentRedirect(reverse("leaderboard:predictions", args=[*model.address_parts, result_id]))
+
+
+def model_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    model = visible_model(request, namespace, name)
     return render(request, "leaderboard/model.html", model_context(model))
 
 

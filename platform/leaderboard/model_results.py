@@ -106,7 +106,7 @@ def result_row(model: LanguageModel, result: Result, several: set[tuple[str, int
             row.selection = summary["selection"]
             row.notes = summary["notes"]
             if summary["has_predictions"]:
-                row.predictions_url = reverse("leaderboard:predictions", args=[model.slug, result.pk])
+                row.predictions_url = reverse("leaderboard:predictions", args=[*model.address_parts, result.pk])
         if row.selection and row.selection.get("chosen_hyperparameters"):
             row.chosen = dict(row.selection["chosen_hyperparameters"])
         if row.selection:

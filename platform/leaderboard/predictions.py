@@ -21,14 +21,14 @@ from leaderboard.models import Result
 from registry.models import Dataset
 
 
-def predictions(request: HttpRequest, slug: str, result_id: int) -> HttpResponse:
+def predictions(request: HttpRequest, namespace: str, name: str, result_id: int) -> HttpResponse:
     """Every seed's test predictions of a result, one JSON line per example and seed, without gold.
 
     ``{"id": ..., "seed": 42, "prediction": ...}`` (with ``"fold"`` under cross-validation), in the
     test split's order. The ids are read from the copy of the test split the worker received, whose
     gold was already replaced by a placeholder, and only the id is taken from it.
     """
-    model = visible_model(request, slug)
+    model = visible_model(request, namespace, name)
     result = get_object_or_404(
         Result.objects.select_related("dataset", "job").defer("job__log", "job__token"),
         pk=result_id,

@@ -6,7 +6,6 @@ downloads cannot drift apart. Numbers are rounded to the benchmark's printed pre
 
 from __future__ import annotations
 
-from django.urls import reverse
 from rest_framework import serializers
 
 
@@ -73,7 +72,7 @@ class RowSerializer(serializers.Serializer):
             "rank_interval": row.rank_interval,
             "model": model.slug,
             "name": model.name,
-            "url": reverse("leaderboard:model", args=[model.slug]),
+            "url": model.get_absolute_url(),
             "origin": model.origin,
             "source": model.source_paper,
             "architecture": model.architecture.slug if model.architecture_id else "",

@@ -37,6 +37,22 @@ class ModelSlug:
 
 register_converter(ModelSlug, "model_slug")
 
+
+class ModelNamespace:
+    """The owner part of a model's ``owner/name`` address: a username (Django's default validator allows
+    letters, digits and ``@.+-_``) or ``papers``."""
+
+    regex = r"[\w.@+-]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value) -> str:
+        return str(value)
+
+
+register_converter(ModelNamespace, "model_namespace")
+
 app_name = "leaderboard"
 
 urlpatterns = [
@@ -46,6 +62,15 @@ urlpatterns = [
     path("leaderboard/<slug:slug>/<isodate:date>/", views.snapshot, name="snapshot"),
     path("leaderboard/<slug:slug>/<isodate:date>/citation.bib", views.snapshot_bibtex, name="snapshot-bibtex"),
     path("compare/", views.compare, name="compare"),
-    path("models/<model_slug:slug>/", model_page.model_detail, name="model"),
-    path("models/<model_slug:slug>/predictions/<int:result_id>.jsonl", predictions.predictions, name="predictions"),
+    path("models/<model_namespace:namespace>/<model_slug:name>/", model_page.model_detail, name="model"),
+    path(
+        "models/<model_namespace:namespace>/<model_slug:name>/predictions/<int:result_id>.jsonl",
+        predictions.predictions,
+        name="predictions",
+    ),
+    # A model's URLs before addresses were owner/name: a redirect for whoever may see it, else 404.
+    path("models/<model_slug:slug>/", model_page.moved_model, name="model-moved"),
+    path(
+        "models/<model_slug:slug>/predictions/<int:result_id>.jsonl", model_page.moved_model, name="predictions-moved"
+    ),
 ]

@@ -21,6 +21,7 @@ from biolm.specs import (
     LANGUAGE_MODEL_SLUG_MAX,
     MODEL_TYPE_MAX,
     NAME_MAX,
+    NAMESPACE_MAX,
     SLUG_MAX,
     SOURCE_MAX,
     VERSION_MAX,
@@ -237,6 +238,14 @@ def visibility_audience(user) -> str:
     return viewer if isinstance(viewer, str) else f"user-{viewer}"
 
 
+PAPERS_NAMESPACE = "papers"  # reported models, and models registered without an owner
+
+
+def default_namespace(owner) -> str:
+    """The namespace a model of ``owner`` lives in: their username, or :data:`PAPERS_NAMESPACE` without one."""
+    return owner.get_username() if owner is not None else PAPERS_NAMESPACE
+
+
 class LanguageModelQuerySet(models.QuerySet["LanguageModel"]):
     def visible_to(self, user=None) -> LanguageModelQuerySet:
         """The models ``user`` may see: all of them for staff, the public ones and their own for a signed-in
@@ -287,7 +296,14 @@ class LanguageModel(models.Model):
         ("xl", "1B and more", 1_000_000_000, None),
     )
 
+    # The internal key (compare's ?models=, the API's "slug", file names): never a page's address.
     slug = models.SlugField(max_length=LANGUAGE_MODEL_SLUG_MAX, unique=True)
+    # The public address, namespace/address_name (the Hugging Face Hub's owner/name): unique per namespace
+    # only, so a name taken in another user's namespace is never refused, renamed or otherwise revealed.
+    namespace = models.CharField(
+        max_length=NAMESPACE_MAX, blank=True, help_text="Its submitter's username, or papers for a reported model."
+    )
+    address_name = models.CharField(max_length=LANGUAGE_MODEL_SLUG_MAX, blank=True)
     name = models.CharField(max_length=NAME_MAX)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="language_models"
@@ -335,20 +351,38 @@ class LanguageModel(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "address_name"], name="unique_model_address_per_namespace")
+        ]
 
     def __str__(self) -> str:
         return self.name
 
     def save(self, *args, **kwargs) -> None:
-        """Fill the facets the model's words imply, unless they were stated."""
+        """Fill the facets the model's words imply, unless they were stated, and the address, unless given:
+        its owner's username (``papers`` without one) and its slug."""
         derived = facets(self.vocabulary or "", self.pretraining_corpus or "")
         for name, value in derived.items():
             if not getattr(self, name):
                 setattr(self, name, value)
+        if not self.namespace:
+            self.namespace = default_namespace(self.owner)
+        if not self.address_name:
+            self.address_name = self.slug
         super().save(*args, **kwargs)
 
+    @property
+    def address(self) -> str:
+        """``namespace/name``, as pages, links and the API name it."""
+        return f"{self.namespace}/{self.address_name}"
+
+    @property
+    def address_parts(self) -> tuple[str, str]:
+        """The address as the arguments of the ``leaderboard:model`` and ``api:model-detail`` routes."""
+        return self.namespace, self.address_name
+
     def get_absolute_url(self) -> str:
-        return reverse("leaderboard:model", args=[self.slug])
+        return reverse("leaderboard:model", args=self.address_parts)
 
     def is_visible_to(self, user=None) -> bool:
         """Whether ``user`` may see this model: exactly when ``visible_to(user)`` holds it, without a query."""

@@ -9,8 +9,14 @@ A model belongs to whoever registered it, and nothing here changes another user'
 
 * the same owner's same content (by :attr:`TakenCheckpoint.content_sha256`) reuses their model;
 * a slug that is someone else's, or the same owner's for another checkpoint, is refused when it
-  was asked for (``--slug``) and made unique (``-2``, ``-3``...) when it was derived from a name;
+  was asked for (``--slug``);
 * the same owner registering the same location again (a checkpoint trained further) updates it.
+
+A model's address is ``owner/name`` (:attr:`LanguageModel.address`): the name comes from the name
+typed (the checkpoint's file name when none was), and it is made unique (``-2``, ``-3``...) among
+the owner's own models only. Its internal slug is derived from the address and the owner's id
+(``minilm--u7``), so neither ever depends on another user's models: a private model's name is not
+discovered by taking it.
 
 Slugs and display names are validated, never silently cut: a slug is letters, digits, ``-``
 and ``_``; a name loses control and bidirectional-override characters (which can make a name
@@ -29,7 +35,7 @@ from django.utils.text import slugify
 from biolm import archives
 from biolm.specs import LANGUAGE_MODEL_SLUG_MAX, NAME_MAX
 from registry.intake import TakenCheckpoint
-from registry.models import Architecture, LanguageModel, PretrainingRecipe
+from registry.models import Architecture, LanguageModel, PretrainingRecipe, default_namespace
 
 MODEL_SLUG_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$")
 # Characters that reorder or hide text: the bidirectional embeddings, overrides and isolates.
@@ -83,8 +89,8 @@ def register_checkpoint(
     """The model row for the checked checkpoint ``taken``, kept at ``location``, and what happened to it:
     "registered" (new), "updated" (the owner's model at that location) or "reused" (the owner's same content).
 
-    ``slug`` is the one asked for (validated and never changed), or None to derive one from
-    ``location``'s name; ``name`` likewise defaults to that name.
+    ``slug`` is the one asked for (validated and never changed, and the address's name too), or None to
+    derive one from ``name``, else from ``location``'s name; ``name`` likewise defaults to that name.
     """
     stem = _stem(location)
     display = clean_display_name(name if name is not None else stem)
@@ -98,7 +104,9 @@ def register_checkpoint(
     model = reused.order_by("pk").first()
     if model is not None:
         return model, "reused"
-    slug = slug if slug is not None else _derived_slug(stem, owner, location)
+    slug, address_name = (
+        _chosen_address(slug, owner, location) if slug is not None else derived_address(name, owner, location, stem)
+    )
     report = pretraining_report(taken.directory)
     recipe, corpus = (report or {}).get("recipe"), (report or {}).get("corpus")
     recipe_slug = recipe.get("slug") if isinstance(recipe, dict) else None
@@ -109,6 +117,8 @@ def register_checkpoint(
         defaults={
             "name": display,
             "owner": owner,
+            "namespace": default_namespace(owner),
+            "address_name": address_name,
             "architecture": Architecture.objects.filter(model_type=config.model_type, active=True).first(),
             "recipe": PretrainingRecipe.objects.filter(slug=recipe_slug).first() if recipe_slug else None,
             "parameter_count": taken.parameter_count,
@@ -127,14 +137,15 @@ def register_checkpoint(
     return model, "registered" if created else "updated"
 
 
-def _same_place(model: LanguageModel, owner, location: str) -> bool:
+def _same_place(model: LanguageModel, owner, location: str | None) -> bool:
     """The same owner's model at the same location: registering it again updates it.
 
     Not for uploads (``upload:NAME``): two uploads under one file name are two checkpoints, and
     updating the first model in place would put the second's weights under the first's results.
     """
     return (
-        model.owner_id == getattr(owner, "pk", None)
+        location is not None
+        and model.owner_id == getattr(owner, "pk", None)
         and model.checkpoint == location
         and not location.startswith("upload:")
     )
@@ -147,18 +158,45 @@ def _stem(location: str) -> str:
     return name
 
 
-def _derived_slug(stem: str, owner, location: str) -> str:
-    """A free slug from the checkpoint's name: the base, or the base with -2, -3... when it is someone else's."""
-    base = slugify(stem)[: LANGUAGE_MODEL_SLUG_MAX - 4].strip("-_")
+def _chosen_address(slug: str, owner, location: str) -> tuple[str, str]:
+    """The asked-for slug (already checked free) and its address name: the slug, or the address the same
+    model at that place already has; refused if another of the owner's own models holds that name."""
+    existing = LanguageModel.objects.filter(slug=slug).first()
+    if existing is not None:  # the same place (check_slug_available refused any other)
+        return slug, existing.address_name
+    if LanguageModel.objects.filter(namespace=default_namespace(owner), address_name=slug).exists():
+        raise RegistrationError(
+            f"the address {default_namespace(owner)}/{slug} is taken by another of your models; "
+            "choose another with --slug"
+        )
+    return slug, slug
+
+
+def derived_address(
+    typed: str | None, owner, location: str | None, fallback: str, *, slug_as_named: bool = False
+) -> tuple[str, str]:
+    """A free (slug, address name) from the typed name (``fallback`` when none was typed, or none that makes an
+    address, such as one of punctuation only): the name, or the name with -2, -3... when another of
+    the owner's own models has it (the same model at ``location`` keeps its own; None: a new model, always).
+    Only the owner's namespace is looked at (and the slug, which carries the owner's id): whatever anyone
+    else has named their models changes nothing here. ``slug_as_named``: the slug is the address's name
+    itself, numbered past every model's slug (an operator's ``--slug``, never a web or API user's)."""
+    base = slugify(typed or "")[: LANGUAGE_MODEL_SLUG_MAX - 24].strip("-_")
     if not base or not MODEL_SLUG_RE.match(base):
-        raise RegistrationError(f"cannot make a slug from the name {stem[:60]!r}; give one with --slug")
-    slug, number = base, 1
-    while (existing := LanguageModel.objects.filter(slug=slug).first()) is not None:
-        if _same_place(existing, owner, location):
-            return slug
+        typed, base = fallback, slugify(fallback)[: LANGUAGE_MODEL_SLUG_MAX - 24].strip("-_")
+    if not base or not MODEL_SLUG_RE.match(base):
+        raise RegistrationError(f"cannot make a slug from the name {typed[:60]!r}; give one with --slug")
+    namespace = default_namespace(owner)
+    address, number = base, 1
+    while True:
+        slug = f"{address}--u{owner.pk}" if owner is not None and not slug_as_named else address
+        existing = LanguageModel.objects.filter(namespace=namespace, address_name=address).first()
+        if existing is not None and _same_place(existing, owner, location):
+            return existing.slug, address
+        if existing is None and not LanguageModel.objects.filter(slug=slug).exists():
+            return slug, address
         number += 1
-        slug = f"{base}-{number}"
-    return slug
+        address = f"{base}-{number}"
 
 
 def pretraining_report(directory: Path) -> dict | None:

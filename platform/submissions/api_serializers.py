@@ -133,13 +133,14 @@ class SubmissionModelSerializer(serializers.Serializer):
     """The model a submission evaluates: private until its owner publishes it from the submission page."""
 
     slug = serializers.CharField()
+    address = serializers.CharField(help_text="Its address, owner/name: its page is /models/<address>/.")
     name = serializers.CharField()
     visibility = serializers.ChoiceField(choices=LanguageModel.Visibility.choices)
     page = serializers.SerializerMethodField(help_text="The model's page (its owner sees it while it is private).")
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_page(self, model: LanguageModel) -> str:
-        return _absolute(self.context, reverse("leaderboard:model", args=[model.slug]))
+        return _absolute(self.context, model.get_absolute_url())
 
 
 class JobStateSerializer(serializers.Serializer):

@@ -29,17 +29,21 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
 from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
 from biolm.contract.jobs import STEPS_MAX
 from biolm.job_specs import finetune_job
 from biolm.protocols import preview_overrides
-from biolm.specs import LANGUAGE_MODEL_SLUG_MAX
 from jobs import artefacts, graph, tasks
 from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
-from registry.models import Benchmark, BenchmarkEntry, LanguageModel, PretrainingRecipe
-from registry.registration import RegistrationError, check_slug_available, clean_display_name, register_checkpoint
+from registry.models import Benchmark, BenchmarkEntry, LanguageModel, PretrainingRecipe, default_namespace
+from registry.registration import (
+    RegistrationError,
+    check_slug_available,
+    clean_display_name,
+    derived_address,
+    register_checkpoint,
+)
 from registry.sync import load_contributions
 from submissions.models import Submission
 
@@ -82,7 +86,7 @@ class SubmissionRequest:
     corpus: Path | None = None
     datasets: tuple[str, ...] = ()  # default: every dataset of the benchmark
     name: str | None = None
-    slug: str | None = None  # the model's slug (default: from the checkpoint's directory or archive name)
+    slug: str | None = None  # the model's slug and address name (default: from the name, else the file's name)
     overrides: dict = field(default_factory=dict)  # of the protocol's settings (biolm.contract.Overrides), as JSON
     pretrain_steps: int | None = None
     pretrain_settings: dict = field(default_factory=dict)
@@ -372,14 +376,18 @@ def _model_for_checkpoint(taken: TakenCheckpoint, request: SubmissionRequest, lo
 
 
 def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> LanguageModel:
-    """A model row for what the pretraining job will produce; its checkpoint is filled when it succeeds."""
-    base = slugify(f"{recipe.slug}-{request.owner}")[: LANGUAGE_MODEL_SLUG_MAX - 6] or recipe.slug
-    slug, number = base, 1
-    while LanguageModel.objects.filter(slug=slug).exists():
-        number += 1
-        slug = f"{base}-{number}"
+    """A model row for what the pretraining job will produce; its checkpoint is filled when it succeeds.
+
+    Its address is the owner's, named from the typed name (else the recipe), unique among their own models; an
+    operator's ``--slug`` names it instead (numbered when taken: the demo's second run is ``tiny-demo-2``)."""
+    if request.slug is not None:
+        slug, address_name = derived_address(request.slug, request.owner, None, recipe.slug, slug_as_named=True)
+    else:
+        slug, address_name = derived_address(request.name, request.owner, None, recipe.slug)
     return LanguageModel.objects.create(
         slug=slug,
+        namespace=default_namespace(request.owner),
+        address_name=address_name,
         name=clean_display_name(request.name or f"{recipe.name} ({request.owner})"),
         owner=request.owner,
         recipe=recipe,

@@ -157,7 +157,7 @@ def test_a_models_name_opens_its_page_with_the_pretraining_loss_curve_and_the_se
     page.on("console", lambda message: printed.append(message.text))
     page.goto(BOARD)
     page.get_by_role("link", name="Alder-BERT", exact=True).click()
-    page.wait_for_url("**/models/alder-bert/")
+    page.wait_for_url("**/models/papers/alder-bert/")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Alder-BERT")
     loss = page.locator("figure", has_text=re.compile("loss", re.I)).locator(CHART)
     seeds = page.locator("figure", has_text=re.compile("seed", re.I)).locator(CHART)
@@ -252,7 +252,7 @@ def test_a_private_model_appears_nowhere_for_an_anonymous_visitor_but_everywhere
 def test_a_private_models_page_is_a_404_for_an_anonymous_visitor_and_shown_to_its_owner(
     web: WebFixture, browser, live_site, page: Page
 ):
-    path = f"/models/{web.private.slug}/"
+    path = f"/models/{web.owner.username}/{web.private.slug}/"  # its address: its owner's username, its name
     response = page.goto(path)
     assert response is not None and response.status == 404
     expect(page.locator("body")).not_to_contain_text(web.private.name)
@@ -333,7 +333,7 @@ A11Y_PAGES = {
     "leaderboard": f"{BOARD}?datasets=1&pins=alder-bert",
     "compare": "/compare/?benchmark=blurb-mini&models=alder-bert,cedar-bert",
     "snapshot": f"{BOARD}{SNAPSHOT_DATE.isoformat()}/",
-    "model": "/models/alder-bert/",
+    "model": "/models/papers/alder-bert/",
     "datasets": "/datasets/",
     "dataset": "/datasets/demo-ner/",
 }

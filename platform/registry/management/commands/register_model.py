@@ -45,5 +45,5 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         verb = {"reused": "already registered as", "updated": "updated"}.get(outcome, "registered")
         self.stdout.write(
-            self.style.SUCCESS(f"{verb} {model.slug}: {model.parameter_count:,} parameters, {model.vocabulary}")
+            self.style.SUCCESS(f"{verb} {model.address}: {model.parameter_count:,} parameters, {model.vocabulary}")
         )

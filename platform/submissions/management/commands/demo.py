@@ -161,6 +161,7 @@ class Command(BaseCommand):
                 overrides=DEMO_OVERRIDES,
                 datasets=datasets,
                 name="tiny, pretrained briefly on the demo corpus",
+                slug="tiny-demo",
             ),
             "all-minilm-l6": lambda: SubmissionRequest(
                 owner=owner,
@@ -189,7 +190,8 @@ class Command(BaseCommand):
                 submission = submit(request)
             except SubmissionError as exc:
                 raise CommandError(f"{key}: {exc}") from None
-            self.stdout.write(f"{key}: submitted as {submission.language_model.slug} ({submission.jobs.count()} jobs)")
+            model, jobs = submission.language_model, submission.jobs.count()
+            self.stdout.write(f"{key}: submitted as {model.address} ({jobs} jobs)")
             ids += list(submission.jobs.values_list("pk", flat=True))
         return sorted(ids)
 
