@@ -129,6 +129,8 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "leaderboard:index"
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_UNIQUE_EMAIL = True
+# A model's address is <username>/<name>; "papers" is the reported models' namespace, so no account may take it.
+ACCOUNT_USERNAME_BLACKLIST = ["papers"]
 ACCOUNT_FORMS = {"login": "accounts.forms.SignInForm"}
 # Failed sign-ins are counted per account, whether its username or its e-mail address was typed.
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 from checkpoints import tiny_bert
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from hostile_inputs import copy_checkpoint, edit_config
 
 from registry.models import LanguageModel
@@ -173,3 +175,12 @@ def test_an_old_model_url_redirects_to_its_address_for_whoever_may_see_it_and_is
         assert client.get(old_page).status_code == client.get(f"/models/{MISSING}/").status_code == 404
         assert client.get(old_api).json() == client.get(f"/api/v1/models/{MISSING}").json()
         assert client.get(old_api).status_code == 404
+
+
+@pytest.mark.parametrize("username", ["papers", "Papers"])
+def test_no_one_signs_up_as_the_reported_models_namespace(client, username):
+    password = "a-long-pass-93"
+    form = {"username": username, "email": "p@example.org", "password1": password, "password2": password}
+    response = client.post(reverse("account_signup"), form)
+    assert response.status_code == 200 and not get_user_model().objects.exists()
+    assert "Username can not be used" in response.content.decode()
