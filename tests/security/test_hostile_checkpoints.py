@@ -14,6 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from hostile_inputs import (
     CANARY,
+    EXTENDED_HEADERS,
     checkpoint_members,
     copy_checkpoint,
     cve_2025_4517_tar,
@@ -408,3 +409,12 @@ def test_manage_py_submit_refuses_an_unlisted_file_in_one_sentence_and_leaves_no
         call_command("submit", "--owner", "alice", "--benchmark", "blurb-mini", "--model", str(archive))
     assert files_under(platform["tmp"]) == set() and files_under(platform["store"]) == set()
     assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize("case", list(EXTENDED_HEADERS))
+def test_manage_py_submit_refuses_a_256_mib_tar_header_unread_in_one_sentence(platform, alice, hostile_headers, case):
+    archive = hostile_headers[case]
+    sentence = rf"{archive.name}: member #1 has a [\w -]+ header of 268,435,456 bytes, over the 65,536 tar headers"
+    with pytest.raises(CommandError, match=sentence + r" may hold, refused unread; archive the checkpoint again"):
+        call_command("submit", "--owner", "alice", "--benchmark", "blurb-mini", "--model", str(archive))
+    assert files_under(platform["tmp"]) == set() and not Submission.objects.exists()
