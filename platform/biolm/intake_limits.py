@@ -11,7 +11,7 @@ The archive limit follows from the parameter cap rather than being a round numbe
 within :class:`CheckpointLimits` holds at most 4 bytes a parameter of weights (fp32), one
 safetensors header per shard, and the files whose kinds :mod:`biolm.checkpoint_files` allows,
 each under its own cap. At the default 10 billion parameters that is 40 GB of weights plus
-0.1 GB of header and about 0.9 GB of tokenizer files, index, reports and configs: about 41 GB.
+an 8 MiB header and about 0.9 GB of tokenizer files, index, reports and configs: about 41 GB.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ TOKENIZER_FILE_COUNT = 9  # the tokenizer files a checkpoint may hold, one of ea
 # the two reports at their caps, and 64 MiB of configs and documents (dozens of files at their 1 MiB caps).
 OTHER_FILES_BYTES = (TOKENIZER_FILE_COUNT + 1) * TOKENIZER_FILE_BYTES + 2 * REPORT_FILE_BYTES + 64 * MIB
 DEFAULT_MAX_PARAMETERS = 10_000_000_000  # GatorTron's largest has 8.9 billion
-SAFETENSORS_HEADER_BYTES = 100_000_000  # the safetensors library's own bound
+# The safetensors library allows 100 MB, but a header is read and parsed in the web process, where 95 MB of
+# JSON cost 330 MB; 8 MiB describes 80,000 tensors, twenty times the most a 256-layer encoder has.
+SAFETENSORS_HEADER_BYTES = 8 * MIB
 
 
 def largest_weights_file(max_parameters: int, header_bytes: int = SAFETENSORS_HEADER_BYTES) -> int:
@@ -47,8 +49,8 @@ def largest_weights_file(max_parameters: int, header_bytes: int = SAFETENSORS_HE
 def largest_checkpoint(max_parameters: int, header_bytes: int = SAFETENSORS_HEADER_BYTES) -> int:
     """The most a checkpoint within ``max_parameters`` holds: its weights plus every other file at its cap.
 
-    At 10 billion parameters: 40,000,000,000 + 100,000,008 + 671,088,640 (ten 64 MiB tokenizer files and the
-    index) + 134,217,728 (two 64 MiB reports) + 67,108,864 (configs and documents) = 40,972,415,240 bytes.
+    At 10 billion parameters: 40,000,000,000 + 8,388,616 + 671,088,640 (ten 64 MiB tokenizer files and the
+    index) + 134,217,728 (two 64 MiB reports) + 67,108,864 (configs and documents) = 40,880,803,848 bytes.
     """
     return largest_weights_file(max_parameters, header_bytes) + OTHER_FILES_BYTES
 

@@ -294,7 +294,7 @@ def test_the_default_archive_limit_follows_the_parameter_cap_at_four_bytes_a_par
     from biolm.intake_limits import CheckpointLimits, largest_checkpoint
 
     assert CheckpointLimits().max_parameters == 10_000_000_000
-    assert LIMITS.max_total_bytes == largest_checkpoint(10_000_000_000) == 40_972_415_240  # about 41 GB
+    assert LIMITS.max_total_bytes == largest_checkpoint(10_000_000_000) == 40_880_803_848  # about 41 GB
     halved = ArchiveLimits.from_env({"BIOLM_CHECKPOINT_MAX_PARAMETERS": "5_000_000_000"})
-    assert halved.max_total_bytes == 20_972_415_240 and halved.max_member_bytes == 20_100_000_008
+    assert halved.max_total_bytes == 20_880_803_848 and halved.max_member_bytes == 20_008_388_616
     assert ArchiveLimits.from_env({"BIOLM_ARCHIVE_MAX_BYTES": "1000"}).max_total_bytes == 1000

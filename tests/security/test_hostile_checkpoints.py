@@ -197,6 +197,13 @@ def test_a_huge_header_is_refused_without_being_read(platform, alice, bad):
     assert_refused_and_nothing_left(platform, alice, bad, r"its header claims 1,000,000,000,000 bytes, over the")
 
 
+def test_a_safetensors_header_over_8_mib_is_refused_before_the_web_process_parses_it(platform, alice, bad):
+    safetensors_with_header(bad / "model.safetensors", b" " * (9 * MIB))
+    assert_refused_and_nothing_left(
+        platform, alice, bad, r"model.safetensors: its header claims 9,437,184 bytes, over the 8,388,608 a safetensors"
+    )
+
+
 @pytest.mark.parametrize(
     ("header", "match"),
     [
