@@ -261,11 +261,26 @@ def test_a_refusal_is_shown_beside_its_field_keeps_the_other_values_and_leaves_n
 def test_an_upload_over_the_archive_limit_is_stopped_as_it_arrives(signed_in, settings, tmp_path, platform_dirs):
     settings.BIOLM_ARCHIVE_LIMITS = ArchiveLimits(max_total_bytes=1000, max_members=2)
     big = tmp_path / "huge.tar.gz"
-    big.write_bytes(b"\0" * (3 << 20))
+    big.write_bytes(b"\0" * (3 << 19))  # over the archive limit, the request as a whole within what is read
     response = send(signed_in, big)
     assert "huge.tar.gz is larger than 1.0\xa0MB, and a checkpoint may hold at most 1000\xa0bytes" in error_beside(
         response, "checkpoint"
     ) and "BIOLM_ARCHIVE_MAX_BYTES" in error_beside(response, "checkpoint")
+    assert_nothing_left(platform_dirs)
+
+
+def test_a_post_declaring_more_than_the_archive_limit_is_answered_413_without_reading_its_body(
+    signed_in, settings, tmp_path, platform_dirs
+):
+    settings.BIOLM_ARCHIVE_LIMITS = ArchiveLimits(max_total_bytes=1000, max_members=2)
+    big = tmp_path / "huge.tar.gz"
+    big.write_bytes(b"\0" * (3 << 20))
+    response = send(signed_in, big)
+    assert response.status_code == 413
+    assert "larger than the 1.0\xa0MB a checkpoint archive may be (BIOLM_ARCHIVE_MAX_BYTES)" in error_beside(
+        response, "checkpoint"
+    )
+    assert "The submission was not queued" in response.content.decode()
     assert_nothing_left(platform_dirs)
 
 

@@ -236,6 +236,19 @@ def test_a_checkpoint_too_large_to_unpack_is_dropped_while_it_streams_and_refuse
     assert counts() == (0, 0, LanguageModel.objects.count()) and files_left(folders) == []
 
 
+def test_a_post_declaring_more_than_the_archive_limit_is_a_413_answered_without_reading_its_body(
+    as_alice, settings, tmp_path, folders
+):
+    settings.BIOLM_ARCHIVE_LIMITS = ArchiveLimits(max_total_bytes=1000, max_members=2)
+    huge = tmp_path / "huge.tar.gz"
+    huge.write_bytes(bytes(3 * 1024 * 1024))
+    response = post(as_alice, huge)
+    assert response.status_code == 413
+    [sentence] = response.json()["errors"]["checkpoint"]
+    assert sentence.startswith("the upload is 3.0\xa0MB, larger than the 1.0\xa0MB a checkpoint archive may be")
+    assert counts() == (0, 0, LanguageModel.objects.count()) and files_left(folders) == []
+
+
 def test_a_missing_or_blank_licence_is_refused_under_licence(as_alice, archive, folders):
     before = counts()
     for licence in (None, "", "   "):

@@ -167,6 +167,12 @@ FILE_UPLOAD_TEMP_DIR = VAR_DIR / "tmp"
 FILE_UPLOAD_TEMP_DIR.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_PERMISSIONS = 0o600  # uploads and the artefact store's files: the platform user's only
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700  # and its folders (biolm.owner_only sets umask 077 as well)
+# Disk space a submission never takes (submissions.uploads): an upload, or a checkpoint from the shell, that
+# would leave the upload folder's, the scratch folder's or a local artefact store's disk with less free is
+# refused before it is read. 5 GiB by default: room for the database, the logs and the running jobs' files.
+BIOLM_DISK_RESERVE_BYTES = env_int("BIOLM_DISK_RESERVE_BYTES", 5 << 30)
+if BIOLM_DISK_RESERVE_BYTES < 0:
+    raise ImproperlyConfigured(f"BIOLM_DISK_RESERVE_BYTES={BIOLM_DISK_RESERVE_BYTES} is negative; give bytes, e.g. 0")
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"

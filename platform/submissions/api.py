@@ -9,7 +9,8 @@ created on the profile page, stored hashed, revocable):
   publishes nothing: the model stays private until its owner publishes it from the submission
   page. A refusal is a 400 with the sentence beside the field it concerns, as the form shows it
   (``{"errors": {field: [sentence]}}``), a spent quota a 429 with when it resets; either way
-  nothing is written, neither rows nor files.
+  nothing is written, neither rows nor files. A request whose declared length is over the archive
+  limit, or would leave the disk under its reserve, is a 413 answered before its body is read.
 * ``GET /api/v1/submissions``: the caller's own submissions, newest first, paginated;
 * ``GET /api/v1/submissions/<id>``: one with its jobs' live state (the submission page's);
 * ``POST /api/v1/submissions/<id>/cancel``.
@@ -134,6 +135,11 @@ class SubmissionList(SubmissionsAPI, generics.GenericAPIView):
             ),
             400: OpenApiResponse(shapes.RefusalSerializer, description="Refused: the sentence says what to fix."),
             401: UNAUTHENTICATED,
+            413: OpenApiResponse(
+                shapes.RefusalSerializer,
+                description="Refused before the body was read: its declared length is over the archive limit, or "
+                "would leave the server's disk under its reserve.",
+            ),
             429: OpenApiResponse(shapes.QuotaRefusalSerializer, description="The daily quota is spent."),
         },
         parameters=[
@@ -153,7 +159,8 @@ class SubmissionList(SubmissionsAPI, generics.GenericAPIView):
         form = shapes.SubmitSerializer(data=request.data)  # streams the uploads to disk (a ParseError: a 400)
         try:
             if too_large.refused:  # the checkpoint was dropped unread: say why, not that it is missing
-                return refused({field: [sentence] for field, sentence in too_large.refused.items()})
+                answer = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE if too_large.unread else status.HTTP_400_BAD_REQUEST
+                return refused({field: [sentence] for field, sentence in too_large.refused.items()}, answer)
             if not form.is_valid():
                 return refused(form.errors)
             submission = submit_upload(request.user, form.validated_data)
@@ -205,10 +212,10 @@ def submit_upload(user, data: dict) -> Submission:
         return submit(SubmissionRequest(**common))
 
 
-def refused(errors: dict) -> Response:
+def refused(errors: dict, answer: int = status.HTTP_400_BAD_REQUEST) -> Response:
     """``{"errors": {field: [sentence]}}``: each field's sentences as a flat list of strings."""
     flat = {field: list(_sentences(messages)) for field, messages in errors.items()}
-    return Response({"errors": flat}, status=status.HTTP_400_BAD_REQUEST)
+    return Response({"errors": flat}, status=answer)
 
 
 def _sentences(messages):

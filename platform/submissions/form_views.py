@@ -29,11 +29,26 @@ from submissions.submitting import SubmissionError, SubmissionRequest, quota, su
 @csrf_exempt  # only until the size check is among the upload handlers: _submission_form checks the token
 @login_required
 def new_submission(request: HttpRequest) -> HttpResponse:
-    """The upload handlers must be set before the body is read, which checking the CSRF token does."""
+    """The upload handlers must be set before the body is read, which checking the CSRF token does.
+
+    A post whose declared length is refused (too large, or no room on the disk) is answered with
+    the form and the reason, 413, without reading its body: not even its CSRF token, which the
+    answer does not need since it changes nothing.
+    """
     handler = uploads.CheckpointSizeHandler(request)
     if request.method == "POST":
+        unread = uploads.declared_refusal(request.META.get("CONTENT_LENGTH"))
+        if unread is not None:
+            return _unread(request, unread)
         request.upload_handlers.insert(0, handler)
     return _submission_form(request, handler)
+
+
+@never_cache
+def _unread(request: HttpRequest, sentence: str) -> HttpResponse:
+    response = _page(request, SubmissionForm.unread(Catalogue.load(), {"checkpoint": sentence}))
+    response.status_code = 413  # Content Too Large
+    return response
 
 
 @csrf_protect

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from django import forms
+from django.forms.utils import ErrorDict
 from django.utils.text import slugify
 
 from biolm.archives import ARCHIVE_SUFFIXES
@@ -158,6 +159,13 @@ class SubmissionForm(forms.Form):
             self.fields[field].error_messages.update(
                 {"empty": "the file is empty; choose the right one", "invalid": "send the form with a file chosen"}
             )
+
+    @classmethod
+    def unread(cls, catalogue: Catalogue, refused: dict[str, str]) -> SubmissionForm:
+        """The blank form with ``refused`` beside their fields (a request refused unread has no values to show)."""
+        form = cls(catalogue=catalogue)
+        form._errors = ErrorDict({field: form.error_class([sentence]) for field, sentence in refused.items()})
+        return form
 
     def clean_name(self) -> str:
         try:

@@ -20,7 +20,9 @@ evaluated twice: that submission is returned with ``reused`` set, unless the req
 from __future__ import annotations
 
 import datetime as dt
-from contextlib import ExitStack
+import os
+import stat
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +48,7 @@ from registry.registration import (
 )
 from registry.sync import load_contributions
 from submissions.models import Submission
+from submissions.uploads import no_room_sentence
 
 DESCRIPTION_MAX = 5000
 ARCHIVES = "a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint's folder"
@@ -146,6 +149,7 @@ def submit(request: SubmissionRequest) -> Submission:
     contributions = load_contributions()
     planned = _planned(contributions, benchmark, entries, overrides, request.preview)
     _check_quota(request.owner)
+    _check_disk(request)
     submission, created = None, []
     try:
         with ExitStack() as stack, transaction.atomic():
@@ -228,6 +232,32 @@ def _check_quota(owner) -> None:
             "fault are refunded and do not count)",
             used.resets_at,
         )
+
+
+def _check_disk(request: SubmissionRequest) -> None:
+    """Unpacking and storing the checkpoint or corpus must leave the disk's reserve free (``BIOLM_DISK_RESERVE_BYTES``).
+
+    Its size (an archive's, or a folder's files') stands for what the intake unpacks and the store
+    keeps. An upload was already checked by its declared length before its body was read; this is
+    the shell's check, and the upload's again now that other uploads may have taken the room.
+    """
+    path = Path(request.model if request.model is not None else request.corpus).expanduser()
+    sentence = no_room_sentence(request.label or str(path), _bytes_in(path))
+    if sentence is not None:
+        raise SubmissionError(sentence, "checkpoint" if request.model is not None else "corpus")
+
+
+def _bytes_in(path: Path) -> int:
+    """A file's size, or the sum of the regular files' under a folder (links not followed); 0 for anything else."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            with suppress(OSError):
+                found = os.lstat(os.path.join(folder, name))
+                total += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    return total
 
 
 def _planned(contributions, benchmark: Benchmark, entries: list[BenchmarkEntry], overrides: Overrides,

@@ -6,6 +6,11 @@ tells an archive's kind by its suffix (``.tar.gz``, ``.tgz``, ``.tar``, ``.zip``
 :func:`on_disk` hard-links it, under a name with its own suffix, into a fresh folder of the
 intake's scratch space; the folder goes when the submission is done, and :func:`discard` removes
 the uploads themselves, whatever happened.
+
+A request is refused before a byte of its body is read (:func:`declared_refusal`) when the length it
+declares is over what a submission may send, or would leave the disk of the upload folder or of the
+artefact store less than ``BIOLM_DISK_RESERVE_BYTES`` free: the answer goes out and the connection
+closes without the body ever being received, let alone written.
 """
 
 from __future__ import annotations
@@ -14,18 +19,22 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.http import QueryDict
 from django.template.defaultfilters import filesizeformat
+from django.utils.datastructures import MultiValueDict
 
+from jobs import artefacts
 from registry.intake import scratch_folder
 
 MIB = 1 << 20
 TAR_OVERHEAD_PER_MEMBER = 1024  # a tar member's header and padding: 512 bytes each at most
+FORM_OVERHEAD = MIB  # the form's other fields (a description of 5000 characters at most) and the multipart framing
 
 
 def largest_archive_bytes() -> int:
@@ -46,10 +55,67 @@ def too_large_sentence(name: str) -> str:
     )
 
 
+def largest_request_bytes() -> int:
+    """The longest submission request worth reading: the largest archive plus the form's other fields."""
+    return largest_archive_bytes() + FORM_OVERHEAD
+
+
+def disk_folders() -> dict[str, Path]:
+    """The local folders a submission fills, by what they are: uploads, the intake's unpacking, the store.
+
+    The artefact store counts only where it is a local filesystem (an S3 bucket has no disk here).
+    """
+    folders = {"upload folder": Path(settings.FILE_UPLOAD_TEMP_DIR), "scratch folder": scratch_folder()}
+    with suppress(NotImplementedError):  # a storage without local paths
+        folders["artefact store"] = Path(artefacts.storage().path(""))
+    return folders
+
+
+def no_room_sentence(label: str, size: int) -> str | None:
+    """Why ``size`` more bytes of ``label`` would leave a disk of :func:`disk_folders` under the reserve; None if not.
+
+    ``BIOLM_DISK_RESERVE_BYTES`` stays free whatever is submitted, so one large upload (or several
+    at once) cannot fill the disk that the database, the logs and the running jobs write to.
+    """
+    reserve = settings.BIOLM_DISK_RESERVE_BYTES
+    seen = set()
+    for what, folder in disk_folders().items():
+        folder.mkdir(parents=True, exist_ok=True)
+        device = folder.stat().st_dev
+        if device in seen:
+            continue
+        seen.add(device)
+        free = shutil.disk_usage(folder).free
+        if size + reserve > free:
+            return (
+                f"{label} ({filesizeformat(size)}) does not fit: the {what}'s disk has {filesizeformat(free)} free and "
+                f"keeps {filesizeformat(reserve)} of it in reserve (BIOLM_DISK_RESERVE_BYTES); try again later, or ask "
+                "the site's operator to free disk space"
+            )
+    return None
+
+
+def declared_refusal(content_length: int | str | None) -> str | None:
+    """Why a request that declares ``content_length`` bytes must not be read at all; None when it may be read."""
+    try:
+        length = int(content_length or 0)
+    except ValueError:
+        return None  # Django's parser refuses a malformed length itself, reading nothing
+    if length > largest_request_bytes():
+        limits = settings.BIOLM_ARCHIVE_LIMITS
+        return (
+            f"the upload is {filesizeformat(length)}, larger than the {filesizeformat(largest_archive_bytes())} a "
+            f"checkpoint archive may be ({limits.variable('max_total_bytes')}); upload a smaller checkpoint"
+        )
+    return no_room_sentence("the upload", length)
+
+
 class CheckpointSizeHandler(FileUploadHandler):
     """Skips a checkpoint upload the moment it passes :func:`largest_archive_bytes`, before the disk fills.
 
-    It goes first in the request's handlers: it passes each chunk on to the one that writes the
+    It goes first in the request's handlers. Before the body is read, a request whose declared
+    length :func:`declared_refusal` refuses is parsed as empty, its body never read, and
+    :attr:`unread` says so. Otherwise it passes each chunk on to the one that writes the
     temporary file, and when the upload is too large, raises ``SkipFile``, upon which Django
     closes (deletes) that file and reads the rest of the request without keeping it. The form
     then shows :attr:`refused`, field name to sentence.
@@ -61,6 +127,18 @@ class CheckpointSizeHandler(FileUploadHandler):
         self.limit = largest_archive_bytes()
         self.refused: dict[str, str] = {}
         self.watching = False
+        self.unread = False
+
+    def handle_raw_input(
+        self, input_data, META, content_length: int, boundary, encoding: str | None = None
+    ) -> tuple[QueryDict, MultiValueDict] | None:
+        """Refuse the request by its declared length: an empty parse, so that Django reads none of its body."""
+        sentence = declared_refusal(content_length)
+        if sentence is None:
+            return None
+        self.refused[sorted(self.watched)[0]] = sentence
+        self.unread = True
+        return QueryDict(encoding=encoding), MultiValueDict()
 
     def new_file(self, field_name, file_name, *args, **kwargs) -> None:
         super().new_file(field_name, file_name, *args, **kwargs)
