@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
@@ -148,7 +149,7 @@ def submit(request: SubmissionRequest) -> Submission:
     details = _details(request)
     contributions = load_contributions()
     planned = _planned(contributions, benchmark, entries, overrides, request.preview)
-    _check_quota(request.owner)
+    _check_quota(request.owner)  # at once, before the intake's work; counted again, under a lock, before the row
     _check_disk(request)
     submission, created = None, []
     try:
@@ -173,6 +174,7 @@ def submit(request: SubmissionRequest) -> Submission:
                 for key, value in details.items():
                     setattr(model, key, value)
                 model.save(update_fields=[*details, "updated_at"])
+            _check_quota(request.owner, lock=True)  # held until the transaction ends: parallel submits queue here
             submission = Submission.objects.create(
                 submitter=request.owner, language_model=model, preview=request.preview
             )
@@ -222,7 +224,23 @@ def _overrides(request: SubmissionRequest) -> Overrides:
     return preview_overrides(settings.BIOLM_PREVIEW_OVERRIDES).merged(given) if request.preview else given
 
 
-def _check_quota(owner) -> None:
+def _check_quota(owner, lock: bool = False) -> None:
+    """Refuse a submission past the daily quota.
+
+    ``lock``, in submit's transaction just before the submission's row is created: the count is
+    made under a lock on the submitter's row that the transaction holds until it ends, so that
+    parallel submissions of one user are counted one after the other, each seeing the rows of those
+    before it, and no more than the quota get through (other users are not held up). On PostgreSQL
+    it is ``FOR NO KEY UPDATE``, which waits for another such lock but not for the ``KEY SHARE``
+    locks that this transaction's own inserts referring to the user (its model's row) already hold:
+    ``FOR UPDATE`` would wait for those of a parallel submission too, and two would deadlock.
+    SQLite, the demo's database, serialises writes already: its transactions begin ``IMMEDIATE``
+    (settings), taking the database's write lock before their first statement, so a second submit
+    waits at its BEGIN until the first commits; ``select_for_update`` is a no-op there.
+    """
+    if lock:
+        no_key = connection.features.has_select_for_no_key_update
+        list(get_user_model().objects.select_for_update(no_key=no_key).filter(pk=owner.pk).values_list("pk"))
     used = quota(owner)
     if used.left == 0:
         raise QuotaExceeded(
