@@ -139,6 +139,14 @@ def test_a_checkpoint_named_like_another_users_private_model_gets_its_own_addres
     assert client.get("/models/bob/bio-bert/").status_code == 200
 
 
+def test_an_upload_named_like_another_users_private_model_is_not_renumbered(alice, bob, shared):
+    """The finding: bob's upload of ``minilm.tar.gz`` used to become ``minilm-2``, telling him alice's exists."""
+    alices = submit_as(alice, shared, private=True, label="minilm.tar.gz").language_model
+    bobs = submit_as(bob, shared, private=True, label="minilm.tar.gz").language_model
+    assert (alices.address, bobs.address) == ("alice/minilm", "bob/minilm")
+    assert bobs.checkpoint == "upload:minilm.tar.gz" and not bobs.slug.startswith("minilm-2")
+
+
 def test_a_submitted_models_address_is_its_owners_and_named_from_the_typed_name(alice, shared, tmp_path):
     named = submit_as(alice, shared, name="My BioBERT v2").language_model
     assert named.address == "alice/my-biobert-v2" and named.get_absolute_url() == "/models/alice/my-biobert-v2/"
