@@ -233,8 +233,9 @@ class _BoundedTarInfo(tarfile.TarInfo):
             shown = f"a {kind} header of {self.size:,} bytes" if self.size > MAX_TAR_HEADER_BYTES else (
                 f"{kind} headers of {max(pending, global_total):,} bytes in all")  # fmt: skip
             raise _HeaderRefused(
-                f"member #{{n}} has {shown}, over the {MAX_TAR_HEADER_BYTES:,} tar headers may hold, refused unread; "
-                f"archive the checkpoint again with names under {MAX_NAME_CHARS:,} characters and no extended attributes"
+                f"member #{{n}} has {shown}, over the {MAX_TAR_HEADER_BYTES:,} tar headers may hold, refused "
+                f"unread; archive the checkpoint again with names under {MAX_NAME_CHARS:,} characters and no extended "
+                "attributes"
             )
         tarfile._biolm_pending, tarfile._biolm_global = pending, global_total
         return super()._proc_member(tarfile)
@@ -266,7 +267,8 @@ def _unpack_zip(handle: BinaryIO, sink: _Sink) -> None:
                 )
             sink.check_declared_size(name, info.file_size)
             with archive.open(info) as source:
-                sink.file(name, source, lambda size=info.compress_size: size)
+                # What the entry took of the archive, as read (not as its header claims, which could lie).
+                sink.file(name, source, lambda start=info.header_offset: handle.tell() - start)
 
 
 def _check_zip_directory(handle: BinaryIO, sink: _Sink) -> None:
