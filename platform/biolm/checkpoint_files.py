@@ -7,8 +7,8 @@ without a suffix, or code. Each kind is bounded by what it is: weights by the pa
 hold (:func:`~biolm.intake_limits.largest_weights_file`; their safetensors headers are then checked
 against the parameter cap), a config by 1 MiB, a tokenizer file by 64 MiB, a document by 1 MiB.
 
-The kinds (``NAME`` at the checkpoint's top level, or in a sentence-transformers module folder
-such as ``1_Pooling/`` where it says so):
+The kinds, each at the checkpoint's top level or, where it says so, in a sentence-transformers
+module folder such as ``1_Pooling/``:
 
 * weights: ``*.safetensors`` at the top level, and their index ``model.safetensors.index.json``;
 * JSON configs: ``*.json``, top level or module folder;
@@ -152,7 +152,8 @@ class CheckpointFiles:
             return (f"{shown}: pickled files are refused, because loading a pickle runs code; biolm reads safetensors "
                     f"only: {SAFE_SERIALISATION}")  # fmt: skip
         if suffix in OTHER_WEIGHT_SUFFIXES:
-            return f"{shown}: biolm reads weights in safetensors only; convert it to model.safetensors"
+            return (f"{shown}: biolm reads weights in safetensors only; remove it, or convert the model to "
+                    "model.safetensors if it holds no safetensors weights")  # fmt: skip
         if suffix in CODE_SUFFIXES:
             return f"{shown}: a checkpoint may hold no code (biolm never runs a submitter's code); remove it"
         return (
