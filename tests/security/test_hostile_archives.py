@@ -298,3 +298,31 @@ def test_the_default_archive_limit_follows_the_parameter_cap_at_four_bytes_a_par
     halved = ArchiveLimits.from_env({"BIOLM_CHECKPOINT_MAX_PARAMETERS": "5_000_000_000"})
     assert halved.max_total_bytes == 20_880_803_848 and halved.max_member_bytes == 20_008_388_616
     assert ArchiveLimits.from_env({"BIOLM_ARCHIVE_MAX_BYTES": "1000"}).max_total_bytes == 1000
+
+
+def test_the_allow_list_knows_each_kind_where_it_may_be_and_what_an_operator_adds():
+    from pathlib import PurePosixPath as P
+
+    from biolm.checkpoint_files import CheckpointFiles
+    from biolm.intake_limits import LimitSettingError
+
+    files = CheckpointFiles()
+    kinds = {name: getattr(files.kind_of(P(name)), "name", None) for name in [
+        "model-00001-of-00002.safetensors", "sub/model.safetensors", "1_Pooling/config.json", "extra/config.json",
+        "2_Dense/vocab.txt", "spiece.model", "LICENSE", "README.md", "__MACOSX/m/._config.json", "notes.txt", "state",
+    ]}  # fmt: skip
+    assert kinds == {
+        "model-00001-of-00002.safetensors": "a weights file", "sub/model.safetensors": None,
+        "1_Pooling/config.json": "a config", "extra/config.json": None, "2_Dense/vocab.txt": "a tokenizer file",
+        "spiece.model": "a tokenizer file", "LICENSE": "a text document", "README.md": "a text document",
+        "__MACOSX/m/._config.json": "an archiver's file", "notes.txt": None, "state": None,
+    }  # fmt: skip
+    assert files.kind_in_archive(P("model/1_Pooling/config.json")).name == "a config"  # under the archive's folder
+    assert files.unlisted([P("config.json"), P("model/config.json")]) == P("model/config.json")
+    operator = CheckpointFiles.from_env({"BIOLM_CHECKPOINT_EXTRA_FILES": "2_Dense/*, *.tiktoken",
+                                         "BIOLM_CHECKPOINT_EXTRA_FILE_BYTES": "1000",
+                                         "BIOLM_CHECKPOINT_MAX_PARAMETERS": "1000"})  # fmt: skip
+    assert operator.kind_of(P("2_Dense/model.safetensors")).max_bytes == 1000
+    assert operator.kind_of(P("model.safetensors")).max_bytes == 8 + 8 * MIB + 4 * 1000
+    with pytest.raises(LimitSettingError, match="BIOLM_CHECKPOINT_EXTRA_FILE_BYTES='lots' is not a whole number"):
+        CheckpointFiles.from_env({"BIOLM_CHECKPOINT_EXTRA_FILE_BYTES": "lots"})
