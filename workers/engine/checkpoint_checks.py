@@ -21,6 +21,7 @@ Each refusal is one sentence that names the file and the fix.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,8 +150,15 @@ def _read_json(path: Path, max_bytes: int) -> dict:
     return value
 
 
+# transformers resolves its names lazily, and two threads resolving the first one at once can see
+# a half-initialised module ("cannot import name 'CONFIG_MAPPING'"): the demo's threaded server
+# takes two first submissions at once. One lock around the first import makes it whole.
+_TRANSFORMERS_IMPORT = threading.Lock()
+
+
 def _build_config(raw: dict, limits: CheckpointLimits, known_model_types: set[str]):
-    from transformers import CONFIG_MAPPING
+    with _TRANSFORMERS_IMPORT:
+        from transformers import CONFIG_MAPPING
 
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in known_model_types or model_type not in CONFIG_MAPPING:
@@ -191,7 +199,9 @@ def _check_size(key: str, value: object, minimum: int, maximum: int, variable: s
 
 def _meta_encoder(config):
     import torch
-    from transformers import AutoModel
+
+    with _TRANSFORMERS_IMPORT:
+        from transformers import AutoModel
 
     try:
         with torch.device("meta"):
