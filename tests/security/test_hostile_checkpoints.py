@@ -308,7 +308,7 @@ def test_a_good_archive_and_directory_are_still_accepted(platform, alice, good, 
     archive = tar_with(tmp_path / "good-model.tar.gz", checkpoint_members(good, "good-model/"))
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", model=archive, datasets=("demo-ner",)))
     model = submission.language_model
-    assert model.slug == "good-model" and model.parameter_count > 0 and len(model.content_sha256) == 64
+    assert model.address == "alice/good-model" and model.parameter_count > 0 and len(model.content_sha256) == 64
     assert files_under(platform["tmp"]) == set()
 
 
