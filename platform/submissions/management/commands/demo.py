@@ -9,7 +9,10 @@ shows both rows, and the site keeps serving until Ctrl-C, which stops every proc
 
 It also makes a ``demo`` account and prints its password, so that a newcomer can sign in and
 submit a checkpoint of their own through the form (``/submit/``) while the workers run; the form's
-quick preview is capped for two CPU cores there (``BIOLM_PREVIEW_OVERRIDES``).
+quick preview is capped for two CPU cores there (``BIOLM_PREVIEW_OVERRIDES``). And it makes a staff
+account, ``admin``, so that the admin's job queue (``/admin/jobs/job/``) can be opened: its password is
+random, printed the one time it is made and kept nowhere (a rerun says that the account exists and
+that ``manage.py changepassword admin`` sets a new one).
 
 Rerunning reuses finished work: a demo model whose jobs succeeded is not submitted again, and
 its unfinished or failed jobs are put back in their queue, as long as they pin the code installed
@@ -43,6 +46,9 @@ BENCHMARK = "blurb-mini"
 MODELS = ("demo-tiny", "all-minilm-l6")
 DEMO_USER = "demo"
 DEMO_EMAIL = "demo@example.org"
+STAFF_USER = "admin"
+STAFF_EMAIL = "admin@example.org"
+ADMIN_QUEUE = "/admin/jobs/job/"
 DEMO_OVERRIDES = {"grid": "single", "seeds": 1, "epochs": 2, "max_length": 128, "max_train_examples": 240}
 DEMO_PREVIEW_OVERRIDES = {key: value for key, value in DEMO_OVERRIDES.items() if key not in ("grid", "seeds")}
 PRETRAIN_STEPS = 200
@@ -64,6 +70,32 @@ def demo_account() -> str:
         user.email = user.email or DEMO_EMAIL
         user.save()
     return password
+
+
+def staff_account() -> str | None:
+    """Make the demo's staff account (a superuser, so the admin shows it every job and worker); its password.
+
+    The password is random and returned only when the account is made now, so it is printed once and
+    stored nowhere; None when the account existed already (its password is then left as it was: an
+    operator may have changed it, and ``manage.py changepassword admin`` sets a new one).
+    """
+    users = get_user_model().objects
+    if users.filter(username=STAFF_USER).exists():
+        return None
+    password = secrets.token_urlsafe(12)
+    users.create_superuser(username=STAFF_USER, email=STAFF_EMAIL, password=password)
+    return password
+
+
+def staff_sign_in(site: str, password: str | None) -> str:
+    """What the demo prints about the admin: where its job queue is, and how the staff account signs in."""
+    where = f"admin job queue: {site}{ADMIN_QUEUE}"
+    if password is not None:
+        return f"{where} (sign in as {STAFF_USER}, password {password}: shown this once, stored nowhere)"
+    return (
+        f"{where} (sign in as {STAFF_USER}; the account exists, its password was shown when it was made: "
+        f"python manage.py changepassword {STAFF_USER} sets a new one)"
+    )
 
 
 def minilm_checkpoint() -> Path:
@@ -101,6 +133,7 @@ class Command(BaseCommand):
         # The form's quick preview, on two CPU cores: the demo's own caps on epochs, length and examples.
         environment.setdefault("BIOLM_PREVIEW_OVERRIDES", json.dumps(DEMO_PREVIEW_OVERRIDES))
         password = demo_account()
+        staff = staff_sign_in(f"http://{host}:{port}", staff_account())
         children: list[subprocess.Popen] = []
         logs = Path(settings.BIOLM_VAR_DIR) / "demo"
         logs.mkdir(parents=True, exist_ok=True)
@@ -129,6 +162,7 @@ class Command(BaseCommand):
             spawn("web", [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"])
             spawn("worker", [sys.executable, "manage.py", "worker", "--gpus", "auto"])
             self.stdout.write(f"site and workers started (logs in {logs})")
+            self.stdout.write(staff)  # now, so that a run stopped before its end has shown the password too
             jobs = self.submissions(tuple(datasets), tuple(models))
             self.follow(jobs)
             self.summarise(jobs, host, port, time.monotonic() - started)
@@ -138,6 +172,7 @@ class Command(BaseCommand):
                     f"submit your own model: sign in at http://{host}:{port}/accounts/login/ as {DEMO_USER} "
                     f"(password {password}), then http://{host}:{port}/submit/"
                 )
+                self.stdout.write(staff)
                 self.stdout.write("(Ctrl-C stops the site and the workers)")
                 while all(child.poll() is None for child in children):
                     time.sleep(1)
