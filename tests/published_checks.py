@@ -52,3 +52,48 @@ def check_rounding_exception(
     assert abs(computed - printed) > tolerance, "no longer an exception: remove it from ROUNDING_EXCEPTIONS"
     # Rounded inputs (each off by at most the tolerance) cannot move a mean by more than twice it here.
     assert abs(computed - printed) <= 2 * tolerance
+
+
+# The papers' titles, as their texts open (official_data.paper finds a paper by them).
+GU_ET_AL_2021 = "Domain-Specific Language Model Pretraining for Biomedical Natural Language Processing"
+FANG_ET_AL_2023 = "Bioformer: an efficient transformer language model for biomedical text mining"
+YANG_ET_AL_2022 = "A Large Language Model for Electronic Health Records"
+LEWIS_ET_AL_2020 = "Pretrained Language Models for Biomedical and Clinical Tasks"
+
+# What each paper says of the sizes the published rows cite it for, exactly as its text prints it.
+SIZE_STATEMENTS = {
+    GU_ET_AL_2021: (
+        "Prior work in biomedical pretraining uses BERT-BASE only",
+        "For head-to-head comparison, we also use BERT-BASE in pretraining PubMedBERT",
+    ),
+    FANG_ET_AL_2023: (
+        "Bioformer <sub>8L</sub>\tBioformer <sub>16L</sub>\tBioBERT <sub>Base-v1.1</sub>\tPubMedBERT",
+        "Number of parameters\t43M\t42M\t110M\t110M",
+    ),
+    YANG_ET_AL_2022: (
+        "ClinicalBERT has 110 million parameters",
+        "ClinicalBERT (trained with 110 million parameters)",
+        "BioBERT (345 million parameters)",
+        "BioMegatron (1.2 billion parameters)",
+        "<td>GatorTron-base</td>\n<td>24</td>\n<td>1024</td>\n<td>16</td>\n<td>345 million</td>",
+        "<td>GatorTron-medium</td>\n<td>48</td>\n<td>2560</td>\n<td>40</td>\n<td>3.9 billion</td>",
+        "<td>GatorTron-large</td>\n<td>56</td>\n<td>3584</td>\n<td>56</td>\n<td>8.9 billion</td>",
+    ),
+    LEWIS_ET_AL_2020: (
+        "We pretrain a variety of models based on the RoBERTa-base and RoBERTa-large architectures",
+        "We initialize our models with the RoBERTa checkpoints, except when we use a domain-specific vocabulary",
+        "Both the general-purpose (RoBERTa) and domain-specific vocabularies contain 50k subword units",
+    ),
+}
+
+
+def check_size_statements(official_data, title: str) -> None:
+    """Each sentence or table row a published size cites is in the paper's text, as quoted."""
+    text = official_data.paper(title).read_text(encoding="utf-8")
+    for statement in SIZE_STATEMENTS[title]:
+        assert statement in text, (title, statement)
+
+
+def sizes_of(spec: BenchmarkSpec) -> dict[str, tuple[int | None, str]]:
+    """Each published row's (parameters, parameters_source)."""
+    return {m.slug: (m.parameters, m.parameters_source) for m in spec.published}

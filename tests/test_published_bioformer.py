@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import pluggy
 import pytest
-from published_checks import check_printed_summary, check_rounding_exception, published_model
+from published_checks import (
+    FANG_ET_AL_2023,
+    check_printed_summary,
+    check_rounding_exception,
+    check_size_statements,
+    published_model,
+)
 
 from biolm import hookspecs
 from biolm.aggregation import aggregate
@@ -152,6 +158,10 @@ def test_qa_entries(spec: BenchmarkSpec) -> None:
 # --- transcription ------------------------------------------------------------------------------
 
 
+def test_table_1_states_the_five_sizes(official_data) -> None:
+    check_size_statements(official_data, FANG_ET_AL_2023)
+
+
 def test_published_models(spec: BenchmarkSpec) -> None:
     assert tuple(m.slug for m in spec.published) == MODELS
     params = {m.slug: m.parameters for m in spec.published}
@@ -162,6 +172,7 @@ def test_published_models(spec: BenchmarkSpec) -> None:
         "pubmedbert-abs": 110_000_000,
         "pubmedbert-absfull": 110_000_000,
     }
+    assert all(m.parameters_source == "Fang et al. 2023, Table 1" for m in spec.published)
     assert all(m.architecture == "bert" for m in spec.published)
     lengths = {m.slug: m.max_sequence_length for m in spec.published}
     assert lengths["bioformer-16l"] == 1024  # Table 1: "Max input sequence length 1,024"

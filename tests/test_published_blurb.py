@@ -11,6 +11,7 @@ Every printed BLURB score is reproduced by :func:`aggregate` to the table's prec
 from __future__ import annotations
 
 import pytest
+from published_checks import FANG_ET_AL_2023, GU_ET_AL_2021, YANG_ET_AL_2022, check_size_statements, sizes_of
 
 from biolm.aggregation import aggregate
 from biolm.specs import BenchmarkSpec
@@ -212,12 +213,40 @@ def test_model_metadata(bench):
         assert model.architecture == ("roberta" if model.slug == "roberta" else "bert"), model.slug
         assert model.max_sequence_length == 512, model.slug
         assert model.vocabulary and model.pretraining_corpus, model.slug
-        assert model.parameters is None, model.slug  # the paper states no parameter counts (Table 5)
     assert models["pubmedbert"].hf_checkpoint == "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract"
     assert models["biobert"].hf_checkpoint == "dmis-lab/biobert-v1.1"
     assert models["clinicalbert"].hf_checkpoint == "emilyalsentzer/Bio_ClinicalBERT"
     for slug in ("roberta", "bluebert", *(slug for slug, _ in ABLATION_MODELS)):
         assert models[slug].hf_checkpoint == "", slug
+
+
+# Each size and the paper that states it (Gu et al. 2021 gives no counts, Table 5; Section 6.1 says the
+# biomedical models and PubMedBERT are BERT-BASE, whose 110M is Devlin et al. 2019's).
+SIZES = {
+    "bert-base-uncased": (110_000_000, "Devlin et al. 2019"),
+    "bert-base-cased": (110_000_000, "Devlin et al. 2019"),
+    "roberta": (None, ""),  # base or large is never said
+    "biobert": (110_000_000, "Fang et al. 2023, Table 1"),
+    "scibert-uncased": (110_000_000, "Beltagy et al. 2019"),
+    "scibert-cased": (110_000_000, "Beltagy et al. 2019"),
+    "clinicalbert": (110_000_000, "Yang et al. 2022"),
+    "bluebert": (110_000_000, "Gu et al. 2021, Section 6.1"),
+    "pubmedbert": (110_000_000, "Fang et al. 2023, Table 1"),
+    **{slug: (110_000_000, "Gu et al. 2021, Section 6.1") for slug, _ in ABLATION_MODELS},
+}
+
+
+def test_every_size_but_robertas_is_recorded_with_the_paper_that_states_it(bench):
+    sizes = sizes_of(bench)
+    assert sizes.keys() == SIZES.keys()
+    for slug, (parameters, cited) in SIZES.items():
+        assert sizes[slug][0] == parameters, slug
+        assert cited in sizes[slug][1] if cited else sizes[slug][1] == "", (slug, sizes[slug][1])
+
+
+def test_the_sizes_blurb_cites_are_stated_in_gu_fang_and_yang(official_data):
+    for title in (GU_ET_AL_2021, FANG_ET_AL_2023, YANG_ET_AL_2022):
+        check_size_statements(official_data, title)
 
 
 # --- the BLURB score ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import pluggy
 import pytest
+from published_checks import YANG_ET_AL_2022, check_size_statements, sizes_of
 
 from biolm import hookspecs
 from biolm.aggregation import aggregate
@@ -185,6 +186,23 @@ def test_overall_summary_is_documented_as_platform_convention(module) -> None:
 # --- transcription ------------------------------------------------------------------------------
 
 
+def test_every_gatortron_row_names_the_sentence_or_table_of_yang_et_al_2022_that_sizes_it(gt: BenchmarkSpec) -> None:
+    sources = {slug: source for slug, (_, source) in sizes_of(gt).items()}
+    assert all(source.startswith("Yang et al. 2022, ") for source in sources.values()), sources
+    assert (
+        sources["gatortron-base"]
+        == sources["gatortron-medium"]
+        == sources["gatortron-large"]
+        == ("Yang et al. 2022, Table 3")
+    )
+    assert "345 million" in sources["biobert"] and "1.2 billion" in sources["biomegatron"]
+    assert sizes_of(gt)["biomegatron"][0] == 1_200_000_000
+
+
+def test_the_sizes_the_clinical_benchmarks_cite_are_stated_in_yang_et_al_2022(official_data) -> None:
+    check_size_statements(official_data, YANG_ET_AL_2022)
+
+
 def test_published_models(gt: BenchmarkSpec, cl: BenchmarkSpec) -> None:
     assert {m.slug for m in gt.published} == GATORTRON_MODELS
     assert {m.slug for m in cl.published} == LONGFORMER_MODELS
@@ -201,7 +219,15 @@ def test_published_models(gt: BenchmarkSpec, cl: BenchmarkSpec) -> None:
         "clinical-longformer": "longformer",
         "clinical-bigbird": "big-bird",
     }
-    assert all(m.parameters is None for m in cl.published), "Li et al. 2022 state no parameter counts"
+    # Li et al. 2022 state no counts, nor BERT's or BioBERT's size (base or large); only ClinicalBERT's
+    # 110 million is stated, by Yang et al. 2022.
+    assert sizes_of(cl) == {
+        "bert": (None, ""),
+        "biobert": (None, ""),
+        "clinicalbert": (110_000_000, "Yang et al. 2022, Introduction and Methods (ClinicalBERT, 110 million)"),
+        "clinical-longformer": (None, ""),
+        "clinical-bigbird": (None, ""),
+    }
     lengths = {m.slug: m.max_sequence_length for m in cl.published}
     assert lengths["clinical-longformer"] == lengths["clinical-bigbird"] == 4096
     assert lengths["bert"] == 512

@@ -15,7 +15,17 @@ from __future__ import annotations
 
 import pluggy
 import pytest
-from published_checks import check_printed_summary, check_rounding_exception, computed_summaries, published_model
+from published_checks import (
+    FANG_ET_AL_2023,
+    LEWIS_ET_AL_2020,
+    YANG_ET_AL_2022,
+    check_printed_summary,
+    check_rounding_exception,
+    check_size_statements,
+    computed_summaries,
+    published_model,
+    sizes_of,
+)
 
 from biolm import hookspecs
 from biolm.aggregation import aggregate
@@ -320,7 +330,40 @@ def test_published_models(spec: BenchmarkSpec) -> None:
     for slug in TABLE_7_EXTRA_MODELS:
         assert "Table 7" in published_model(spec, slug).notes, slug
     assert all(m.max_sequence_length == 512 for m in spec.published)
-    assert all(m.parameters is None for m in spec.published)  # the paper prints no parameter counts
+
+
+# Lewis et al. 2020 print no counts; Section 4.1 says every model of theirs is RoBERTa-base or -large sized
+# (initialised from the checkpoints, or from scratch with a 50k vocabulary as RoBERTa's), whose 125M and
+# 355M the RoBERTa release states; the other four are sized by Beltagy et al. 2019, Fang et al. 2023,
+# Yang et al. 2022 and BioMed-RoBERTa's model card.
+BASE, LARGE = 125_000_000, 355_000_000
+SIZES = {
+    "roberta-base": (BASE, "Liu et al. 2019"),
+    "scibert": (110_000_000, "Beltagy et al. 2019"),
+    "biobert": (110_000_000, "Fang et al. 2023, Table 1"),
+    "clinicalbert": (110_000_000, "Yang et al. 2022"),
+    "biomed-roberta": (BASE, "model card allenai/biomed_roberta_base"),
+    "ours-base": (BASE, "Lewis et al. 2020, Section 4.1"),
+    "roberta-large": (LARGE, "Liu et al. 2019"),
+    "ours-large": (LARGE, "Lewis et al. 2020, Section 4.1"),
+    "roberta-base-pm": (BASE, "Lewis et al. 2020, Section 4.1"),
+    "roberta-base-pm-voc": (BASE, "Lewis et al. 2020, Section 4.1"),
+    "roberta-base-pm-m3": (BASE, "Lewis et al. 2020, Section 4.1"),
+    "roberta-large-pm-m3": (LARGE, "Lewis et al. 2020, Section 4.1"),
+    "ours-base-distill-align": (BASE, "Lewis et al. 2020, Section 7.1"),
+}
+
+
+def test_every_size_names_the_paper_or_card_that_states_it(spec: BenchmarkSpec) -> None:
+    sizes = sizes_of(spec)
+    assert sizes.keys() == SIZES.keys()
+    for slug, (parameters, cited) in SIZES.items():
+        assert sizes[slug][0] == parameters and cited in sizes[slug][1], (slug, sizes[slug])
+
+
+def test_the_sizes_lewis2020_cites_are_stated_in_lewis_fang_and_yang(official_data) -> None:
+    for title in (LEWIS_ET_AL_2020, FANG_ET_AL_2023, YANG_ET_AL_2022):
+        check_size_statements(official_data, title)
 
 
 def test_every_model_has_every_entry(spec: BenchmarkSpec) -> None:

@@ -122,3 +122,51 @@ def test_published_scores_must_name_known_entries_and_be_numbers():
         benchmark(published=(PublishedModelSpec("m", "M", {"bc2gm": 1.0}),)).validate()
     with pytest.raises(SpecError, match="not a number"):
         benchmark(published=(PublishedModelSpec("m", "M", {"toy-ner": "93.1"}),)).validate()
+
+
+def sized(parameters: object = 110_000_000, source: object = "Fang et al. 2023, Table 1") -> BenchmarkSpec:
+    """The toy benchmark with one published row of the given size and size source."""
+    row = PublishedModelSpec(
+        "pubmedbert", "PubMedBERT", {"toy-ner": 1.0}, parameters=parameters, parameters_source=source
+    )
+    return benchmark(published=(row,))
+
+
+def test_a_published_size_with_its_source_validates_and_so_does_a_row_with_neither():
+    sized().validate()
+    sized(None, "").validate()
+
+
+@pytest.mark.parametrize("parameters", [0, -110_000_000, 110.5, "110M", True, 10**19])
+def test_a_published_size_that_is_not_a_positive_whole_count_names_the_benchmark_model_and_field(parameters):
+    with pytest.raises(SpecError, match=r"^benchmark toy: published model pubmedbert: parameters must be a positive"):
+        sized(parameters).validate()
+
+
+@pytest.mark.parametrize("source", ["", "   "])
+def test_a_published_size_without_its_source_is_refused_naming_the_field_and_the_fix(source):
+    with pytest.raises(SpecError) as refused:
+        sized(source=source).validate()
+    message = str(refused.value)
+    assert message.startswith("benchmark toy: published model pubmedbert: parameters_source is empty;")
+    assert "110,000,000 parameters" in message and "or leave parameters out" in message
+
+
+def test_a_size_source_without_a_size_is_refused():
+    with pytest.raises(SpecError, match=r"pubmedbert: parameters_source is given without parameters"):
+        sized(None).validate()
+
+
+def test_a_plugins_unsourced_size_is_reported_under_the_plugins_name_and_its_benchmark_skipped():
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    module = types.ModuleType("sizes_plugin")
+    module.biolm_benchmarks = hookimpl(lambda: [sized(source="")])
+    contributions = collect_contributions(
+        get_plugin_manager(load_entrypoints=False, extra_plugins=[("sizes_plugin", module)])
+    )
+    [problem] = [p for p in contributions.problems if p.plugin == "sizes_plugin"]
+    assert "invalid BenchmarkSpec: benchmark toy: published model pubmedbert: parameters_source is empty" in (
+        problem.message
+    )
+    assert "toy" not in contributions.benchmarks

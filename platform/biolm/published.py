@@ -7,7 +7,8 @@ JSON beside their module (data, not code), in this shape::
       "source": "Gu et al. 2021, Table 6",
       "models": [
         {"slug": "pubmedbert", "name": "PubMedBERT", "architecture": "bert",
-         "parameters": 110000000, "vocabulary": "PubMed WordPiece (uncased)",
+         "parameters": 110000000, "parameters_source": "Fang et al. 2023, Table 1",
+         "vocabulary": "PubMed WordPiece (uncased)",
          "pretraining_corpus": "PubMed abstracts", "max_sequence_length": 512,
          "hf_checkpoint": "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract",
          "scores": {"bc5-chem": 93.33, ...},

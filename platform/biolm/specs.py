@@ -592,6 +592,9 @@ class PublishedModelSpec:
     scores: Mapping[str, float]
     architecture: str = "bert"
     parameters: int | None = None
+    # Where ``parameters`` is stated: the paper and its table or section ("Fang et al. 2023, Table 1"), or
+    # "model card" with the Hugging Face id. Required with a count, so no size on a page is a guess.
+    parameters_source: str = ""
     vocabulary: str = ""
     pretraining_corpus: str = ""
     max_sequence_length: int | None = None
@@ -599,6 +602,19 @@ class PublishedModelSpec:
     reported_summaries: Mapping[str, float] = field(default_factory=dict)
     notes: str = ""
     source: str = ""  # the table this row comes from, when not the benchmark's published_source
+
+
+def _check_parameters(model: PublishedModelSpec, what: str) -> None:
+    """A published size is a positive whole count with the paper or card that states it; neither alone."""
+    _check_count(model.parameters, f"{what}: parameters", BIG_INTEGER_MAX)
+    stated = model.parameters_source.strip()
+    if model.parameters is not None and not stated:
+        raise SpecError(
+            f"{what}: parameters_source is empty; name where {model.parameters:,} parameters is stated "
+            "(a paper and its table, or 'model card' and the Hugging Face id), or leave parameters out"
+        )
+    if model.parameters is None and stated:
+        raise SpecError(f"{what}: parameters_source is given without parameters; add the count it states or remove it")
 
 
 @dataclass(frozen=True)
@@ -687,10 +703,11 @@ class BenchmarkSpec:
                 ("pretraining_corpus", CORPUS_MAX),
                 ("hf_checkpoint", CHECKPOINT_MAX),
                 ("source", SOURCE_MAX),
+                ("parameters_source", SOURCE_MAX),
                 ("architecture", SLUG_MAX),
             ):
                 _check_length(getattr(model, name), limit, f"{what}: {name}")
-            _check_count(model.parameters, f"{what}: parameters", BIG_INTEGER_MAX)
+            _check_parameters(model, what)
             _check_count(model.max_sequence_length, f"{what}: max_sequence_length", INTEGER_MAX)
             for key, value in model.reported_summaries.items():
                 _check_finite(value, f"{what}: reported summary {key}")

@@ -311,6 +311,10 @@ class LanguageModel(models.Model):
     architecture = models.ForeignKey(Architecture, null=True, blank=True, on_delete=models.PROTECT)
     recipe = models.ForeignKey(PretrainingRecipe, null=True, blank=True, on_delete=models.SET_NULL)
     parameter_count = models.BigIntegerField(null=True, blank=True)
+    parameter_count_source = models.CharField(
+        max_length=SOURCE_MAX, blank=True,
+        help_text="Where the count is stated (paper and table, or model card); blank when counted from the weights.",
+    )  # fmt: skip
     vocabulary = models.CharField(max_length=VOCABULARY_MAX, blank=True)
     pretraining_corpus = models.CharField(max_length=CORPUS_MAX, blank=True)
     max_sequence_length = models.PositiveIntegerField(null=True, blank=True)

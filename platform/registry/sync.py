@@ -303,6 +303,7 @@ def _sync_published_model(
             "name": published.name,
             "architecture": architecture,
             "parameter_count": published.parameters,
+            "parameter_count_source": published.parameters_source,
             "vocabulary": published.vocabulary,
             "pretraining_corpus": published.pretraining_corpus,
             "max_sequence_length": published.max_sequence_length,

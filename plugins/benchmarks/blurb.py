@@ -42,9 +42,13 @@ per-dataset numbers (tests/test_published_blurb.py); no exception is needed.
 
 Other judgement calls:
 
-* ``parameters`` is left empty: Table 5 gives no parameter counts, and Section 6.1 only speaks of
-  BERT-BASE "with 12 transformer layers and 100 million parameters" as a size class; RoBERTa's
-  size is not stated at all.
+* ``parameters``: Table 5 gives no parameter counts, and Section 6.1 only speaks of BERT-BASE "with
+  12 transformer layers and 100 million parameters" as a size class. Each count is therefore taken
+  from where it is stated, and ``parameters_source`` says where: PubMedBERT and BioBERT v1.1 from
+  Fang et al. 2023 (Table 1, 110M each), ClinicalBERT from Yang et al. 2022 (110 million), BERT
+  from Devlin et al. 2019 (BERT-BASE, 110M), SciBERT from Beltagy et al. 2019 (the size of
+  BERT-Base), BlueBERT and the PubMedBERT ablations from Section 6.1 (BERT-BASE) with Devlin et al.
+  2019's count. RoBERTa's size is not stated (base or large is never said), so it stays empty.
 * Vocabulary and corpus strings follow Table 5 (vocabulary, pretraining, corpus, text size) and
   Section 6.1. Table 5 gives PubMedBERT's corpus as 3.1B words, Section 6.1 as 3.2 billion words;
   both are quoted.
