@@ -30,7 +30,7 @@ def jobs(alice):
 def test_the_job_queue_shows_depth_live_workers_and_progress(admin_client, jobs):
     dispatch.record_worker("gpu0@host", ["gpu"], slots=1)
     page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
-    assert "<td>gpu</td><td>2</td><td>1</td><td>1</td>" in page  # 2 waiting, 1 running, 1 live slot
+    assert "<td>training (gpu)</td><td>2</td><td>1</td><td>1</td>" in page  # 2 waiting, 1 running, 1 live slot
     assert "gpu0@host" in page
     assert '<progress value="30" max="120"></progress> 30/120, loss 0.250' in page and "1:35" in page
     filtered = admin_client.get(reverse("admin:jobs_job_changelist"), {"status__exact": "running"}).content.decode()

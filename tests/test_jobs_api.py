@@ -193,6 +193,14 @@ def test_workers_register_with_the_worker_secret_only(settings):
     assert Worker.objects.get(name="gpu0@host").queues == "gpu"
 
 
+def test_a_workers_heartbeat_records_the_gpus_it_runs_on_and_none_when_it_says_nothing(settings):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {settings.BIOLM_WORKER_SECRET}")
+    client.post(f"{API}workers/heartbeat", {"name": "gpu0@box", "queues": ["gpu"], "gpus": 1}, format="json")
+    client.post(f"{API}workers/heartbeat", {"name": "gpu0@laptop", "queues": ["gpu"]}, format="json")  # older workers
+    assert dict(Worker.objects.values_list("name", "gpus")) == {"gpu0@box": 1, "gpu0@laptop": 0}
+
+
 def test_the_worker_api_is_described_by_an_openapi_schema_for_workers_only(client, settings):
     assert client.get(f"{API}schema/").status_code == 401
     assert client.get(f"{API}schema/", HTTP_AUTHORIZATION="Bearer not-the-secret").status_code == 403

@@ -61,9 +61,9 @@ def test_the_queue_counts_jobs_per_benchmark_and_queue_and_never_names_a_private
     response = client.get(URL)
     html = response.content.decode()
     assert response.status_code == 200
-    assert row(html, "BLURB-mini", "gpu") == ["4", "2", "0"]
-    assert row(html, "BLURB-mini", "cpu") == ["0", "0", "1"]
-    assert row(html, "pretraining (before any benchmark)", "gpu") == ["1", "0", "0"]
+    assert row(html, "BLURB-mini", "training") == ["4", "2", "0"]
+    assert row(html, "BLURB-mini", "scoring") == ["0", "0", "1"]
+    assert row(html, "pretraining (before any benchmark)", "training") == ["1", "0", "0"]
     assert "Secret Clinical BERT" not in html and "secret-model" not in html
     assert '<a href="/models/bob/open-model/">Open PubMedBERT</a>' in html and "25%" in html
 
@@ -75,12 +75,30 @@ def test_a_queue_without_a_live_worker_says_no_worker_is_running_and_names_faili
     dispatch.record_problem("gpu1@host", ["gpu"], "CUDA driver version is insufficient")
     html = client.get(URL).content.decode()
     unserved = (
-        "no gpu worker is running (gpu1@host failing: CUDA driver version is insufficient; gpu0@old silent for 10"
+        "no training worker is running (gpu1@host failing: CUDA driver version is insufficient; gpu0@old silent for 10"
     )
-    assert f"<strong>gpu</strong>:\n    {unserved}" in html
-    assert "<strong>cpu</strong>:\n    1 live worker, 1 slot;" in html
+    assert f"<strong>Training queue</strong>:\n    {unserved}" in html
+    assert "<strong>Scoring queue</strong>:\n    1 live worker, 1 slot;" in html
     assert re.search(r"<th scope=\"row\" class=\"text\">cpu@host</th>.*?live</td>\s*<td>\d s ago</td>", html, re.S)
     assert "failing: CUDA driver version is insufficient" in html and "10 min ago" in html
+
+
+def test_on_a_cpu_only_site_the_queue_page_names_queues_by_what_they_do_and_never_says_gpu(client, alice):
+    dispatch.record_worker("trainer0@laptop", ["gpu"], gpus=0)  # manage.py worker with no GPU: the training one
+    dispatch.record_worker("scorer@laptop", ["cpu"])
+    job(model(alice, "m", "M", public=True), Job.Status.QUEUED)
+    html = client.get(URL).content.decode()
+    assert "<strong>Training queue</strong>:\n    1 live worker, 1 slot;" in html
+    assert row(html, "BLURB-mini", "training") == ["1", "0", "0"]
+    assert re.search(r">trainer0@laptop</th>\s*<td class=\"text\">training</td>\s*<td class=\"text\">CPU</td>", html)
+    assert "gpu" not in html.lower()
+
+
+def test_a_queue_served_by_a_worker_with_a_gpu_is_named_the_gpu_training_queue(client):
+    dispatch.record_worker("gpu0@box", ["gpu"], gpus=1)
+    html = client.get(URL).content.decode()
+    assert "<strong>GPU training queue</strong>:\n    1 live worker, 1 slot;" in html
+    assert re.search(r">gpu0@box</th>\s*<td class=\"text\">GPU training</td>\s*<td class=\"text\">1 GPU</td>", html)
 
 
 def test_the_median_wait_counts_from_when_a_job_could_start(alice):
@@ -114,4 +132,4 @@ def test_the_queue_page_takes_a_few_queries_however_many_jobs_wait(client, alice
 def test_the_queue_page_is_public_and_says_when_nothing_runs(client):
     html = client.get(URL).content.decode()
     assert "No job is waiting or running, and none finished in the last day." in html
-    assert "No worker has been seen in the last day." in html and "no gpu worker is running" in html
+    assert "No worker has been seen in the last day." in html and "no training worker is running" in html

@@ -75,7 +75,7 @@ def test_the_owner_sees_the_submission_its_jobs_and_its_controls(submission, ali
     assert ">Cancel submission</button>" in html and "data-confirm=" in html
     assert html.count('name="csrfmiddlewaretoken"') == html.count("<form")  # every form, the header's sign-out too
     assert html.count("<tr data-job=") == 4
-    assert "waiting: no gpu worker is running" in html  # no worker has ever heartbeated
+    assert "waiting: no training worker is running" in html  # no worker has ever heartbeated
     assert "waiting for the jobs it depends on" in html
     assert "0 of 3" in html and "Trained on<br>PubMed." in html
     assert '<a href="https://example.org/a" rel="nofollow noopener noreferrer">' in html
@@ -170,7 +170,7 @@ def test_status_json_reports_each_jobs_progress_and_why_it_waits(submission, ali
         ner["eta_s"] == 95.0 and 4 <= ner["heartbeat_age_s"] < 60 and (ner["attempts"], ner["max_attempts"]) == (1, 3)
     )
     qa = jobs["finetune", "demo-qa"]
-    assert qa["waiting_reason"] == "waiting: no gpu worker is running" and qa["heartbeat_age_s"] is None
+    assert qa["waiting_reason"] == "waiting: no training worker is running" and qa["heartbeat_age_s"] is None
     assert jobs["score", "demo-qa"]["waiting_reason"] == "waiting for the jobs it depends on"
 
 
@@ -178,10 +178,27 @@ def test_with_a_live_worker_a_waiting_job_shows_its_place_and_estimated_start(su
     dispatch.record_worker("gpu0@host", ["gpu"])
     data = as_user(alice).get(urls(submission)["status"]).json()
     first = next(job for job in data["jobs"] if job["kind"] == "finetune")
-    assert first["waiting_reason"] == "waiting for a free gpu worker"
+    assert first["waiting_reason"] == "waiting for a free training worker"
     assert first["queue_position"] == 1 and first["estimated_start"] is not None
     html = as_user(alice).get(urls(submission)["detail"]).content.decode()
-    assert "#1 in the gpu queue, starts about " in html
+    assert "#1 in the training queue, starts about " in html
+
+
+def test_on_a_cpu_only_site_the_submission_page_says_training_queue_and_never_gpu(submission, alice):
+    dispatch.record_worker("trainer0@laptop", ["gpu"], gpus=0)  # the demo's training worker, on the CPU
+    data = as_user(alice).get(urls(submission)["status"]).json()
+    first = next(job for job in data["jobs"] if job["kind"] == "finetune")
+    assert first["queue_name"] == "training" and first["waiting_reason"] == "waiting for a free training worker"
+    html = as_user(alice).get(urls(submission)["detail"]).content.decode()
+    assert "#1 in the training queue" in html and "gpu" not in html.lower()
+
+
+def test_where_a_live_worker_has_a_gpu_the_page_names_the_gpu_training_queue(submission, alice):
+    dispatch.record_worker("gpu0@box", ["gpu"], gpus=1)
+    data = as_user(alice).get(urls(submission)["status"]).json()
+    first = next(job for job in data["jobs"] if job["kind"] == "finetune")
+    assert first["queue_name"] == "GPU training" and first["waiting_reason"] == "waiting for a free GPU training worker"
+    assert "#1 in the GPU training queue" in as_user(alice).get(urls(submission)["detail"]).content.decode()
 
 
 def test_a_failed_job_says_why_in_words_whether_it_was_refunded_and_shows_its_log_escaped(submission, alice):

@@ -44,13 +44,13 @@ def silent(name: str, queues: str = "gpu", minutes: int = 5) -> Worker:
     )
 
 
-def test_a_job_on_a_queue_without_a_live_worker_says_no_gpu_worker_is_running(model):
+def test_a_job_on_a_queue_without_a_live_worker_says_no_training_worker_is_running(model):
     job = new_job(model)
-    assert waiting.reason(job, waiting.queue_states(STALE_S)) == "waiting: no gpu worker is running"
+    assert waiting.reason(job, waiting.queue_states(STALE_S)) == "waiting: no training worker is running"
     silent("gpu0@host")
     dispatch.record_problem("gpu1@host", ["gpu"], "exited with status 2 within 30 s of starting, 5 times in a row")
     note = waiting.reason(job, waiting.queue_states(STALE_S))
-    assert note.startswith("waiting: no gpu worker is running (")
+    assert note.startswith("waiting: no training worker is running (")
     assert "gpu1@host failing: exited with status 2" in note and "gpu0@host silent for 5" in note
 
 
@@ -60,7 +60,7 @@ def test_with_a_live_worker_a_job_waits_for_a_slot_its_dependencies_or_its_backo
     first = new_job(model)
     after = new_job(model, kind=Job.Kind.SCORE, queue=Job.Queue.CPU, after=[first])
     states = waiting.queue_states(STALE_S)
-    assert waiting.reason(first, states) == "waiting for a free gpu worker"
+    assert waiting.reason(first, states) == "waiting for a free training worker"
     assert waiting.reason(after, states) == "waiting for the jobs it depends on"
     Job.objects.filter(pk=first.pk).update(
         status=Job.Status.RETRYING, not_before=timezone.now() + dt.timedelta(seconds=40)
@@ -77,7 +77,7 @@ def test_the_admin_job_list_says_which_jobs_no_worker_serves_and_shows_silent_an
     dispatch.record_problem("gpu1@host", ["gpu"], "exited with status 2 within 30 s of starting, 5 times in a row")
     dispatch.record_worker("cpu@host", ["cpu"])
     page = admin_client.get(reverse("admin:jobs_job_changelist")).content.decode()
-    assert page.count("waiting: no gpu worker is running") >= 2  # the queue's note and the job's row
+    assert page.count("waiting: no training worker is running") >= 2  # the queue's note and the job's row
     assert "<strong>failing</strong>: exited with status 2" in page and "<strong>silent</strong>" in page
     assert ">never<" in page  # the failing worker never heartbeated
     workers = admin_client.get(reverse("admin:jobs_worker_changelist")).content.decode()
@@ -87,7 +87,7 @@ def test_the_admin_job_list_says_which_jobs_no_worker_serves_and_shows_silent_an
 def test_the_demo_terminal_says_when_no_worker_serves_a_waiting_job(model):
     job = new_job(model)
     job = Job.objects.annotate(blocked=lifecycle.blocked_by_dependencies()).get(pk=job.pk)
-    assert describe(job, waiting.queue_states(STALE_S)).endswith("queued    waiting: no gpu worker is running")
+    assert describe(job, waiting.queue_states(STALE_S)).endswith("queued    waiting: no training worker is running")
     dispatch.record_worker("gpu0@host", ["gpu"])
     assert "waiting:" not in describe(job, waiting.queue_states(STALE_S))
 

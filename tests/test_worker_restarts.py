@@ -102,5 +102,8 @@ def test_a_gpu_worker_that_crashes_at_start_up_is_reported_as_failing_not_restar
         return platform.manage("shell", "-v", "0", "-c", script).strip()
 
     shown = wait_until(note, 30, "the gpu queue to have no live worker")  # an earlier test's worker goes silent
-    assert shown.startswith("waiting: no gpu worker is running (") and f"{name} failing: exited with status 2" in shown
+    assert (
+        shown.startswith("waiting: no training worker is running (")
+        and f"{name} failing: exited with status 2" in shown
+    )
     platform.processes.pop("gpu-broken")

@@ -80,3 +80,20 @@ def test_a_jobs_error_is_one_line_and_the_engines_chatter_stays_in_its_log():
     assert failure_summary(3, plugin) == line
     assert failure_cause(3, plugin) == "plugin"
     assert failure_cause(3, chatter) == "platform"  # status 3 without the engine's line: a crash
+
+
+def test_a_worker_on_the_cpu_reports_no_gpu_and_one_pinned_to_a_gpu_reports_one(monkeypatch):
+    from workers.runner.app import gpu_count
+    from workers.runner.gpu_workers import worker_processes
+
+    (on_cpu,) = worker_processes(0, environment={})
+    pinned = worker_processes(2, environment={})
+    assert on_cpu.environment["BIOLM_WORKER_GPUS"] == "0"
+    assert [p.environment["BIOLM_WORKER_GPUS"] for p in pinned] == ["1", "1"]
+    monkeypatch.setenv("BIOLM_WORKER_GPUS", "0")
+    assert gpu_count() == 0
+    monkeypatch.delenv("BIOLM_WORKER_GPUS")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # a worker started by hand on two devices
+    assert gpu_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert gpu_count() == 0

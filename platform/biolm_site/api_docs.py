@@ -40,6 +40,9 @@ CHANGELOG = """
   recording the result). Submitting takes `preview` (true for a quick preview) and `overrides` (a JSON
   object of the protocol's settings to change) and `rerun`; `protocol` (full or quick) is kept as a
   deprecated alias of `preview` for one release, in requests and in answers.
+* 2026-11 (web, second pass): a job has `queue_name`, its queue named by what it does on this site
+  ("training", "GPU training" only where a GPU serves it, "scoring"); `queue` keeps the queue's id (`gpu`,
+  `cpu`), and `waiting_reason` names queues as `queue_name` does ("waiting for a free training worker").
 """
 DESCRIPTION += CHANGELOG
 

@@ -129,7 +129,8 @@ class JobAdmin(admin.ModelAdmin):
             .values_list("queue", "n")
         )
         queues = [
-            {"name": queue, "waiting": depth.get(queue, 0), "running": running.get(queue, 0),
+            {"name": f"{states[queue].name} ({queue})", "waiting": depth.get(queue, 0),
+             "running": running.get(queue, 0),
              "slots": dispatch.capacity(queue, stale),
              "note": states[queue].unserved_note() if depth.get(queue) and not states[queue].served else ""}
             for queue in Job.Queue.values

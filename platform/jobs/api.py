@@ -136,6 +136,9 @@ class WorkerIn(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     queues = serializers.ListField(child=serializers.ChoiceField(choices=Job.Queue.values), min_length=1)
     slots = serializers.IntegerField(min_value=1, max_value=64, default=1)
+    gpus = serializers.IntegerField(
+        min_value=0, max_value=64, default=0, help_text="GPUs its jobs run on; 0 (or absent): the CPU."
+    )
 
 
 class WorkerProblemIn(serializers.Serializer):
@@ -282,6 +285,6 @@ class WorkerHeartbeatView(WorkerView):
     def post(self, request: Request) -> Response:
         _require_worker_secret(request)
         data = _valid(WorkerIn, request)
-        dispatch.record_worker(data["name"], data["queues"], data["slots"])
+        dispatch.record_worker(data["name"], data["queues"], data["slots"], gpus=data["gpus"])
         transaction.on_commit(tasks.kick)  # a free slot may have appeared
         return Response(status=status.HTTP_204_NO_CONTENT)

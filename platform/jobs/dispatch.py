@@ -40,14 +40,17 @@ class Place:
     estimated_start: dt.datetime | None
 
 
-def record_worker(name: str, queues: list[str], slots: int = 1, now: dt.datetime | None = None) -> Worker:
-    """A worker's heartbeat: it is alive, consumes ``queues`` and runs ``slots`` jobs at once."""
+def record_worker(
+    name: str, queues: list[str], slots: int = 1, now: dt.datetime | None = None, gpus: int = 0
+) -> Worker:
+    """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU)."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
         name=name,
         defaults={
             "queues": ",".join(sorted(queues)),
             "slots": slots,
+            "gpus": gpus,
             "last_heartbeat": now,
             "problem": "",
             "problem_at": None,

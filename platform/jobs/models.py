@@ -123,6 +123,9 @@ class Worker(models.Model):
     name = models.CharField(max_length=200, unique=True, help_text="Celery's hostname, e.g. gpu0@host.")
     queues = models.CharField(max_length=100, help_text="Comma-separated queues it consumes.")
     slots = models.PositiveSmallIntegerField(default=1, help_text="Jobs it runs at once.")
+    gpus = models.PositiveSmallIntegerField(
+        default=0, help_text="GPUs its jobs run on, as its heartbeat reports them; 0: it runs them on the CPU."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     last_heartbeat = models.DateTimeField(default=timezone.now, null=True, blank=True, db_index=True)
     problem = models.TextField(blank=True, help_text="Why its supervisor stopped restarting it.")

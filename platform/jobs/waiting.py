@@ -4,8 +4,12 @@ A job can wait for four reasons: a job it depends on has not succeeded yet, it i
 its back-off is not over, its queue has no live worker, or every live worker is busy. The third
 is the one nobody notices by themselves: a crashed worker that nothing restarted leaves its
 queue's jobs "queued" for ever. So a waiting job on a queue without a live worker says so,
-"waiting: no gpu worker is running", naming the workers that served the queue lately and went
+"waiting: no training worker is running", naming the workers that served the queue lately and went
 silent or were given up on, in the admin's job list and in ``manage.py demo``'s terminal.
+
+Queues are named by what their workers do on this site (:func:`queue_name`), not by their ids: the
+``gpu`` queue's worker runs on the CPU where there is no GPU (``make demo`` on a laptop), and
+"waiting for a free gpu worker" there told a submitter of hardware that does not exist.
 """
 
 from __future__ import annotations
@@ -20,6 +24,19 @@ from jobs.lifecycle import blocked_by_dependencies
 from jobs.models import WAITING, Job, Worker
 
 RECENT = dt.timedelta(days=1)  # silent workers older than this are history, not news
+QUEUE_WORK = {Job.Queue.GPU: "training", Job.Queue.CPU: "scoring"}  # what each queue's jobs do
+
+
+def queue_name(queue: str, gpu: bool = False) -> str:
+    """The name people read for ``queue``: what its workers do ("training": pretraining and fine-tuning;
+    "scoring": scoring predictions and recording results), "GPU training" only when ``gpu``.
+
+    The rule: "GPU" is named only while a live worker serving the queue reported a GPU in its heartbeat
+    (``Worker.gpus``, :attr:`QueueState.gpu`); the queue's id, ``gpu``, says where such jobs run best, not
+    where they run on this site. The platform's ``cpu`` queue never has one.
+    """
+    work = QUEUE_WORK.get(queue, queue)
+    return f"GPU {work}" if gpu else work
 
 
 @dataclass
@@ -35,12 +52,22 @@ class QueueState:
     def served(self) -> bool:
         return bool(self.live)
 
+    @property
+    def gpu(self) -> bool:
+        """Whether a live worker of this queue runs its jobs on a GPU."""
+        return any(worker.gpus for worker in self.live)
+
+    @property
+    def name(self) -> str:
+        """The queue's name as people read it (:func:`queue_name`): "training", "GPU training" or "scoring"."""
+        return queue_name(self.queue, self.gpu)
+
     def unserved_note(self, now: dt.datetime | None = None) -> str:
-        """``waiting: no gpu worker is running``, with what became of the queue's workers when known."""
+        """``waiting: no training worker is running``, with what became of the queue's workers when known."""
         now = now or timezone.now()
         details = [f"{w.name} failing: {w.problem}" for w in self.failing]
         details += [f"{w.name} silent for {timesince(w.last_heartbeat, now)}" for w in self.silent]
-        note = f"waiting: no {self.queue} worker is running"
+        note = f"waiting: no {self.name} worker is running"
         return f"{note} ({'; '.join(details)})" if details else note
 
 
@@ -89,4 +116,4 @@ def reason(job: Job, states: dict[str, QueueState], now: dt.datetime | None = No
         return f"retrying in {max(1, int((job.not_before - now).total_seconds()))} s (back-off)"
     if job.dispatched_at is not None:
         return "sent to a worker"
-    return f"waiting for a free {job.queue} worker"
+    return f"waiting for a free {state.name if state is not None else queue_name(job.queue)} worker"

@@ -159,11 +159,15 @@ class JobStateSerializer(serializers.Serializer):
     step = serializers.IntegerField()
     total = serializers.IntegerField()
     eta_s = serializers.FloatField(allow_null=True, help_text="Seconds left, while it runs.")
-    queue = serializers.CharField()
+    queue = serializers.CharField(help_text='The queue\'s id, "gpu" or "cpu" (see queue_name).')
+    queue_name = serializers.CharField(
+        help_text='The queue as people read it: "training" ("GPU training" only where a live worker of it has a GPU) '
+        'or "scoring".'
+    )
     queue_position = serializers.IntegerField(allow_null=True, help_text="1 = next to start, while it waits.")
     estimated_start = serializers.DateTimeField(allow_null=True)
     waiting_reason = serializers.CharField(
-        allow_blank=True, help_text='Why it waits, e.g. "waiting: no gpu worker is running".'
+        allow_blank=True, help_text='Why it waits, e.g. "waiting: no training worker is running".'
     )
     heartbeat_age_s = serializers.FloatField(allow_null=True, help_text="Seconds since its worker's last heartbeat.")
     attempts = serializers.IntegerField()

@@ -8,6 +8,9 @@ waits one query of the day's started jobs.
 A job's wait runs from when it could start (it entered its queue, or its last dependency
 finished, whichever is later) to when it started: an aggregate job that waited an hour for its
 fine-tuning did not wait an hour for a worker.
+
+Queues are named by what they do here ("training", "scoring"; :func:`jobs.waiting.queue_name`), and a
+worker says whether it runs its jobs on a GPU or the CPU, as its heartbeat reported.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class QueueCount:
     benchmark: str  # the name; "" for jobs of no benchmark (pretraining)
     benchmark_slug: str
     queue: str
+    queue_name: str  # what the queue does here: "training", "GPU training" or "scoring"
     pending: int
     running: int
     finished: int
@@ -44,8 +48,9 @@ class QueueCount:
 @dataclass(frozen=True)
 class WorkerRow:
     name: str
-    queues: tuple[str, ...]
+    queues: tuple[str, ...]  # by what they do here ("training", "scoring")
     slots: int
+    device: str  # "CPU", "1 GPU", "2 GPUs"
     state: str  # live, silent or failing (jobs.waiting.worker_state)
     heartbeat_age_s: float | None
     problem: str
@@ -56,9 +61,10 @@ class QueueHealth:
     """One queue: its live workers' slots, what it says when none serves it, and the day's median wait."""
 
     queue: str
+    name: str  # what it does here (jobs.waiting.queue_name)
     live_workers: int
     slots: int
-    note: str  # "" while a live worker serves it, else "no gpu worker is running (...)"
+    note: str  # "" while a live worker serves it, else "no training worker is running (...)"
     median_wait_s: float | None
     started_today: int
 
@@ -89,6 +95,7 @@ def queue_summary(now: dt.datetime | None = None) -> QueueSummary:
     queues = [
         QueueHealth(
             queue=queue,
+            name=state.name,
             live_workers=len(state.live),
             slots=sum(w.slots for w in state.live),
             note="" if state.served else state.unserved_note(now).removeprefix("waiting: "),
@@ -97,10 +104,11 @@ def queue_summary(now: dt.datetime | None = None) -> QueueSummary:
         )
         for queue, state in states.items()
     ]
-    return QueueSummary(counts=_counts(now), queues=queues, workers=_workers(states, now), running=_running())
+    names = {state.queue: state.name for state in states.values()}
+    return QueueSummary(counts=_counts(now, names), queues=queues, workers=_workers(states, now), running=_running())
 
 
-def _counts(now: dt.datetime) -> list[QueueCount]:
+def _counts(now: dt.datetime, names: dict[str, str]) -> list[QueueCount]:
     recent = Q(status__in=WAITING) | Q(status=Job.Status.RUNNING) | Q(status__in=FINISHED, finished_at__gte=now - DAY)
     rows = (
         Job.objects.filter(recent)
@@ -117,6 +125,7 @@ def _counts(now: dt.datetime) -> list[QueueCount]:
             benchmark=row["benchmark__name"] or "",
             benchmark_slug=row["benchmark__slug"] or "",
             queue=row["queue"],
+            queue_name=names.get(row["queue"]) or waiting.queue_name(row["queue"]),
             pending=row["pending"],
             running=row["running"],
             finished=row["finished"],
@@ -149,8 +158,9 @@ def _workers(states: dict[str, waiting.QueueState], now: dt.datetime) -> list[Wo
     return [
         WorkerRow(
             name=worker.name,
-            queues=tuple(worker.queues.split(",")),
+            queues=tuple(waiting.queue_name(queue, bool(worker.gpus)) for queue in worker.queues.split(",")),
             slots=worker.slots,
+            device=f"{worker.gpus} GPU{'s' if worker.gpus > 1 else ''}" if worker.gpus else "CPU",
             state=kind,
             heartbeat_age_s=(now - worker.last_heartbeat).total_seconds() if worker.last_heartbeat else None,
             problem=worker.problem,

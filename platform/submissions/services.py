@@ -72,6 +72,7 @@ class JobState:
     total: int
     eta_s: float | None
     queue: str
+    queue_name: str  # what its queue does here (jobs.waiting.queue_name): "training", "GPU training", "scoring"
     queue_position: int | None
     estimated_start: dt.datetime | None
     waiting_reason: str
@@ -125,6 +126,7 @@ def _state(job: Job, place, states, now: dt.datetime, submission: Submission) ->
         total=job.progress_total,
         eta_s=job.eta_s if job.status == Job.Status.RUNNING else None,
         queue=job.queue,
+        queue_name=states[job.queue].name if job.queue in states else waiting.queue_name(job.queue),
         queue_position=place.position if (place and waiting_now and not job.blocked) else None,
         estimated_start=place.estimated_start if (place and waiting_now and not job.blocked) else None,
         waiting_reason=reason,

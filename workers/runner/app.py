@@ -27,6 +27,7 @@ from biolm import broker
 from biolm.owner_only import owner_only_files
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
+from workers.runner.gpu_workers import visible_gpus
 from workers.runner.health import health_file
 
 logger = logging.getLogger("biolm.worker")
@@ -38,6 +39,19 @@ BROKER_URL = os.environ.get("CELERY_BROKER_URL", broker.DEFAULT_URL)
 API_URL = os.environ.get("BIOLM_API_URL", "http://127.0.0.1:8000/internal/").rstrip("/") + "/"
 WORK_DIR = Path(os.environ.get("BIOLM_WORKER_DIR", VAR_DIR / "worker"))
 QUEUES = os.environ.get("BIOLM_WORKER_QUEUES", "gpu").split(",")
+
+
+def gpu_count() -> int:
+    """The GPUs this worker's jobs run on, which its heartbeat reports so that the site names a GPU only where
+    there is one: ``BIOLM_WORKER_GPUS`` (set by :func:`workers.runner.gpu_workers.worker_processes`), else the
+    devices ``CUDA_VISIBLE_DEVICES`` lists, else those ``nvidia-smi`` sees (none without a driver)."""
+    if os.environ.get("BIOLM_WORKER_GPUS", "").strip().isdigit():
+        return int(os.environ["BIOLM_WORKER_GPUS"])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([device for device in visible.split(",") if device.strip() and device.strip() != "-1"])
+    return visible_gpus()
+
 
 app = Celery("biolm-worker")
 app.conf.update(
@@ -71,12 +85,14 @@ class Liveness(threading.Thread):
         self.worker_name = name
         self.stopped = threading.Event()
         self.client = PlatformClient(API_URL, os.environ.get("BIOLM_WORKER_SECRET", ""), retry_for_s=HEARTBEAT_S)
+        self.gpus = gpu_count()
 
     def run(self) -> None:
         alive = health_file(WORK_DIR, self.worker_name)
         while not self.stopped.is_set():
             try:
-                self.client.post("workers/heartbeat", {"name": self.worker_name, "queues": QUEUES, "slots": 1})
+                beat = {"name": self.worker_name, "queues": QUEUES, "slots": 1, "gpus": self.gpus}
+                self.client.post("workers/heartbeat", beat)
             except (Unreachable, Rejected) as exc:
                 logger.warning("worker heartbeat not delivered: %s", exc)
             else:  # for the host's health check (python -m workers.runner.health)

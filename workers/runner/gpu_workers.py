@@ -45,6 +45,7 @@ def worker_processes(
     result = []
     for index, device in enumerate(devices):
         pinned = dict(base)
+        pinned["BIOLM_WORKER_GPUS"] = "0" if device is None else "1"  # what its heartbeat reports (app.gpu_count)
         if device is not None:
             pinned["CUDA_VISIBLE_DEVICES"] = str(device)
         command = [

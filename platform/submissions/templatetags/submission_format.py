@@ -68,5 +68,5 @@ def place(job) -> str:
     """A waiting job's place in its queue and estimated start (a :class:`~submissions.services.JobState`)."""
     if job.queue_position is None:
         return DASH
-    where = f"#{job.queue_position} in the {job.queue} queue"
+    where = f"#{job.queue_position} in the {job.queue_name} queue"
     return f"{where}, starts about {clock(job.estimated_start)}" if job.estimated_start else where

@@ -41,7 +41,7 @@
 
   function place(job) {
     if (job.queue_position === null || job.queue_position === undefined) return DASH;
-    var where = "#" + job.queue_position + " in the " + job.queue + " queue";
+    var where = "#" + job.queue_position + " in the " + job.queue_name + " queue";
     return job.estimated_start ? where + ", starts about " + clock(job.estimated_start) : where;
   }
 
