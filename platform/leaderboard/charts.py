@@ -225,7 +225,9 @@ def score_vs(
     layout = _layout(
         title,
         440,
-        xaxis=_axis(x_label, type="log", tickformat="~s"),  # 20M, 100M, 1G: every tick with its unit
+        # 20M, 50M, 100M, 200M: every tick with its unit, at 1, 2 and 5 of each decade ("D2"), so a narrow range
+        # (BLURB's sizes all sit near 110M) is not labelled at every digit, 60M70M80M90M run together
+        xaxis=_axis(x_label, type="log", tickformat="~s", dtick="D2"),
         yaxis=_axis(y_label),
     )
     rows = [
