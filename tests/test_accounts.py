@@ -244,7 +244,7 @@ def test_the_profile_lists_own_submissions_newest_first_and_not_other_users(clie
     assert f'action="{reverse("account_logout")}"' in page
 
 
-def test_the_profile_shows_the_daily_quota_and_when_the_next_slot_frees(client, alice, settings):
+def test_the_profile_shows_the_daily_quota_and_the_date_and_time_the_next_slot_frees(client, alice, settings):
     settings.BIOLM_SUBMISSIONS_PER_DAY = 3
     client.force_login(alice)
     assert "3 of 3 submissions left today." in client.get(reverse("accounts:profile")).content.decode()
@@ -252,7 +252,9 @@ def test_the_profile_shows_the_daily_quota_and_when_the_next_slot_frees(client, 
     _submission(alice, "Two")
     page = client.get(reverse("accounts:profile")).content.decode()
     frees = (first.created_at + dt.timedelta(days=1)).astimezone(dt.UTC)
-    assert f"1 of 3 submissions left today; the next slot frees at {frees:%H:%M} UTC." in page
+    # The date too: 20 hours ago plus a day is tomorrow, which a bare "14:08 UTC" would pass for today.
+    shown = f'<time datetime="{frees.isoformat()}">{frees:%a} {frees.day} {frees:%b %Y, %H:%M} UTC</time>'
+    assert f"1 of 3 submissions left today; the next slot frees at {shown}." in page
 
 
 def test_a_new_token_is_shown_once_and_only_its_sha256_is_stored(client, alice):
