@@ -7,6 +7,7 @@ from django.urls import include, path
 
 from accounts.views import admin_login
 from biolm_site import api_docs
+from biolm_site.favicon import favicon
 from biolm_site.health import healthz
 from leaderboard import api_urls as public_api_urls
 from leaderboard import dataset_page
@@ -30,6 +31,7 @@ api_routes = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     # The admin's own login form would check passwords with no rate limit: its address sends to the site's sign-in.
     path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
