@@ -107,6 +107,18 @@ def test_the_index_counts_each_public_model_once_not_once_per_dataset(client):
     assert counts == [13, public] and public == 15  # 13 datasets, 15 published rows (the old count was 15 x 13)
 
 
+def test_the_index_counts_datasets_as_the_benchmarks_names_do_not_scored_columns(client):
+    from registry.models import Benchmark
+
+    bioformer = Benchmark.objects.get(slug="bioformer")
+    page = client.get("/").content.decode()
+    row = re.search(r'href="/leaderboard/bioformer/">([^<]+)</a>.*?</tr>', page, re.S)
+    datasets = int(re.findall(r"<td>(\d+)</td>", row.group(0))[0])
+    assert row.group(1) == "Bioformer evaluation (15 datasets)" and datasets == 15
+    assert bioformer.entries.count() == 20  # BioASQ factoid's four metrics are four columns of one dataset
+    assert "a dataset scored under several metrics counts once" in page
+
+
 def test_a_model_with_a_primary_score_but_a_missing_dataset_is_listed_after_every_ranked_model(client, alice):
     from leaderboard.models import Result
     from leaderboard.scoring import recompute_scores
