@@ -210,7 +210,7 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     page.goto("/queue/")
     workers = page.get_by_role("table", name="Workers")
     expect(workers.get_by_role("row").filter(has_text="live").first).to_be_visible()
-    expect(page.locator(".queue-health").filter(has_text="gpu")).to_contain_text("median wait")
+    expect(page.locator(".queue-health").filter(has_text="Training queue")).to_contain_text("median wait")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     shot(page, "9-phone-queue")
     assert not [line for line in shown if "Content Security Policy" in line], shown

@@ -3,7 +3,7 @@
 * ``cpu``: a Celery worker of this project on the ``cpu`` queue with the embedded beat, which
   ticks every ``BIOLM_TICK_S`` seconds (reaper and dispatcher) and runs the platform's own jobs
   (recording results). It needs the database.
-* ``gpu``: one database-free worker per visible GPU (one on the CPU when there is none), as
+* ``gpu``: one database-free worker per visible GPU (one on the CPU, ``trainer0@host``, when there is none), as
   ``python -m workers.runner`` starts them: without ``DATABASE_URL``, reaching the platform at
   ``BIOLM_API_URL`` with the worker secret, which this command passes to them.
 
@@ -72,7 +72,8 @@ class Command(BaseCommand):
             processes.append(ManagedProcess(f"cpu@{socket.gethostname()}", command, environment, root))
         if "gpu" in chosen:
             count = gpu_workers.visible_gpus() if gpus == "auto" else int(gpus)
-            processes += gpu_workers.worker_processes(count, "gpu", loglevel, environment)
+            # Named for what it runs on: trainer0@host where there is no GPU (pages show names; jobs.waiting.queue_name)
+            processes += gpu_workers.worker_processes(count, "gpu" if count else "trainer", loglevel, environment)
         self.stdout.write(f"started {', '.join(chosen)} workers (Ctrl-C stops them)")
         self.stdout.flush()
         if Supervisor(processes, policy, on_give_up=report_give_up).run():
