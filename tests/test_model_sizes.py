@@ -97,3 +97,11 @@ def test_a_re_sync_gives_existing_rows_their_sizes_and_sources_without_duplicati
     assert (gatortron.parameter_count, gatortron.parameter_count_source) == (8_900_000_000, "Yang et al. 2022, Table 3")
     assert report.updated.get("language_models", 0) >= 14 + 13 + 7 + 5 + 1  # every sized row, updated in place
     assert not sync_contributions(contributions).updated.get("language_models")  # and a third sync changes nothing
+
+
+def test_the_apis_model_card_gives_the_size_and_its_source(client):
+    pubmedbert = reported("PubMedBERT")
+    namespace, name = pubmedbert.address_parts
+    card = client.get(f"/api/v1/models/{namespace}/{name}").json()
+    assert card["parameters"] == 110_000_000
+    assert card["parameters_source"] == "Fang et al. 2023, Table 1 (PubMedBERT, 110M)"

@@ -136,6 +136,12 @@ class ResultSerializer(serializers.Serializer):
 class ModelDetailSerializer(ModelSummarySerializer):
     """The model card: its facets, its score on each benchmark and every result it has."""
 
+    parameters_source = serializers.CharField(
+        source="parameter_count_source",
+        allow_blank=True,
+        help_text="Where the parameter count is stated (a paper and its table, or a model card); "
+        "empty for a count taken from the weights, or when no count is stated.",
+    )
     vocabulary = serializers.CharField(allow_blank=True)
     pretraining_corpus = serializers.CharField(allow_blank=True)
     max_sequence_length = serializers.IntegerField(allow_null=True)
