@@ -83,6 +83,7 @@ SIZE_STATEMENTS = {
         "We pretrain a variety of models based on the RoBERTa-base and RoBERTa-large architectures",
         "We initialize our models with the RoBERTa checkpoints, except when we use a domain-specific vocabulary",
         "Both the general-purpose (RoBERTa) and domain-specific vocabularies contain 50k subword units",
+        "We use our pretrained base",  # Section 7.1: "... model as the student network"
     ),
 }
 
