@@ -105,3 +105,8 @@ def test_the_apis_model_card_gives_the_size_and_its_source(client):
     card = client.get(f"/api/v1/models/{namespace}/{name}").json()
     assert card["parameters"] == 110_000_000
     assert card["parameters_source"] == "Fang et al. 2023, Table 1 (PubMedBERT, 110M)"
+
+
+def test_a_leaderboard_size_cell_names_its_source_on_hover(client):
+    page = client.get("/leaderboard/bioformer/").content.decode()
+    assert '<td title="Fang et al. 2023, Table 1">43M</td>' in page
