@@ -393,7 +393,8 @@ def test_the_public_schema_describes_the_public_api_only(client, settings):
         "string", "binary"
     )  # fmt: skip
     assert {"benchmark", "licence"} <= set(fields["required"]) and "checkpoint" not in fields["required"]
-    assert set(submit["responses"]) == {"200", "201", "400", "401", "429"}
+    assert set(submit["responses"]) == {"200", "201", "400", "401", "413", "429"}
+    assert "before the body was read" in submit["responses"]["413"]["description"]
     assert "Retry-After" in submit["responses"]["429"]["headers"]
     # The workers' components stay in their schema.
     internal_components = {"ClaimIn", "ClaimOut", "HeartbeatIn", "VerdictOut", "WorkerIn", "FailIn", "DeliveryIn"}
