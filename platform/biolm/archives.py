@@ -150,6 +150,8 @@ def _unpack_tar(handle: BinaryIO, sink: _Sink) -> None:
 
 
 def _tar_member(archive: tarfile.TarFile, member: tarfile.TarInfo, sink: _Sink, counted: _Counted) -> None:
+    if member.isdir() and _names_the_root(member.name):  # ``tar -C folder .`` packs the folder itself as "."
+        return
     name = sink.member_name(member.name)
     if member.isdir():
         sink.directory(name)
@@ -248,6 +250,8 @@ def _unpack_zip(handle: BinaryIO, sink: _Sink) -> None:
     _check_zip_directory(handle, sink)
     with zipfile.ZipFile(handle) as archive:
         for info in archive.infolist():
+            if info.is_dir() and _names_the_root(info.filename):
+                continue
             name = sink.member_name(info.filename)
             mode = info.external_attr >> 16
             if info.is_dir():
@@ -343,6 +347,15 @@ _NO_LINKS = (
     "biolm copies no links, since a link can name any file on this host; "
     "replace it with the file it points to (cp -rL) if you trust it"
 )
+
+
+def _names_the_root(raw: str) -> bool:
+    """Whether a folder member is the archive's own root (``.``, ``./``): packed from inside a folder, it is skipped.
+
+    Only dots and slashes, never a leading slash (absolute) nor ``..``: every other name goes through
+    :meth:`_Sink.member_name`'s checks.
+    """
+    return bool(raw) and not raw.startswith("/") and all(part in ("", ".") for part in raw.split("/"))
 
 
 def _tar_kind(member: tarfile.TarInfo) -> str:
