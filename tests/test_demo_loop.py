@@ -27,6 +27,8 @@ def test_the_demo_carries_both_models_to_the_leaderboard_and_a_rerun_reuses_them
     assert "demo-tiny: submitted" in first and "all-minilm-l6: submitted" in first
     assert "pretrain  tiny" in first and "% of a run" in first  # progress was shown
     assert "all 5 jobs ended" in first and "0 did not succeed" in first, first[-2000:]
+    # The staff account for the admin job queue, its password printed the once it is made.
+    assert f"admin job queue: http://127.0.0.1:{port}/admin/jobs/job/ (sign in as admin, password " in first
     query = (
         "from leaderboard.models import Result; "
         "print(sorted(f'{r.language_model.slug} {r.dataset.slug} {r.n_seeds}' "
@@ -41,5 +43,7 @@ def test_the_demo_carries_both_models_to_the_leaderboard_and_a_rerun_reuses_them
     second = manage("demo", "--port", port, "--no-serve", "--datasets", "demo-ner")
     assert "demo-tiny: reusing the earlier run (3 jobs done, 0 requeued)" in second
     assert "all-minilm-l6: reusing the earlier run (2 jobs done, 0 requeued)" in second
+    assert "the account exists" in second and "python manage.py changepassword admin" in second
+    assert "password " + first.split("(sign in as admin, password ")[1].split(":")[0] not in second
     leftovers = subprocess.run(["pgrep", "-f", f"runserver 127.0.0.1:{port}"], capture_output=True, text=True)
     assert leftovers.stdout.strip() == ""
