@@ -22,13 +22,21 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """Load the built-in plugins (only: installed ones would make tests depend on the machine) once."""
+    """Load the built-in plugins (only: installed ones would make tests depend on the machine) once, and import
+    BLURB-mini's demo datasets, as ``make demo`` does: a submission names only imported data, so BLURB-mini is
+    the benchmark that can run here (BLURB's official files are not imported)."""
     from biolm.plugins import collect_contributions, get_plugin_manager
+    from registry.imports import import_dataset
+    from registry.models import Benchmark
     from registry.sync import sync_contributions
 
     with django_db_blocker.unblock():
         report = sync_contributions(collect_contributions(get_plugin_manager(load_entrypoints=False)))
-    assert not report.problems, report.problems
+        assert not report.problems, report.problems
+        for slug in dict.fromkeys(
+            Benchmark.objects.get(slug="blurb-mini").entries.values_list("dataset__slug", flat=True)
+        ):
+            import_dataset(slug)
 
 
 @pytest.fixture(scope="session", autouse=True)

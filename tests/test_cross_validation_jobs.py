@@ -90,7 +90,7 @@ def test_a_fold_dataset_without_imported_folds_is_refused_with_the_command_that_
 ):
     official_data("GAD", "blurb")
     import_dataset("gad")
-    request = SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("gad", "chemprot"))
+    request = SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("gad",))
     with pytest.raises(SubmissionError, match=r"no folds of it: import them first \(manage.py import_dataset gad"):
         submit(request)
     assert not Job.objects.exists()

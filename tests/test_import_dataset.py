@@ -73,7 +73,7 @@ def test_a_malformed_copy_fails_with_file_and_line_and_leaves_nothing_behind(tmp
         run("import_dataset", "biosses", "--path", str(broken))
     assert f"{broken / 'dev.tsv'}:4:" in str(error.value)
     assert "column" in str(error.value)
-    assert not DatasetImport.objects.exists()
+    assert not DatasetImport.objects.filter(dataset__slug="biosses").exists()
     assert not any((isolated_storage / "datasets").rglob("*.arrow"))
 
 
@@ -144,7 +144,7 @@ def test_test_split_gold_labels_and_texts_never_appear_on_any_page(client, djang
     test_rows = [fields for _, fields in read_tsv(biosses / "test.tsv", 4, header=None)][1:]
     admin = django_user_model.objects.create_superuser("root", "root@example.org", "root-password-123")
     client.force_login(admin)
-    record = DatasetImport.objects.get()
+    record = DatasetImport.objects.get(dataset__slug="biosses")
     pages = [
         "/",
         "/datasets/",

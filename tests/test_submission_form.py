@@ -8,6 +8,7 @@ import io
 import json
 import pickle
 import re
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -127,6 +128,76 @@ def test_the_form_offers_benchmarks_with_their_datasets_all_ticked_recipes_and_t
 def test_a_benchmark_in_the_address_is_chosen(signed_in):
     html = signed_in.get(URL, {"benchmark": "blurb-mini"}).content.decode()
     assert '<option value="blurb-mini" selected>' in html
+
+
+def test_a_benchmark_whose_data_is_not_imported_is_offered_disabled_with_what_it_needs_and_the_command(signed_in):
+    html = signed_in.get(URL).content.decode()
+    option = re.search(r'<option value="blurb"([^>]*)>([^<]*)</option>', html)
+    assert option and " disabled" in option.group(1) and "selected" not in option.group(1)
+    assert "its data is not imported here" in option.group(2)
+    reason = re.search(r'<li data-benchmark="blurb">(.*?)</li>', html, re.S).group(1)
+    assert reason.startswith("BLURB needs bc5-chem, bc5-disease, ncbi-disease, bc2gm,")
+    assert '<code class="command">manage.py import_dataset bc5-chem bc5-disease ncbi-disease ' in reason
+    assert '<option value="blurb-mini" selected>BLURB-mini (demo data)</option>' in html  # its data is imported
+
+
+@pytest.mark.parametrize("asked", ["", "blurb"], ids=["no-choice", "a-benchmark-that-cannot-run"])
+def test_the_form_chooses_the_first_benchmark_that_can_run(signed_in, asked):
+    html = signed_in.get(URL, {"benchmark": asked} if asked else {}).content.decode()
+    assert re.findall(
+        r'<option value="([^"]+)"[^>]*\bselected', html.split('id="id_benchmark"')[1].split("</select>")[0]
+    ) == ["blurb-mini"]
+
+
+def test_a_post_naming_a_benchmark_without_its_data_is_refused_beside_it_and_queues_nothing(
+    signed_in, checkpoint, tmp_path, platform_dirs
+):
+    response = send(signed_in, archive_of(checkpoint, tmp_path / "m.tar.gz"), benchmark="blurb",
+                    datasets=["blurb:ncbi-disease", "blurb:bc5-chem"])  # fmt: skip
+    assert response.status_code == 200
+    assert error_beside(response, "benchmark") == (
+        "blurb needs ncbi-disease, bc5-chem imported on this site, and they are not: an operator imports them with "
+        "manage.py import_dataset ncbi-disease bc5-chem, or choose a benchmark or datasets whose data is imported"
+    )
+    assert_nothing_left(platform_dirs)
+
+
+def test_an_archive_packed_from_inside_the_checkpoint_folder_with_tar_is_accepted(signed_in, checkpoint, tmp_path):
+    archive = tmp_path / "inside.tar.gz"
+    subprocess.run(["tar", "-czf", str(archive), "-C", str(checkpoint), "."], check=True)
+    with tarfile.open(archive) as packed:
+        names = packed.getnames()
+    assert names[0] == "." and "./config.json" in names  # what tar makes of it: the folder itself, then ./ names
+    response = send(signed_in, archive, datasets=["blurb-mini:demo-qa"])
+    assert response.status_code == 302, error_beside(response, "checkpoint")
+    submission = Submission.objects.get()
+    assert submission.jobs.filter(kind=Job.Kind.FINETUNE).count() == 1
+    assert submission.language_model.content_sha256
+
+
+def test_a_dot_dot_behind_a_dot_slash_is_still_refused(signed_in, checkpoint, tmp_path, platform_dirs):
+    archive = tmp_path / "inside.tar.gz"
+    subprocess.run(["tar", "-czf", str(archive), "-C", str(checkpoint), "."], check=True)
+    with tarfile.open(archive) as packed:
+        members = [(info, packed.extractfile(info).read() if info.isfile() else None) for info in packed]
+    escaping = tarfile.TarInfo("./../evil")
+    escaping.size = 4
+    with tarfile.open(archive, "w:gz") as repacked:
+        for info, content in [*members, (escaping, b"evil")]:
+            repacked.addfile(info, io.BytesIO(content) if content is not None else None)
+    response = send(signed_in, archive, datasets=["blurb-mini:demo-qa"])
+    assert "member &#x27;./../evil&#x27; would be written outside the archive" in error_beside(response, "checkpoint")
+    assert_nothing_left(platform_dirs)
+    assert not (tmp_path / "evil").exists()
+
+
+def test_the_form_shows_how_to_pack_a_checkpoint_and_fetch_only_its_files(signed_in):
+    html = signed_in.get(URL).content.decode()
+    assert "<code>tar -czf model.tar.gz -C path/to/checkpoint .</code>" in html
+    assert (
+        '<code>huggingface-cli download ORG/NAME --include "*.json" "*.safetensors" "*.txt" "*.model" --local-dir '
+        in html.replace("&quot;", '"')
+    )
 
 
 def test_a_checkpoint_upload_queues_its_jobs_privately_and_opens_its_page(signed_in, alice, checkpoint, tmp_path,

@@ -264,6 +264,8 @@ def test_a_missing_or_blank_licence_is_refused_under_licence(as_alice, archive, 
     [
         ({"benchmark": "blurbb"}, "benchmark", ["no benchmark 'blurbb'", "blurb-mini"]),
         ({"datasets": "demo-ner,no-such"}, "datasets", ["no dataset 'no-such'"]),
+        ({"benchmark": "blurb"}, "benchmark", ["blurb needs bc5-chem, bc5-disease,", "import_dataset bc5-chem"]),
+        ({"benchmark": "blurb", "datasets": "gad"}, "benchmark", ["manage.py import_dataset gad, or choose"]),
         ({"homepage": "javascript:alert(1)"}, "homepage", ["http:// or https://"]),
         ({"protocol": "fast"}, "protocol", []),
         ({"name": "x" * 201}, "name", ["shorter"]),

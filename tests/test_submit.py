@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from jobs import artefacts
 from jobs.models import Job
-from registry.models import LanguageModel
+from registry.models import Dataset, DatasetImport, LanguageModel
 from submissions.models import Submission
 from submissions.submitting import QuotaExceeded, SubmissionError, SubmissionRequest, quota, submit
 
@@ -192,7 +192,14 @@ def test_a_failure_after_the_checkpoint_was_copied_removes_the_copy_with_the_row
     assert not Submission.objects.exists() and stored_files(artefact_store) == []
 
 
+def imported_without_folds(benchmark: str) -> None:
+    """Every dataset of ``benchmark`` recorded as imported, none with its cross-validation folds (what the rows say)."""
+    for dataset in Dataset.objects.filter(entries__benchmark__slug=benchmark).distinct():
+        DatasetImport.objects.create(dataset=dataset, fingerprint="0" * 32, source_path="/x", stored_path="/x")
+
+
 def test_datasets_scored_on_folds_the_platform_does_not_hold_are_refused_with_what_to_do(alice, checkpoint):
+    imported_without_folds("lewis2020")
     with pytest.raises(SubmissionError) as refused:
         submit(SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint))
     message = str(refused.value)

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from jobs.models import Job
 from leaderboard.models import Result
-from registry.models import Metric
+from registry.models import Dataset, DatasetImport, Metric
 from submissions import terminal
 from submissions.models import Submission
 from submissions.signals import follow
@@ -47,6 +47,28 @@ def test_a_bad_override_is_refused_at_submit_naming_the_setting_and_nothing_is_q
     assert not Submission.objects.exists() and not Job.objects.exists()
     if option == "--protocol":
         assert "--protocol is deprecated: it is now --overrides" in capsys.readouterr().err
+
+
+def test_a_benchmark_whose_data_is_not_imported_is_refused_in_one_sentence_with_the_command(alice, checkpoint):
+    with pytest.raises(CommandError) as refused:
+        call_command("submit", "--benchmark", "blurb", "--owner", "alice", "--model", str(checkpoint))
+    message = str(refused.value)
+    assert message.startswith("blurb needs bc5-chem, bc5-disease, ncbi-disease,")
+    assert "an operator imports them with manage.py import_dataset bc5-chem bc5-disease ncbi-disease " in message
+    assert message.count(". ") == 0 and "\n" not in message  # one sentence
+    assert not Submission.objects.exists() and not Job.objects.exists()
+
+
+def test_datasets_not_imported_beside_imported_ones_are_refused_under_datasets(alice, checkpoint):
+    """Where some of the benchmark's datasets can run, leaving the others out is the fix: said under --datasets."""
+    DatasetImport.objects.create(
+        dataset=Dataset.objects.get(slug="ncbi-disease"), fingerprint="f" * 32, source_path="/x", stored_path="/x"
+    )
+    refusal = r"^blurb needs bc5-chem imported on this site, and it is not: an operator imports it with "
+    with pytest.raises(CommandError, match=refusal + r"manage.py import_dataset bc5-chem, or"):
+        call_command(*SUBMIT[:2], "blurb", "--datasets", "ncbi-disease", "bc5-chem", "--owner", "alice",
+                     "--model", str(checkpoint))  # fmt: skip
+    assert not Submission.objects.exists() and not Job.objects.exists()
 
 
 def test_overrides_reach_the_jobs_and_the_same_evaluation_again_is_reused_and_said_so(alice, checkpoint, capsys):

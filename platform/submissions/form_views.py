@@ -72,9 +72,12 @@ def _submission_form(request: HttpRequest, handler: uploads.CheckpointSizeHandle
 
 
 def _chosen(request: HttpRequest, catalogue: Catalogue) -> dict:
-    """``/submit/?benchmark=blurb-mini`` (a leaderboard's "submit a model" link) preselects that benchmark."""
-    wanted = request.GET.get("benchmark", "")
-    return {"benchmark": wanted} if catalogue.benchmark(wanted) is not None else {}
+    """``/submit/?benchmark=blurb-mini`` (a leaderboard's "submit a model" link) preselects that benchmark.
+
+    Only one that can run here: else the default stays chosen, and the benchmark asked for is shown disabled,
+    with what it needs."""
+    wanted = catalogue.benchmark(request.GET.get("benchmark", ""))
+    return {"benchmark": wanted.slug} if wanted is not None and wanted.runnable else {}
 
 
 def _submit(user, data: dict) -> Submission:

@@ -26,9 +26,9 @@ from django.utils.text import slugify
 from biolm.archives import ARCHIVE_SUFFIXES
 from biolm.contract import Overrides
 from biolm.specs import NAME_MAX
-from registry.models import BenchmarkEntry, PretrainingRecipe
+from registry.models import BenchmarkEntry, DatasetImport, PretrainingRecipe
 from registry.registration import RegistrationError, clean_display_name
-from submissions.submitting import SubmissionError
+from submissions.submitting import SubmissionError, import_command
 
 SOURCES = [
     ("checkpoint", "A checkpoint: upload a Hugging Face checkpoint I trained"),
@@ -63,18 +63,28 @@ class BenchmarkChoice:
     slug: str
     name: str
     datasets: tuple[tuple[str, str], ...]
+    missing: tuple[str, ...] = ()  # its datasets not imported on this site: it cannot run here until they are
+
+    @property
+    def runnable(self) -> bool:
+        return not self.missing
+
+    @property
+    def command(self) -> str:
+        """The operator's command that imports what it misses ("" when it can run)."""
+        return import_command(list(self.missing)) if self.missing else ""
 
 
 @dataclass(frozen=True)
 class Catalogue:
-    """What the form offers: the active benchmarks with their datasets, and the active recipes."""
+    """What the form offers: the active benchmarks with their datasets (and those not imported), and the recipes."""
 
     benchmarks: tuple[BenchmarkChoice, ...]
     recipes: tuple[tuple[str, str], ...]
 
     @classmethod
     def load(cls) -> Catalogue:
-        """Two queries: every active benchmark's entries, and the recipes."""
+        """Three queries: every active benchmark's entries, the datasets imported, and the recipes."""
         grouped: dict[str, tuple[str, dict[str, str]]] = {}
         entries = (
             BenchmarkEntry.objects.filter(benchmark__active=True)
@@ -84,14 +94,26 @@ class Catalogue:
         for entry in entries:
             _, datasets = grouped.setdefault(entry.benchmark.slug, (entry.benchmark.name, {}))
             datasets.setdefault(entry.dataset.slug, entry.dataset.name)
+        imported = set(DatasetImport.objects.values_list("dataset__slug", flat=True).distinct())
         benchmarks = tuple(
-            BenchmarkChoice(slug, name, tuple(datasets.items())) for slug, (name, datasets) in grouped.items()
+            BenchmarkChoice(slug, name, tuple(datasets.items()), tuple(d for d in datasets if d not in imported))
+            for slug, (name, datasets) in grouped.items()
         )
         recipes = tuple(PretrainingRecipe.objects.filter(active=True).order_by("name").values_list("slug", "name"))
         return cls(benchmarks, recipes)
 
     def benchmark(self, slug: str) -> BenchmarkChoice | None:
         return next((b for b in self.benchmarks if b.slug == slug), None)
+
+    @property
+    def unavailable(self) -> tuple[BenchmarkChoice, ...]:
+        """The benchmarks shown disabled: some of their datasets are not imported here."""
+        return tuple(b for b in self.benchmarks if not b.runnable)
+
+    @property
+    def default(self) -> BenchmarkChoice | None:
+        """The form's first choice: the first benchmark that can run here (else the first, shown disabled)."""
+        return next((b for b in self.benchmarks if b.runnable), self.benchmarks[0] if self.benchmarks else None)
 
 
 def upload_name(name: str) -> str:
@@ -152,8 +174,8 @@ class SubmissionForm(forms.Form):
             (f"{b.slug}:{slug}", name) for b in catalogue.benchmarks for slug, name in b.datasets
         ]
         self.fields["datasets"].initial = [value for value, _ in self.fields["datasets"].choices]
-        if catalogue.benchmarks:
-            self.fields["benchmark"].initial = catalogue.benchmarks[0].slug
+        if catalogue.default is not None:
+            self.fields["benchmark"].initial = catalogue.default.slug
         self.fields["recipe"].error_messages["invalid_choice"] = "choose a recipe from the list (%(value)s is not one)"
         for field in ("checkpoint", "corpus"):
             self.fields[field].error_messages.update(

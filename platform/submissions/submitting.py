@@ -39,7 +39,14 @@ from biolm.job_specs import finetune_job
 from biolm.protocols import preview_overrides
 from jobs import artefacts, graph, tasks
 from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
-from registry.models import Benchmark, BenchmarkEntry, LanguageModel, PretrainingRecipe, default_namespace
+from registry.models import (
+    Benchmark,
+    BenchmarkEntry,
+    DatasetImport,
+    LanguageModel,
+    PretrainingRecipe,
+    default_namespace,
+)
 from registry.registration import (
     RegistrationError,
     check_slug_available,
@@ -141,6 +148,7 @@ def submit(request: SubmissionRequest) -> Submission:
     """
     benchmark = _benchmark(request.benchmark)
     entries = _entries(benchmark, request.datasets)
+    _check_imported(benchmark, entries, explicit=bool(request.datasets))
     overrides = _overrides(request)
     _check_source(request)
     recipe = _recipe(request) if request.recipe else None
@@ -394,6 +402,37 @@ def _entries(benchmark: Benchmark, datasets: tuple[str, ...]) -> list[BenchmarkE
     if not chosen:
         raise SubmissionError(f"{benchmark.slug} has no datasets", "benchmark")
     return chosen
+
+
+def missing_datasets(slugs: list[str]) -> list[str]:
+    """Those of ``slugs`` not imported on this site, in order: a job on one would only fail in the worker."""
+    imported = set(DatasetImport.objects.filter(dataset__slug__in=slugs).values_list("dataset__slug", flat=True))
+    return [slug for slug in slugs if slug not in imported]
+
+
+def import_command(slugs: list[str]) -> str:
+    """The operator's command that imports ``slugs`` (licence-restricted ones also need ``--path DIR``)."""
+    return f"manage.py import_dataset {' '.join(slugs)}"
+
+
+def _check_imported(benchmark: Benchmark, entries: list[BenchmarkEntry], explicit: bool) -> None:
+    """Refuse, before anything is written, a dataset whose data this site has not imported.
+
+    Beside the datasets when the request chose them and some of the benchmark's others could run;
+    else beside the benchmark, which cannot run here at all.
+    """
+    missing = missing_datasets([entry.dataset.slug for entry in entries])
+    if not missing:
+        return
+    every = list(dict.fromkeys(benchmark.entries.values_list("dataset__slug", flat=True)))
+    runnable = explicit and len(missing_datasets(every)) < len(every)
+    raise SubmissionError(
+        f"{benchmark.slug} needs {', '.join(missing)} imported on this site, and "
+        f"{'it is' if len(missing) == 1 else 'they are'} not: an operator imports "
+        f"{'it' if len(missing) == 1 else 'them'} with {import_command(missing)}, "
+        "or choose a benchmark or datasets whose data is imported",
+        "datasets" if runnable else "benchmark",
+    )
 
 
 def _has_folds(dataset) -> bool:
