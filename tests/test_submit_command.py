@@ -120,11 +120,12 @@ def test_the_submission_command_prints_its_state_settings_jobs_and_scores(alice,
     capsys.readouterr()
     call_command("submission", str(submission.pk))
     out = capsys.readouterr().out
-    assert f"submission #{submission.pk}: tiny-bert by alice on blurb-mini" in out and "Finished" in out
+    assert f"submission #{submission.pk}: alice/tiny-bert by alice on blurb-mini" in out and "Finished" in out
     assert 'settings: {"seeds": 2}' in out
     assert "demo-qa" in out and "71.25 ± 1.50 (2 seeds)" in out
     call_command("submission", str(submission.pk), "--json")
     shown = json.loads(capsys.readouterr().out)
     assert shown["overrides"] == {"seeds": 2} and shown["results"][0]["value"] == 71.25
+    assert shown["address"] == "alice/tiny-bert" and shown["model"] == submission.language_model.slug
     with pytest.raises(CommandError, match="no submission #999"):
         call_command("submission", "999")

@@ -17,7 +17,8 @@ from jobs.models import FINISHED, WAITING, Job
 def describe(job: Job, states: dict[str, waiting.QueueState] | None = None) -> str:
     """One terminal line for ``job``; a waiting job whose queue has no live worker says so (``states``)."""
     target = job.dataset.slug if job.dataset_id else job.spec.get("recipe", "")
-    text = f"#{job.pk:<3} {job.language_model.slug[:22]:<22} {job.kind:<9} {target:<24} {job.status:<9}"
+    name = job.language_model.address_name or job.language_model.slug  # the owner is the reader's own
+    text = f"#{job.pk:<3} {name[:22]:<22} {job.kind:<9} {target:<24} {job.status:<9}"
     if job.status == Job.Status.RUNNING and job.progress_total:  # in tenths, so the terminal is not flooded
         tenth = 10 * job.progress_step // job.progress_total
         text += f" {10 * tenth:>3}% of a run ({job.progress_total} steps)"

@@ -39,7 +39,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(shown, indent=2, sort_keys=True))
             return
         self.stdout.write(
-            f"submission #{submission.pk}: {shown['model']} by {shown['submitter']} on {', '.join(shown['benchmarks'])}"
+            f"submission #{submission.pk}: {shown['address']} by {shown['submitter']} "
+            f"on {', '.join(shown['benchmarks'])}"
             f" — {submission.status_text}"
         )
         settings = json.dumps(shown["overrides"], sort_keys=True) if shown["overrides"] else "the protocol's own"
@@ -73,7 +74,8 @@ def summary(submission: Submission) -> dict:
         "submission": submission.pk,
         "status": submission.status,
         "refunded": submission.refunded,
-        "model": model.slug,
+        "model": model.slug,  # the internal key the other commands and the API take
+        "address": model.address,  # where its page is: /models/<address>/
         "submitter": submission.submitter.get_username(),
         "benchmarks": benchmarks,
         "preview": submission.preview,
