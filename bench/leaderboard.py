@@ -634,7 +634,7 @@ def _fill_models(config: Config, architecture) -> tuple[list, set[int], int]:
                        vocabulary_kind=LanguageModel.VocabularyKind.DOMAIN,
                        initialisation=LanguageModel.Initialisation.SCRATCH,
                        visibility=LanguageModel.Visibility.PRIVATE if i in private else LanguageModel.Visibility.PUBLIC,
-                       owner=owner if i in private else None, origin=LanguageModel.Origin.REPRODUCED)
+                       owner=owner if i in private else None, origin=LanguageModel.Origin.REPRODUCED).fill_defaults()
          for i in range(n_models)),
         batch_size=config.batch_size,
     )  # fmt: skip

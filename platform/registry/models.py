@@ -363,8 +363,15 @@ class LanguageModel(models.Model):
         return self.name
 
     def save(self, *args, **kwargs) -> None:
+        self.fill_defaults()
+        super().save(*args, **kwargs)
+
+    def fill_defaults(self) -> LanguageModel:
         """Fill the facets the model's words imply, unless they were stated, and the address, unless given:
-        its owner's username (``papers`` without one) and its slug."""
+        its owner's username (``papers`` without one) and its slug.
+
+        ``save`` calls it; ``bulk_create`` calls no ``save``, so whoever creates models in bulk calls it.
+        """
         derived = facets(self.vocabulary or "", self.pretraining_corpus or "")
         for name, value in derived.items():
             if not getattr(self, name):
@@ -373,7 +380,7 @@ class LanguageModel(models.Model):
             self.namespace = default_namespace(self.owner)
         if not self.address_name:
             self.address_name = self.slug
-        super().save(*args, **kwargs)
+        return self
 
     @property
     def address(self) -> str:
