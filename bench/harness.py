@@ -11,6 +11,7 @@ The test reads the database directly with SQL, as an operator would.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
@@ -27,6 +28,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 POSTGRES_ONLY = "fault tests run against PostgreSQL (set DATABASE_URL=postgres://...), as CI's first pass does"
+
+
+def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30) -> None:
+    """SIGTERM ``process``'s whole group (gunicorn and the workers it forked), SIGKILL it after ``grace_s``.
+
+    Started with ``start_new_session=True``, a server is its own group, so nothing it forked outlives it.
+    """
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def web_is_healthy(process: subprocess.Popen | None, port: int, log: Callable[[], str]) -> bool:
+    """Whether the web server on ``port`` answers /healthz with 200; raises with its log's tail if it exited."""
+    if process is not None and process.poll() is not None:
+        raise RuntimeError(f"gunicorn exited ({process.returncode}):\n{log()[-3000:]}")
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
 
 
 def free_port() -> int:

@@ -48,7 +48,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -61,7 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench import common
-from bench.harness import free_port, wait_until
+from bench.harness import free_port, stop_process_group, wait_until, web_is_healthy
 from bench.jobs import percentile
 
 NAME = "leaderboard"
@@ -207,23 +206,10 @@ class Server:
         wait_until(self._healthy, 90, "gunicorn to answer /healthz")
 
     def _healthy(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{self.log.read_text()[-3000:]}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-            connection.request("GET", "/healthz")
-            return connection.getresponse().status == 200
-        except OSError:
-            return False
+        return web_is_healthy(self.process, self.port, self.log.read_text)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
 
 
 def drive(port: int, path: str, requests: int, clients: int, miss: bool = False) -> dict:

@@ -9,20 +9,13 @@ screenshots in var/screenshots/ (the page at 1280 px, and at 375 px where a phon
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS
-
-try:
-    from playwright.sync_api import Page, expect
-except ImportError:  # an environment installed before the lock pinned it
-    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
-        raise
-    pytest.skip("playwright not installed: pip install -r requirements.lock", allow_module_level=True)
+from playwright_api import Page, expect
 
 pytestmark = pytest.mark.browser  # each test takes ``web`` for its ``db``: see tests/browser/conftest.py
 

@@ -5,18 +5,11 @@ is and which paper says so. Screenshots in var/screenshots/ (tests/browser/conft
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
+from playwright_api import Page, expect
 from web_fixture import WebFixture
-
-try:
-    from playwright.sync_api import Page, expect
-except ImportError:  # an environment installed before the lock pinned it
-    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
-        raise
-    pytest.skip("playwright not installed: pip install -r requirements.lock", allow_module_level=True)
 
 pytestmark = pytest.mark.browser
 

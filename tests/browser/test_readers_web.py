@@ -10,18 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 
 import pytest
+from playwright_api import BrowserContext, Page, expect
 from web_fixture import MISSING_DATASET, PUBLIC_MODELS, SNAPSHOT_DATE, WebFixture, WebModel
-
-try:
-    from playwright.sync_api import BrowserContext, Page, expect
-except ImportError:  # an environment installed before the lock pinned it
-    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
-        raise
-    pytest.skip("playwright not installed: pip install -r requirements.lock", allow_module_level=True)
 
 pytestmark = pytest.mark.browser
 

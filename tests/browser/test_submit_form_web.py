@@ -8,20 +8,13 @@ Each test leaves its screenshots in var/screenshots/.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from browser_launch import SCREENSHOTS
-
-try:
-    from playwright.sync_api import Page, expect
-except ImportError:  # an environment installed before the lock pinned it
-    if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
-        raise
-    pytest.skip("playwright not installed: pip install -r requirements.lock", allow_module_level=True)
+from playwright_api import Page, expect
 
 pytestmark = pytest.mark.browser
 

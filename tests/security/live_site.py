@@ -9,18 +9,16 @@ Redis: a submission's jobs are queued on the embedded filesystem broker under th
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import free_port, wait_until
+from bench.harness import free_port, stop_process_group, wait_until, web_is_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +35,16 @@ for name in NAMES:
     signed_in[name] = {"token": create_token(user, "tests")[1], "session": client.cookies["sessionid"].value}
 print(json.dumps(signed_in))
 """
+
+# BLURB-mini's datasets (plugins/benchmarks/blurb_mini.py), which the tests here submit to.
+BLURB_MINI_DATASETS = (
+    "demo-ner",
+    "demo-pico",
+    "demo-relation",
+    "demo-similarity",
+    "demo-doc-classification",
+    "demo-qa",
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,9 @@ class LiveSite:
         if self.postgres:
             self._admin_sql(f'CREATE DATABASE "{self.database}"')
         self.manage("migrate", "--noinput", "-v", "0")
-        if plugins:
+        if plugins:  # and BLURB-mini's demo data, as make demo does: a submission names only imported data
             self.manage("sync_plugins")
+            self.manage("import_dataset", *BLURB_MINI_DATASETS)
         made = json.loads(self.shell(USERS.replace("NAMES", repr(list(users)))).strip().splitlines()[-1])
         self.users = {name: SignedIn(**made[name], csrf=secrets.token_hex(16)) for name in users}
         log = (self.directory / "web.log").open("ab")
@@ -107,13 +116,7 @@ class LiveSite:
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
         if self.postgres:
             self._admin_sql(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
@@ -134,14 +137,7 @@ class LiveSite:
         return sorted(p for p in (self.var / "tmp").rglob("*") if p.is_file())
 
     def _healthy(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited ({self.process.returncode}):\n{self.log()[-3000:]}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-            connection.request("GET", "/healthz")
-            return connection.getresponse().status == 200
-        except OSError:
-            return False
+        return web_is_healthy(self.process, self.port, self.log)
 
     def _admin_sql(self, statement: str) -> None:
         import psycopg
