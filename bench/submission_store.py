@@ -114,6 +114,7 @@ def _child(arguments_path: str) -> None:
     archive = Path(arguments["archive"])
     call_command("migrate", verbosity=0, interactive=False)
     call_command("sync_plugins", verbosity=0)
+    call_command("import_dataset", "demo-ner", verbosity=0)  # a submission names only imported data
     store = Path(artefacts.storage().location)
     seconds = []
     for number in range(config.submissions):

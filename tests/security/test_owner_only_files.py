@@ -51,6 +51,7 @@ def test_manage_py_creates_the_database_logs_media_and_tmp_owner_only(tmp_path, 
     var = tmp_path / "var"
     manage(env, "migrate", "--noinput", "-v", "0")
     manage(env, "sync_plugins")
+    manage(env, "import_dataset", "demo-ner")  # a submission names only imported data
     # The demo opens its processes' logs, starts the site and a worker, then stops them all at its first error.
     refused = manage(env, "demo", "--no-serve", "--models", "demo-tiny", "--datasets", "no-such-dataset",
                      "--port", str(free_port()), status=1)  # fmt: skip
