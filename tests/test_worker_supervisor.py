@@ -166,3 +166,27 @@ def test_sigterm_to_the_supervisor_stops_every_child_with_a_warm_shutdown_and_re
             process.kill()
     lines = marks.read_text().splitlines()
     assert sorted(line.split()[0] for line in lines) == ["started", "started", "warm", "warm"]
+
+
+def test_a_stop_requested_while_a_child_is_being_started_reaches_that_child_too(tmp_path, monkeypatch):
+    """SIGTERM's handler can run inside ``_start``, after the fork and before the child is recorded."""
+    pids = tmp_path / "pids"
+    supervisor = Supervisor([ManagedProcess("gpu0@test", sleeper(pids))], RestartPolicy(backoff_s=0.05), poll_s=0.05)
+    forked: list[subprocess.Popen] = []
+    popen = subprocess.Popen
+
+    def fork_then_stop(*arguments, **options):
+        forked.append(popen(*arguments, **options))
+        supervisor.request_stop()  # where the handler ran: the child is forked, not yet the supervisor's
+        return forked[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", fork_then_stop)
+    thread, result = in_background(supervisor)
+    try:
+        thread.join(30)
+        assert not thread.is_alive(), "the supervisor waits for a child it never asked to stop"
+        assert result == [0] and forked[0].returncode == -signal.SIGTERM
+    finally:
+        for child in forked:
+            if child.poll() is None:
+                child.kill()

@@ -132,14 +132,20 @@ class Supervisor:
     # -- stopping -------------------------------------------------------------------------------
 
     def request_stop(self, *_: object) -> None:
-        """First call: SIGTERM to every child (warm shutdown); a second: SIGQUIT (cold shutdown)."""
+        """First call: a warm shutdown (SIGTERM to every child); a second: a cold one (SIGQUIT).
+
+        It only counts the request and wakes the loop, which signals the children: a signal handler
+        runs between any two bytecodes, also inside ``_start`` after a child was forked and before
+        it was recorded, and a child signalled from there would be missed and waited for forever.
+        """
         self._stop_requests += 1
-        signum = signal.SIGTERM if self._stop_requests == 1 else signal.SIGQUIT
+        self._wake.set()
+
+    def _signal_children(self, signum: int) -> None:
         for managed in self.processes:
             if managed.running:
                 with contextlib.suppress(ProcessLookupError):
                     managed.process.send_signal(signum)
-        self._wake.set()
 
     @property
     def stopping(self) -> bool:
@@ -204,6 +210,8 @@ class Supervisor:
         managed.restart_at = now + delay
 
     def _wait_for_children(self) -> int:
+        self._signal_children(signal.SIGTERM)
+        signalled = 1
         codes = []
         for managed in self.processes:
             if managed.process is None:
@@ -213,6 +221,8 @@ class Supervisor:
                     codes.append(managed.process.wait(timeout=self.poll_s))
                     break
                 except subprocess.TimeoutExpired:
-                    continue  # a second Ctrl-C may arrive meanwhile (its handler sends SIGQUIT)
+                    if self._stop_requests > signalled:  # a second Ctrl-C meanwhile: a cold shutdown
+                        self._signal_children(signal.SIGQUIT)
+                        signalled = self._stop_requests
         failed = [code for code in codes if code not in (0, -signal.SIGTERM)]
         return 1 if failed else 0
