@@ -321,6 +321,10 @@ class LanguageModel(models.Model):
     checkpoint = models.CharField(
         max_length=CHECKPOINT_MAX, blank=True, help_text="Local path, artefact URL or Hub id."
     )
+    base_model = models.CharField(
+        max_length=200, blank=True,
+        help_text="The checkpoint it continued pretraining from, if any (a Hub id or name).",
+    )  # fmt: skip
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
     origin = models.CharField(max_length=12, choices=Origin.choices, default=Origin.REPRODUCED)
     source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)
