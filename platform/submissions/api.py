@@ -176,6 +176,9 @@ class SubmissionList(SubmissionsAPI, generics.GenericAPIView):
         return Response(answer, status=status.HTTP_200_OK if submission.reused else status.HTTP_201_CREATED)
 
 
+FACETS = ("pretraining_domain", "vocabulary_kind", "initialisation", "base_model")  # the model's facts the filters read
+
+
 def submit_upload(user, data: dict) -> Submission:
     """The request as ``submit()``'s: private, a licence required, each upload named as its file was.
 
@@ -200,6 +203,7 @@ def submit_upload(user, data: dict) -> Submission:
         "description": data.get("description", ""),
         "licence": data["licence"],
         "homepage": data.get("homepage", ""),
+        **{name: data.get(name, "") for name in FACETS},
         "require_licence": True,
         "private": True,  # until its owner publishes it from the submission's page
     }

@@ -24,7 +24,7 @@ from biolm.specs import NAME_MAX
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission
-from submissions.submitting import LICENCE_NEEDED
+from submissions.submitting import BASE_MODEL_MAX, LICENCE_NEEDED
 
 
 @extend_schema_field({"type": "string", "format": "binary"})
@@ -104,6 +104,23 @@ class SubmitSerializer(serializers.Serializer):
     homepage = serializers.CharField(
         required=False, allow_blank=True, max_length=2000, help_text="The paper or code, an http(s) URL."
     )
+    pretraining_domain = serializers.ChoiceField(
+        required=False, allow_blank=True, choices=LanguageModel.Domain.choices,
+        help_text="What it was pretrained on; the leaderboard's domain filter reads it.",
+    )  # fmt: skip
+    vocabulary_kind = serializers.ChoiceField(
+        required=False, allow_blank=True, choices=LanguageModel.VocabularyKind.choices,
+        help_text="domain: its own vocabulary, built from its domain's text; general: inherited from a "
+        "general-domain model such as BERT.",
+    )  # fmt: skip
+    initialisation = serializers.ChoiceField(
+        required=False, allow_blank=True, choices=LanguageModel.Initialisation.choices,
+        help_text="How its pretraining started; a base_model makes it continual.",
+    )  # fmt: skip
+    base_model = serializers.CharField(
+        required=False, allow_blank=True, max_length=BASE_MODEL_MAX,
+        help_text="The checkpoint it continued pretraining from (a Hub id or name), if any.",
+    )  # fmt: skip
 
     def validate_datasets(self, values: list[str]) -> list[str]:
         """``a,b`` and ``a&datasets=b`` alike; duplicates once, in the order given."""

@@ -21,7 +21,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from submissions import uploads
-from submissions.forms import LICENCES, Catalogue, SubmissionForm, archive_suffix, upload_name
+from submissions.forms import (
+    LICENCES,
+    Catalogue,
+    SubmissionForm,
+    archive_suffix,
+    base_model_suggestions,
+    upload_name,
+)
 from submissions.models import Submission
 from submissions.submitting import SubmissionError, SubmissionRequest, quota, submit
 
@@ -93,6 +100,10 @@ def _submit(user, data: dict) -> Submission:
         "description": data["description"],
         "licence": data["licence"],
         "homepage": data["homepage"],
+        "pretraining_domain": data["pretraining_domain"],
+        "vocabulary_kind": data["vocabulary_kind"],
+        "initialisation": data["initialisation"],
+        "base_model": data["base_model"],
         "private": True,  # until its owner publishes it from the submission's page
         "require_licence": True,
     }
@@ -136,6 +147,8 @@ def _page(request: HttpRequest, form: SubmissionForm) -> HttpResponse:
         "catalogue": form.catalogue,
         "quota": left,
         "licences": LICENCES,
+        "base_models": base_model_suggestions(),
+        "facet_fields": [form["pretraining_domain"], form["vocabulary_kind"], form["initialisation"]],
         "errors": bool(form.errors),
         "top_errors": top,
         "largest_archive": uploads.largest_archive_bytes(),

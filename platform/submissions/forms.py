@@ -26,9 +26,9 @@ from django.utils.text import slugify
 from biolm.archives import ARCHIVE_SUFFIXES
 from biolm.contract import Overrides
 from biolm.specs import NAME_MAX
-from registry.models import BenchmarkEntry, DatasetImport, PretrainingRecipe
+from registry.models import PAPERS_NAMESPACE, BenchmarkEntry, DatasetImport, LanguageModel, PretrainingRecipe
 from registry.registration import RegistrationError, clean_display_name
-from submissions.submitting import SubmissionError, import_command
+from submissions.submitting import BASE_MODEL_MAX, SubmissionError, import_command
 
 SOURCES = [
     ("checkpoint", "A checkpoint: upload a Hugging Face checkpoint I trained"),
@@ -51,6 +51,18 @@ LICENCES = (
     "apache-2.0", "mit", "bsd-3-clause", "bsd-2-clause", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0",
     "cc-by-nc-sa-4.0", "cc0-1.0", "gpl-3.0", "lgpl-3.0", "agpl-3.0", "mpl-2.0", "openrail", "other",
 )  # fmt: skip
+NOT_STATED = ("", "not stated")
+DOMAINS = [NOT_STATED, *LanguageModel.Domain.choices]
+VOCABULARIES = [
+    NOT_STATED,
+    (LanguageModel.VocabularyKind.DOMAIN, "its own, built from its domain's text (a domain vocabulary)"),
+    (LanguageModel.VocabularyKind.GENERAL, "inherited from a general-domain model such as BERT (a general vocabulary)"),
+]
+STARTS = [
+    NOT_STATED,
+    (LanguageModel.Initialisation.SCRATCH, "from scratch (random weights)"),
+    (LanguageModel.Initialisation.CONTINUAL, "from a base model's weights (continual pretraining)"),
+]
 # Which form field a refusal of submit() concerns (its SubmissionError.field); None: the whole form.
 FIELD_FOR = {"model": "checkpoint", "gpus": None, "slug": "name"}
 ARCHIVE_WORDS = ", ".join(ARCHIVE_SUFFIXES[:-1]) + f" or {ARCHIVE_SUFFIXES[-1]}"
@@ -162,6 +174,11 @@ class SubmissionForm(forms.Form):
     description = forms.CharField(label="Description", required=False, widget=forms.Textarea)
     licence = forms.CharField(label="Licence", required=False)  # required and checked by submit(), the API's check too
     homepage = forms.CharField(label="Paper or code URL", required=False)  # an http(s) address, checked by submit()
+    # The leaderboard's filters; their values are checked by submit(), which also makes a base model "continual".
+    pretraining_domain = forms.ChoiceField(label="Pretraining domain", required=False, choices=DOMAINS)
+    vocabulary_kind = forms.ChoiceField(label="Vocabulary", required=False, choices=VOCABULARIES)
+    initialisation = forms.ChoiceField(label="Pretraining started", required=False, choices=STARTS)
+    base_model = forms.CharField(label="Base model", required=False, max_length=BASE_MODEL_MAX)
 
     def __init__(self, *args, catalogue: Catalogue, refused: dict[str, str] | None = None, **kwargs) -> None:
         """``refused``: uploads stopped while they arrived, field name to the sentence saying why."""
@@ -270,3 +287,11 @@ class SubmissionForm(forms.Form):
 def archive_suffix(name: str) -> str:
     """The archive suffix ``name`` ends with (``.tar.gz``, ...), or "" if it is not an archive's name."""
     return next((suffix for suffix in ARCHIVE_SUFFIXES if name.endswith(suffix)), "")
+
+
+def base_model_suggestions(limit: int = 500) -> list[str]:
+    """What the base model field suggests: the public models' Hub ids (their addresses outside ``papers/``)
+    and names, each once, sorted; a submitter may type any other."""
+    rows = LanguageModel.objects.public().values_list("namespace", "address_name", "name")[:limit]
+    hub_ids = {f"{space}/{name}" for space, name, _ in rows if space and space != PAPERS_NAMESPACE}
+    return sorted(hub_ids | {name for _, _, name in rows}, key=str.lower)

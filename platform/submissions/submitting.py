@@ -59,6 +59,7 @@ from submissions.models import Submission
 from submissions.uploads import no_room_sentence
 
 DESCRIPTION_MAX = 5000
+BASE_MODEL_MAX = 200  # LanguageModel.base_model
 ARCHIVES = "a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint's folder"
 # The rules every surface shares, said once, in words a web page, a JSON answer and a shell can all show.
 NEITHER = f"send a checkpoint ({ARCHIVES}, or its folder from the shell), or a pretraining recipe with a corpus"
@@ -73,6 +74,7 @@ class SubmissionError(ValueError):
 
     ``field`` names the part of the request it concerns (``checkpoint``, ``corpus``, ``recipe``,
     ``benchmark``, ``datasets``, ``name``, ``licence``, ``homepage``, ``description``, ``steps``,
+    ``pretraining_domain``, ``vocabulary_kind``, ``initialisation``, ``base_model``,
     ``overrides``, ``gpus``; ``model`` when neither or both of a checkpoint and a recipe were given), so a
     form can show the sentence beside that field; None for the submission as a whole (the quota).
     """
@@ -110,6 +112,11 @@ class SubmissionRequest:
     description: str = ""
     licence: str = ""
     homepage: str = ""
+    # What the leaderboard's filters read (LanguageModel.Domain, .VocabularyKind, .Initialisation values; "" unstated).
+    pretraining_domain: str = ""
+    vocabulary_kind: str = ""
+    base_model: str = ""  # the checkpoint it continued pretraining from: initialisation is then continual
+    initialisation: str = ""  # "scratch" when stated; "continual" follows from a base model
     require_licence: bool = False  # the web form and the API insist on a licence; an operator's shell may not
 
 
@@ -336,8 +343,37 @@ def _details(request: SubmissionRequest) -> dict:
         raise SubmissionError(
             f"the description is {len(description):,} characters long; shorten it to {DESCRIPTION_MAX:,}", "description"
         )
-    details = {"licence": licence, "homepage": homepage, "description": description}
+    details = {"licence": licence, "homepage": homepage, "description": description, **_facets(request)}
     return {key: value for key, value in details.items() if value}
+
+
+def _facets(request: SubmissionRequest) -> dict:
+    """The leaderboard's filters as the submitter states them: pretraining domain, vocabulary, base model.
+
+    A base model makes the initialisation continual; "scratch" is taken only as stated, and with no base model.
+    Unstated ones stay empty, for :meth:`LanguageModel.fill_defaults` to derive from the model's words.
+    """
+    choices = (
+        ("pretraining_domain", LanguageModel.Domain, "pretraining domain"),
+        ("vocabulary_kind", LanguageModel.VocabularyKind, "vocabulary"),
+        ("initialisation", LanguageModel.Initialisation, "initialisation"),
+    )
+    stated = {}
+    for name, kind, words in choices:
+        value = getattr(request, name).strip()
+        if value and value not in kind.values:
+            raise SubmissionError(f"the {words} is one of {', '.join(kind.values)}, not {value!r}", name)
+        stated[name] = value
+    base = " ".join(request.base_model.split())
+    if len(base) > BASE_MODEL_MAX:
+        raise SubmissionError(
+            f"the base model's name is over {BASE_MODEL_MAX} characters; give its Hub id", "base_model"
+        )
+    if base and stated["initialisation"] == LanguageModel.Initialisation.SCRATCH:
+        raise SubmissionError("a model pretrained from scratch has no base model: leave one of them out", "base_model")
+    if base:
+        stated["initialisation"] = LanguageModel.Initialisation.CONTINUAL
+    return {**stated, "base_model": base}
 
 
 def _check_tokenizer(taken: TakenCheckpoint) -> None:

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from biolm.contract import Overrides
+from registry.models import LanguageModel
 from submissions.models import Submission
 from submissions.submitting import SubmissionError, SubmissionRequest, submit
 from submissions.terminal import follow
@@ -51,6 +52,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rerun", action="store_true", help="Evaluate again even if these weights and settings were evaluated."
         )
+        parser.add_argument("--domain", default="", choices=["", *LanguageModel.Domain.values],
+                            help="What it was pretrained on (the leaderboard's domain filter).")  # fmt: skip
+        parser.add_argument("--vocabulary", default="", choices=["", *LanguageModel.VocabularyKind.values],
+                            help="domain: its own vocabulary; general: inherited from a general model.")  # fmt: skip
+        parser.add_argument("--initialisation", default="", choices=["", *LanguageModel.Initialisation.values],
+                            help="How its pretraining started (--base-model makes it continual).")  # fmt: skip
+        parser.add_argument("--base-model", default="", help="The checkpoint it continued pretraining from.")
         parser.add_argument("--priority", type=int, default=0, help="Higher runs first within the owner's jobs.")
         parser.add_argument("--private", action="store_true", help="Only the owner and staff see the model.")
         parser.add_argument("--wait", action="store_true", help="Follow the jobs; exit 1 unless all succeed.")
@@ -79,6 +87,10 @@ class Command(BaseCommand):
             priority=options["priority"],
             preview=options["preview"],
             rerun=options["rerun"],
+            pretraining_domain=options["domain"],
+            vocabulary_kind=options["vocabulary"],
+            initialisation=options["initialisation"],
+            base_model=options["base_model"],
         )
         try:
             submission = submit(request)
