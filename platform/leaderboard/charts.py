@@ -134,13 +134,22 @@ def radar(title: str, axes: list[str], series: Mapping[str, Sequence[float | Non
             )
         )
     layout = _layout(
-        title,
+        _short_lines(title, RADAR_TITLE_LINE),  # a title wider than a phone is cut at both ends
         480,
         polar={
             # no radial title: it would sit on the tick labels; the chart's title and table say "0-100"
             "radialaxis": {"range": [0, 100], "angle": 90, "tickangle": 90, "ticksuffix": ""},
-            "angularaxis": {"direction": "clockwise", "rotation": 90},
+            # axis names in short lines, and room for them on both sides: plotly sizes the circle to the
+            # plot area and draws these outside it, so on a 375 px phone long names were cut off
+            "angularaxis": {
+                "direction": "clockwise",
+                "rotation": 90,
+                "tickvals": list(axes),
+                "ticktext": [_short_lines(a) for a in axes],
+                "tickfont": {"size": RADAR_TICK_FONT_SIZE},
+            },
         },
+        margin={"l": RADAR_SIDE_MARGIN, "r": RADAR_SIDE_MARGIN, "t": 110, "b": 70},  # a two-line title
         showlegend=True,
     )
     rows = [[name, *(_fmt(_number(v)) for v in values)] for name, values in series.items()]
@@ -152,6 +161,26 @@ def radar(title: str, axes: list[str], series: Mapping[str, Sequence[float | Non
         alt_columns=["model", *axes],
         alt_rows=rows,
     )
+
+
+RADAR_SIDE_MARGIN = 85
+"""Pixels left and right of a radar for its axis names (lines of at most :data:`RADAR_LINE` characters)."""
+
+RADAR_LINE = 11
+RADAR_TITLE_LINE = 30
+RADAR_TICK_FONT_SIZE = 12  # the smallest :data:`FONT_SIZE` allows: "Classification" fits beside a phone's radar
+
+
+def _short_lines(label: str, width: int = RADAR_LINE) -> str:
+    """``label`` broken at spaces into lines of about ``width`` characters, joined by plotly's ``<br>``
+    (``"Named entity recognition"`` -> ``"Named<br>entity<br>recognition"``); a longer word stays whole."""
+    lines: list[str] = []
+    for word in label.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return "<br>".join(lines) or label
 
 
 def _has_xy(point: Mapping[str, Any]) -> bool:

@@ -104,3 +104,65 @@ def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: li
             },
         )
     return outcome
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model the compare page's search box suggests: its internal key, name and address."""
+
+    slug: str
+    name: str
+    address: str
+
+
+def candidates(benchmark: Benchmark, visible: QuerySet[LanguageModel]) -> list[Candidate]:
+    """The models ``visible`` holds that have a score on ``benchmark``, by name: the search box's suggestions.
+
+    Only ``visible`` is read, so another user's private model is never suggested (nor found by :func:`find`).
+    """
+    scored = visible.filter(scores__benchmark=benchmark).distinct().order_by("name", "namespace", "address_name")
+    return [Candidate(m.slug, m.name, m.address) for m in scored.only("slug", "name", "namespace", "address_name")]
+
+
+def find(visible: QuerySet[LanguageModel], text: str) -> tuple[LanguageModel | None, str]:
+    """The one model of ``visible`` that ``text`` names, or None and a sentence saying why not.
+
+    ``text`` is what a reader typed or picked: an address (``papers/alder-bert``), a name (any case), or
+    the internal key that ``?models=`` holds. A name two models share asks for the address instead.
+    """
+    text = text.strip()
+    if not text:
+        return None, "Type a model's name or address."
+    namespace, _, address_name = text.partition("/")
+    if address_name:
+        by_address = visible.filter(namespace__iexact=namespace, address_name__iexact=address_name).first()
+        if by_address is not None:
+            return by_address, ""
+    named = list(visible.filter(name__iexact=text)[:5])
+    if len(named) == 1:
+        return named[0], ""
+    if named:
+        addresses = ", ".join(sorted(m.address for m in named))
+        return None, f"Several models are named {text}: pick one by its address ({addresses})."
+    by_slug = visible.filter(slug=text).first()
+    if by_slug is not None:
+        return by_slug, ""
+    return None, f"No model named {text} was found."
+
+
+def pinned(
+    slugs: list[str], visible: QuerySet[LanguageModel], add: str, remove: str, limit: int
+) -> tuple[list[str], str]:
+    """``slugs`` with the model ``add`` names appended and ``remove`` taken out, and a sentence when ``add``
+    could not be: the compare form's one step (a pin or an unpin), the same with or without JavaScript."""
+    kept = [s for s in dict.fromkeys(slugs) if s != remove]
+    if not add.strip():
+        return kept, ""
+    model, problem = find(visible, add)
+    if model is None:
+        return kept, problem
+    if model.slug in kept:
+        return kept, f"{model.name} is already compared."
+    if len(kept) >= limit:
+        return kept, f"Up to {limit} models can be compared: remove one first."
+    return [*kept, model.slug], ""

@@ -15,10 +15,12 @@ no way to run it (no engine command, no API link: the API serves installed bench
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from biolm.spreadsheet_csv import csv_text
 from leaderboard import board_cache, charts, compare_data, snapshots
@@ -211,7 +213,14 @@ def leaderboard_csv(data: dict) -> str:
 
 
 def compare(request: HttpRequest) -> HttpResponse:
-    """Up to four models side by side: group radar, per-dataset differences with the same paired test."""
+    """Up to four models side by side: group radar, per-dataset differences with the same paired test.
+
+    ``?models=`` holds the compared models' keys. The form's search box adds one by name or address
+    (``?add=``) and each pinned model's button removes it (``?remove=``): both answer with a redirect to
+    the page's own address, ``?models=`` updated, so a reload or a shared link shows the same comparison
+    (compare.js makes the same requests without reloading). A name that finds no model is said beside
+    the box, the comparison unchanged.
+    """
     slugs = [s for s in request.GET.get("models", "").split(",") if s][:MAX_PINS]
     bench_slug = request.GET.get("benchmark", "")
     benchmarks = list(Benchmark.objects.filter(active=True))
@@ -221,14 +230,34 @@ def compare(request: HttpRequest) -> HttpResponse:
         bench = min(benchmarks, key=lambda b: b.pk, default=None)
     if bench is not None and not bench.active:
         benchmarks.append(bench)
-    comparison = None
-    if bench is not None and slugs:
-        comparison = compare_data.comparison(bench, LanguageModel.objects.visible_to(request.user), slugs)
-    return render(
-        request,
-        "leaderboard/compare.html",
-        {"benchmark": bench, "benchmarks": benchmarks, "comparison": comparison, "slugs": slugs},
-    )
+    visible = LanguageModel.objects.visible_to(request.user)
+    problem = ""
+    if "add" in request.GET or "remove" in request.GET:
+        add, remove = request.GET.get("add", ""), request.GET.get("remove", "")
+        slugs, problem = compare_data.pinned(slugs, visible, add, remove, MAX_PINS)
+        if not problem:
+            return redirect(_compare_url(bench, slugs))
+    comparison = compare_data.comparison(bench, visible, slugs) if bench is not None and slugs else None
+    context = {
+        "benchmark": bench,
+        "benchmarks": benchmarks,
+        "comparison": comparison,
+        "slugs": slugs,
+        "problem": problem,
+        "typed": request.GET.get("add", "") if problem else "",
+        "candidates": compare_data.candidates(bench, visible) if bench is not None else [],
+        "max_pins": MAX_PINS,
+        "canonical": _compare_url(bench, slugs),
+    }
+    return render(request, "leaderboard/compare.html", context)
+
+
+def _compare_url(bench: Benchmark | None, slugs: list[str]) -> str:
+    """The compare page's own address for ``bench`` and ``slugs``: what the address bar keeps."""
+    query = {"benchmark": bench.slug} if bench is not None else {}
+    if slugs:
+        query["models"] = ",".join(slugs)
+    return f"{reverse('leaderboard:compare')}?{urlencode(query, safe=',')}"
 
 
 def snapshot(request: HttpRequest, slug: str, date: str) -> HttpResponse:

@@ -33,9 +33,12 @@
     });
   }
 
-  function drawAll() {
-    document.querySelectorAll("div.chart[data-figure]").forEach(draw);
+  function drawAll(root) {
+    (root && root.querySelectorAll ? root : document).querySelectorAll("div.chart[data-figure]").forEach(draw);
   }
+
+  // For a page that swaps its content in place (leaderboard/compare.js): draw the charts it brought.
+  window.biolmCharts = { drawAll: drawAll };
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", drawAll);
