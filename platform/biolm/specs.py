@@ -455,7 +455,10 @@ class MetricSpec:
     function can back several metrics (HoC's BLUE definition). A value outside
     ``value_range`` (Pearson may be negative) or not finite is a broken implementation.
     A ``ValueError`` means "undefined on these inputs" (AUC with one class): the engine then
-    records ``None``.
+    records ``None``. ``per_class`` (optional, a callable or path) is called like the metric,
+    with the same options, and returns ``{class: Counts(tp, predicted, gold)}``: the parts the
+    metric pools or averages, which the pages show per class (ChemProt's relation types, PICO's
+    elements, NER's entity types, HoC's hallmarks).
     """
 
     slug: str
@@ -468,11 +471,14 @@ class MetricSpec:
     options: Mapping[str, object] = field(default_factory=dict)
     value_range: tuple[float, float] = (0.0, 100.0)
     sample: MetricSample | None = None
+    per_class: Implementation | None = None
 
     def validate(self) -> None:
         check_slug(self.slug, "metric slug")
         _require_text(self.name, f"metric {self.slug}: name")
         check_implementation(self.implementation, f"metric {self.slug}: implementation")
+        if self.per_class is not None:
+            check_implementation(self.per_class, f"metric {self.slug}: per_class")
         if self.inputs not in METRIC_INPUTS:
             raise SpecError(f"metric {self.slug}: inputs {self.inputs!r} is not one of {METRIC_INPUTS}")
         unknown = sorted(set(self.context) - set(METRIC_CONTEXT))
@@ -490,6 +496,13 @@ class MetricSpec:
 
     def resolve(self) -> Callable[..., Any]:
         return resolve_implementation(self.implementation, f"metric {self.slug}", ("metrics", self.slug))
+
+    def class_counts(self, gold: Any, predictions: Any, **options: Any) -> dict | None:
+        """The metric's per-class counts (``per_class``), or None when it declares none."""
+        if self.per_class is None:
+            return None
+        function = resolve_implementation(self.per_class, f"metric {self.slug}: per_class", ("metrics", self.slug))
+        return function(gold, predictions, **{**self.options, **options})
 
     def compute(self, gold: Any, predictions: Any, **options: Any) -> float:
         """The metric's value; ``options`` add to (and override) the spec's fixed ``options``.

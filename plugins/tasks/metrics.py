@@ -7,7 +7,9 @@ benchmarks average them.
 The implementations are the engine's (``workers/engine/metrics/``, each tested against an
 independent reference). They are named by ``"module:function"`` path rather than imported, so
 this plugin loads on a web server without numpy's metrics or torch, and the engine computes
-every metric through these specs: no second table keyed by the same slugs exists.
+every metric through these specs: no second table keyed by the same slugs exists. A metric with
+classes also names its per-class counting function (``per_class``), the counts it pools or
+averages, so the per-class figures the pages show are the metric's own parts.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ METRICS = (
         "Micro F1 over entity mentions, exact span and type (seqeval's default, conlleval reading).",
         f"{TAGGING}:entity_f1",
         sample=_perfect(_TAGS),
+        per_class=f"{TAGGING}:entity_counts",
     ),
     MetricSpec(
         "entity-precision",
@@ -61,6 +64,7 @@ METRICS = (
         "Micro precision over entity mentions, exact span and type.",
         f"{TAGGING}:entity_precision",
         sample=_perfect(_TAGS),
+        per_class=f"{TAGGING}:entity_counts",
     ),
     MetricSpec(
         "entity-recall",
@@ -68,6 +72,7 @@ METRICS = (
         "Micro recall over entity mentions, exact span and type.",
         f"{TAGGING}:entity_recall",
         sample=_perfect(_TAGS),
+        per_class=f"{TAGGING}:entity_counts",
     ),
     MetricSpec(
         "token-macro-f1",
@@ -75,6 +80,7 @@ METRICS = (
         "F1 per PICO element (P, I, O) over words, then the mean of the three (BLURB's EBM PICO).",
         f"{TAGGING}:token_macro_f1",
         sample=_perfect(_PICO),
+        per_class=f"{TAGGING}:element_counts",
     ),
     MetricSpec(
         "micro-f1",
@@ -83,6 +89,7 @@ METRICS = (
         f"{CLASSIFICATION}:micro_f1",
         context=("negative",),
         sample=_perfect(_RELATIONS),
+        per_class=f"{CLASSIFICATION}:class_counts",
     ),
     MetricSpec(
         "macro-f1",
@@ -91,6 +98,7 @@ METRICS = (
         f"{CLASSIFICATION}:macro_f1",
         context=("labels", "negative"),
         sample=_perfect(_RELATIONS),
+        per_class=f"{CLASSIFICATION}:class_counts",
     ),
     MetricSpec(
         "binary-f1",
@@ -107,6 +115,7 @@ METRICS = (
         f"{CLASSIFICATION}:precision",
         context=("negative",),
         sample=_perfect(_RELATIONS),
+        per_class=f"{CLASSIFICATION}:class_counts",
     ),
     MetricSpec(
         "recall",
@@ -115,6 +124,7 @@ METRICS = (
         f"{CLASSIFICATION}:recall",
         context=("negative",),
         sample=_perfect(_RELATIONS),
+        per_class=f"{CLASSIFICATION}:class_counts",
     ),
     MetricSpec(
         "average-micro-f1",
@@ -122,6 +132,7 @@ METRICS = (
         "HoC as BLURB defines it: abstract-level labels (OR of sentences), micro F1 over the abstract x label matrix.",
         f"{CLASSIFICATION}:average_micro_f1",
         sample=_perfect(_HALLMARKS),
+        per_class=f"{CLASSIFICATION}:class_counts",
     ),
     MetricSpec(
         "hoc-blue-f1",

@@ -66,7 +66,7 @@ def resampled_values(
     predictions = results.predictions
     if not predictions:
         raise ValueError("the results hold no test predictions to resample")
-    parts = _parts(results, predictions, withheld, gold, dataset_key)
+    parts = split_parts(results, predictions, withheld, gold, dataset_key)
     total, done = resamples * len(parts), 0
 
     def tick() -> None:
@@ -84,7 +84,7 @@ def resampled_values(
     return _combine(keys, np.concatenate(values), statistic, resamples)
 
 
-def _parts(
+def split_parts(
     results: ResultsDocument, predictions: Mapping[str, object], withheld: Data, gold: Data, dataset_key: str
 ) -> list[tuple[str, LoadedDataset, LoadedDataset, list[str]]]:
     """``(resampling key, withheld copy, gold copy, run keys)`` per test split the runs predicted."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from biolm.specs import MetricSpec
 from workers.engine.encoding import LabelSpace
+from workers.engine.metrics.common import Counts
 from workers.engine.task import Task
 
 
@@ -56,9 +57,7 @@ def score_predictions(
     (Pearson of a single pair, AUC with one class) is ``None`` rather than an error, so a tiny
     dev split cannot abort a whole grid.
     """
-    multi = labels.kind == "multi"
-    gold = list(gold) if gold is not None else task.schema.gold(rows, multi)
-    pred = [frozenset(p) for p in predicted] if multi else list(predicted)
+    gold, pred = metric_inputs(task, labels, rows, predicted, gold)
     context = metric_context(task, labels)
     scores: dict[str, float | None] = {}
     for slug in task.metric_slugs:
@@ -68,6 +67,33 @@ def score_predictions(
         else:
             scores[slug] = compute_metric(spec, gold, pred, context)
     return scores
+
+
+def metric_inputs(
+    task: Task, labels: LabelSpace, rows: Sequence[dict], predicted: Sequence, gold: Sequence | None = None
+) -> tuple[list, list]:
+    """(gold, predictions) as the metrics read them: the schema's gold of ``rows`` unless given, label sets as sets."""
+    multi = labels.kind == "multi"
+    gold = list(gold) if gold is not None else task.schema.gold(rows, multi)
+    pred = [frozenset(p) for p in predicted] if multi else list(predicted)
+    return gold, pred
+
+
+def class_counts(
+    task: Task, labels: LabelSpace, rows: Sequence[dict], predicted: Sequence, gold: Sequence | None = None
+) -> dict[Any, Counts] | None:
+    """``{class: Counts}`` of the dataset's own metric on these predictions; None when it has no classes.
+
+    The metric's ``per_class`` function gets the inputs and options :func:`score_predictions`
+    gives the metric itself, so pooling the counts gives back the metric's micro score.
+    """
+    spec = task.metric(task.dataset.metric)
+    if spec.per_class is None or spec.inputs != "predictions":
+        return None
+    gold, pred = metric_inputs(task, labels, rows, predicted, gold)
+    context = metric_context(task, labels)
+    options = {name: context[name] for name in spec.context if context.get(name) is not None}
+    return spec.class_counts(gold, pred, **options)
 
 
 def _score_from_logits(

@@ -34,7 +34,7 @@ from biolm.specs import DatasetSpec
 from workers.engine.architectures import attention_implementation, build_config, load_config, parse_architecture
 from workers.engine.batching import collate, computed_tokens
 from workers.engine.encoding import Feature, LabelSpace
-from workers.engine.scoring import score_predictions
+from workers.engine.scoring import class_counts, score_predictions
 from workers.engine.task import Task
 
 LONG_DOCUMENT_VARIANTS: dict[type, type] = {}
@@ -204,3 +204,10 @@ class Formulation(abc.ABC):
         """``{metric slug: value or None}`` for the dataset's metric and its task type's companions."""
         stacked = np.stack(logits) if logits and np.ndim(logits[0]) == 1 else None
         return score_predictions(self.task, self.labels, rows, predicted, stacked)
+
+    def class_counts(self, rows: Sequence[dict], predicted: Sequence) -> dict | None:
+        """``{class: Counts}`` of the dataset's metric on these predictions (None: it has no classes).
+
+        Read exactly as :meth:`score` reads them, so the classes pool to the score's micro value.
+        """
+        return class_counts(self.task, self.labels, rows, predicted)

@@ -38,7 +38,7 @@ from biolm.schemas.token_tagging import ELEMENT_SEPARATOR
 from workers.engine.crf import LinearChainCRF, pack_labelled
 from workers.engine.encoding import IGNORE, Feature, LabelSpace, decode_token_tagging, encode_token_tagging
 from workers.engine.formulations.base import Formulation, ModelSource
-from workers.engine.scoring import score_predictions
+from workers.engine.scoring import class_counts, score_predictions
 from workers.engine.tagging_schemes import (
     OUTSIDE,
     allowed_transitions,
@@ -209,9 +209,20 @@ class TokenTagging(Formulation):
         """Multi-element words are scored as element sets (token-macro-f1 takes sets per word)."""
         if not self.multi_element:
             return super().score(rows, predicted, logits)
-        gold_sets = [[self.word_elements(tag) for tag in row["tags"]] for row in rows]
-        sets = [[self.word_elements(tag) for tag in words] for words in predicted]
+        gold_sets, sets = self._element_sets(rows, predicted)
         return score_predictions(self.task, self.labels, rows, sets, gold=gold_sets)
+
+    def class_counts(self, rows: Sequence[dict], predicted: Sequence) -> dict | None:
+        """Per-element counts, multi-element words read as element sets, as :meth:`score` reads them."""
+        if not self.multi_element:
+            return super().class_counts(rows, predicted)
+        gold_sets, sets = self._element_sets(rows, predicted)
+        return class_counts(self.task, self.labels, rows, sets, gold=gold_sets)
+
+    def _element_sets(self, rows: Sequence[dict], predicted: Sequence) -> tuple[list, list]:
+        """Gold and predicted words as element sets (the multi-element reading)."""
+        gold_sets = [[self.word_elements(tag) for tag in row["tags"]] for row in rows]
+        return gold_sets, [[self.word_elements(tag) for tag in words] for words in predicted]
 
 
 class _Wrapped(torch.nn.Module):

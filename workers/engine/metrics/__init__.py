@@ -18,6 +18,10 @@ Inputs per family (modules: ``tagging``, ``classification``, ``qa``):
 * exact-match, squad-f1: ``gold`` holds one answer or a list of acceptable answers per question.
 * strict-accuracy, lenient-accuracy, mrr: ``pred`` holds each question's ranked answers.
 
+Per-class counts (``class_counts``, ``entity_counts``, ``element_counts``) are the parts the
+micro and macro scores pool or average, one ``Counts(tp, predicted, gold)`` per class; a metric
+names its counting function as ``MetricSpec.per_class`` and the pages show them per class.
+
 Undefined precision, recall and F1 (no predicted or no gold positives) count as 0, as in seqeval and scikit-learn
 (``zero_division="warn"``), so a model that predicts nothing scores 0 instead of crashing a run.
 Nothing is ever dropped: inputs of different lengths raise ``ValueError`` (METRICS.md's trap of
@@ -30,6 +34,7 @@ from workers.engine.metrics.classification import (
     accuracy,
     average_micro_f1,
     binary_f1,
+    class_counts,
     macro_f1,
     micro_f1,
     pearson,
@@ -38,15 +43,27 @@ from workers.engine.metrics.classification import (
     recall,
     roc_auc,
 )
-from workers.engine.metrics.common import PRF
+from workers.engine.metrics.common import PRF, Counts
 from workers.engine.metrics.qa import exact_match, lenient_accuracy, mrr, normalize_answer, squad_f1, strict_accuracy
-from workers.engine.metrics.tagging import entity_f1, entity_precision, entity_recall, entity_scores, token_macro_f1
+from workers.engine.metrics.tagging import (
+    element_counts,
+    entity_counts,
+    entity_f1,
+    entity_precision,
+    entity_recall,
+    entity_scores,
+    token_macro_f1,
+)
 
 __all__ = [
     "PRF",
+    "Counts",
     "accuracy",
     "average_micro_f1",
     "binary_f1",
+    "class_counts",
+    "element_counts",
+    "entity_counts",
     "entity_f1",
     "entity_precision",
     "entity_recall",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from workers.engine.metrics.common import check_aligned, prf, sets_to_matrix
+from workers.engine.metrics.common import Counts, check_aligned, prf, sets_to_matrix, total
 
 
 def _is_multilabel(values: Any) -> bool:
@@ -69,17 +69,48 @@ def _positive_labels(seen: Iterable[Hashable], positive: Any, negative: Any, lab
 
 
 def _positive_counts(gold: Any, pred: Any, positive: Any, negative: Any, labels: Any) -> tuple[Any, Any, Any]:
-    """(TP, #predicted positive, #gold positive) as METRICS.md defines them for ChemProt/DDI/GAD."""
+    """(TP, #predicted positive, #gold positive) as METRICS.md defines them for ChemProt/DDI/GAD.
+
+    The pooled :func:`class_counts`: micro scores and the per-class figures come from one count.
+    """
+    if (_is_multilabel(gold) or _is_multilabel(pred)) and (positive is not None or negative is not None):
+        raise ValueError("multi-label rows have no negative class: every label is positive; use labels=")
+    return tuple(total(class_counts(gold, pred, positive=positive, negative=negative, labels=labels).values()))
+
+
+def class_counts(
+    gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None
+) -> dict[Hashable, Counts]:
+    """Each counted class's (TP, #predicted, #gold), the parts the positive-class metrics pool or average.
+
+    Single-label: the classes :func:`_positive_labels` picks (ChemProt's relation types without
+    ``false``), in the order of ``labels`` when given; a predicted negative is a miss of the gold
+    class, as in the micro score. Multi-label rows (HoC): every label, named by the label sets or,
+    for a 0/1 matrix, by column number; ``negative`` leaves names out, as macro F1 does.
+    """
     if _is_multilabel(gold) or _is_multilabel(pred):
-        if positive is not None or negative is not None:
-            raise ValueError("multi-label rows have no negative class: every label is positive; use labels=")
-        g, p = _indicator(gold, pred, labels)
-        return (g & p).sum(), p.sum(), g.sum()
+        if positive is not None:
+            raise ValueError("multi-label rows have no single positive class; use labels=")
+        if any(len(rows) and isinstance(rows[0], (set, frozenset)) for rows in (gold, pred)):
+            names = list(labels) if labels is not None else sorted(set().union(*gold, *pred), key=str)
+            names = [x for x in names if x not in _as_set(negative)]
+            g, p = _indicator(gold, pred, names)
+        else:
+            g, p = _indicator(gold, pred, labels)
+            names = list(range(g.shape[1]))
+        tp, n_pred, n_gold = (g & p).sum(0), p.sum(0), g.sum(0)
+        return {name: Counts(int(tp[j]), int(n_pred[j]), int(n_gold[j])) for j, name in enumerate(names)}
     g, p, vocabulary = _encode(gold, pred)
     wanted = _positive_labels(vocabulary, positive, negative, labels)
-    is_positive = np.array([x in wanted for x in vocabulary], dtype=bool)
-    gold_pos, pred_pos = is_positive[g], is_positive[p]
-    return (pred_pos & (g == p)).sum(), pred_pos.sum(), gold_pos.sum()
+    ordered = [x for x in dict.fromkeys([*(labels if labels is not None else ()), *vocabulary]) if x in wanted]
+    ordered += sorted(wanted - set(ordered), key=str)  # a positive= class never seen
+    size = len(vocabulary) + 1
+    tp, n_pred, n_gold = (np.bincount(x, minlength=size) for x in (g[g == p], p, g))
+    index = {x: j for j, x in enumerate(vocabulary)}
+    column = {name: index.get(name, size - 1) for name in ordered}  # the extra, always empty bin: never seen
+    return {
+        name: Counts(int(tp[column[name]]), int(n_pred[column[name]]), int(n_gold[column[name]])) for name in ordered
+    }
 
 
 def micro_f1(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:

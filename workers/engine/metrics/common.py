@@ -16,6 +16,31 @@ class PRF(NamedTuple):
     f1: float
 
 
+class Counts(NamedTuple):
+    """One class's counts, from which its precision, recall and F1 follow (:func:`prf`).
+
+    ``gold`` is also the class's support: how many gold instances (relation pairs, entity mentions,
+    words, abstracts) it has in the scored examples.
+    """
+
+    tp: int
+    predicted: int
+    gold: int
+
+
+def total(counts: Iterable[Counts]) -> Counts:
+    """The counts of several classes pooled: what a micro average over them scores."""
+    tp = predicted = gold = 0
+    for c in counts:
+        tp, predicted, gold = tp + c.tp, predicted + c.predicted, gold + c.gold
+    return Counts(tp, predicted, gold)
+
+
+def scores_of(counts: Counts) -> PRF:
+    """Precision, recall and F1 (0-100) of one class's counts."""
+    return PRF(*(float(v) for v in prf(counts.tp, counts.predicted, counts.gold)))
+
+
 def prf(tp: Any, n_pred: Any, n_gold: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """P, R, F (0-100) from counts, elementwise; 0 where undefined. F = 2TP / (#pred + #gold)."""
     tp, n_pred, n_gold = (np.asarray(a, dtype=float) for a in (tp, n_pred, n_gold))

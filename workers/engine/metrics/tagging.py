@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from workers.engine.metrics.common import PRF, check_aligned, prf, sets_to_matrix
+from workers.engine.metrics.common import PRF, Counts, check_aligned, scores_of, sets_to_matrix, total
 
 # strict schemes: (allowed prefixes, one-token entity prefix, closing prefix an entity must end with)
 _SCHEMES = {
@@ -81,6 +81,49 @@ def _strict_entities(seq: Sequence[str], scheme: str) -> set[tuple[str, int, int
     return entities
 
 
+def _extractor(mode: str, scheme: str | None) -> Callable[[Sequence[str]], set]:
+    """The chunk reader of ``mode`` (and ``scheme``), or ValueError naming what is wrong."""
+    if mode == "conlleval":
+        if scheme is not None:
+            raise ValueError("scheme applies to mode='strict' only; conlleval mode reads any of B/I/E/S/U/L")
+        return conlleval_entities
+    if mode == "strict":
+        name = _SCHEME_ALIASES.get((scheme or "IOB2").upper(), (scheme or "IOB2").upper())
+        if name not in _SCHEMES:
+            raise ValueError(f"unknown scheme {scheme!r}; use one of {sorted(_SCHEMES)}")
+        return lambda seq: _strict_entities(seq, name)
+    raise ValueError(f"mode must be 'conlleval' or 'strict', not {mode!r}")
+
+
+def entity_counts(
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    *,
+    mode: Literal["conlleval", "strict"] = "conlleval",
+    scheme: str | None = None,
+) -> dict[str, Counts]:
+    """(TP, #predicted, #gold) entity mentions per entity type (JNLPBA's protein, DNA, ...), sorted by type.
+
+    A mention counts for its type: a predicted span with the right boundaries but another type is
+    a false positive of the predicted type and a miss of the gold one, as in the micro score,
+    which pools these counts. Untyped tags (``B``) form the one type ``_``.
+    """
+    extract = _extractor(mode, scheme)
+    check_aligned(gold, pred, "sentences")
+    tp: dict[str, int] = {}
+    n_gold: dict[str, int] = {}
+    n_pred: dict[str, int] = {}
+    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        check_aligned(g, p, f"tags in sentence {k}")
+        gold_entities, pred_entities = extract(g), extract(p)
+        found = ((tp, gold_entities & pred_entities), (n_gold, gold_entities), (n_pred, pred_entities))
+        for counter, entities in found:
+            for type_, _, _ in entities:
+                counter[type_] = counter.get(type_, 0) + 1
+    types = sorted({*n_gold, *n_pred})
+    return {t: Counts(tp.get(t, 0), n_pred.get(t, 0), n_gold.get(t, 0)) for t in types}
+
+
 def entity_scores(
     gold: Sequence[Sequence[str]],
     pred: Sequence[Sequence[str]],
@@ -92,28 +135,9 @@ def entity_scores(
 
     ``conlleval`` is seqeval's default and what the BLURB reference scripts report; ``strict``
     with a scheme gives lower numbers on the same predictions (METRICS.md: record the mode).
-    Words, not sub-tokens: pass one tag per word.
+    Words, not sub-tokens: pass one tag per word. The pooled :func:`entity_counts`.
     """
-    if mode == "conlleval":
-        if scheme is not None:
-            raise ValueError("scheme applies to mode='strict' only; conlleval mode reads any of B/I/E/S/U/L")
-        extract: Callable[[Sequence[str]], set] = conlleval_entities
-    elif mode == "strict":
-        name = _SCHEME_ALIASES.get((scheme or "IOB2").upper(), (scheme or "IOB2").upper())
-        if name not in _SCHEMES:
-            raise ValueError(f"unknown scheme {scheme!r}; use one of {sorted(_SCHEMES)}")
-        extract = lambda seq: _strict_entities(seq, name)  # noqa: E731
-    else:
-        raise ValueError(f"mode must be 'conlleval' or 'strict', not {mode!r}")
-    check_aligned(gold, pred, "sentences")
-    tp = n_gold = n_pred = 0
-    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        check_aligned(g, p, f"tags in sentence {k}")
-        gold_entities, pred_entities = extract(g), extract(p)
-        tp += len(gold_entities & pred_entities)
-        n_gold += len(gold_entities)
-        n_pred += len(pred_entities)
-    return PRF(*(float(v) for v in prf(tp, n_pred, n_gold)))
+    return scores_of(total(entity_counts(gold, pred, mode=mode, scheme=scheme).values()))
 
 
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
@@ -139,21 +163,20 @@ def _element(tag: str) -> str:
     return tag[2:] if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIESUL" else tag
 
 
-def token_macro_f1(
+def element_counts(
     gold: Sequence[Sequence[Any]],
     pred: Sequence[Sequence[Any]],
     *,
     labels: Iterable[str] | None = None,
     outside: str = "O",
-) -> float:
-    """BLURB's EBM PICO score: every word scored on its own, F1 per element, then the mean.
+) -> dict[str, Counts]:
+    """(TP, #predicted, #gold) words per PICO element (``PAR``, ``INT``, ``OUT``): :func:`token_macro_f1`'s parts.
 
     A word is a tag (``I-PAR``; prefixes are stripped, ``outside`` means no element) or a
     collection of elements, for corpora where one word belongs to several. ``labels`` fixes the
-    elements averaged over (``I-PAR``-style names are accepted); by default those seen, minus
-    ``outside``. An element in ``labels`` that never occurs scores 0, as in scikit-learn.
+    elements counted (``I-PAR``-style names are accepted); by default those seen, minus
+    ``outside``. An element in ``labels`` that never occurs counts zero everywhere.
     """
-
     check_aligned(gold, pred, "sentences")
     for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
         check_aligned(g, p, f"words in sentence {k}")
@@ -165,19 +188,35 @@ def token_macro_f1(
         elements[w] = frozenset(_element(x) for x in members if x != outside)
     names = sorted(set().union(*elements.values())) if labels is None else labels
     names = list(dict.fromkeys(_element(x) for x in names if x != outside))
-    if not names:
-        return 0.0
     if any(len(e) > 1 for e in elements.values()):
         g, p = (
             sets_to_matrix([elements[w] for w in gold_words], names),
             sets_to_matrix([elements[w] for w in pred_words], names),
         )
-        return float(prf((g & p).sum(0), p.sum(0), g.sum(0))[2].mean())
-    # one element per word at most: integer codes and bincount (400k words in milliseconds)
-    column = {name: j for j, name in enumerate(names)}
-    other = len(names)  # the last bin collects outside words and elements not in names
-    code = {w: column.get(next(iter(e)), other) if e else other for w, e in elements.items()}
-    g = np.fromiter((code[w] for w in gold_words), dtype=np.int64, count=len(gold_words))
-    p = np.fromiter((code[w] for w in pred_words), dtype=np.int64, count=len(pred_words))
-    tp, n_pred, n_gold = (np.bincount(x, minlength=other + 1)[:other] for x in (g[g == p], p, g))
-    return float(prf(tp, n_pred, n_gold)[2].mean())
+        tp, n_pred, n_gold = (g & p).sum(0), p.sum(0), g.sum(0)
+    else:  # one element per word at most: integer codes and bincount (400k words in milliseconds)
+        column = {name: j for j, name in enumerate(names)}
+        other = len(names)  # the last bin collects outside words and elements not in names
+        code = {w: column.get(next(iter(e)), other) if e else other for w, e in elements.items()}
+        g = np.fromiter((code[w] for w in gold_words), dtype=np.int64, count=len(gold_words))
+        p = np.fromiter((code[w] for w in pred_words), dtype=np.int64, count=len(pred_words))
+        tp, n_pred, n_gold = (np.bincount(x, minlength=other + 1)[:other] for x in (g[g == p], p, g))
+    return {name: Counts(int(tp[j]), int(n_pred[j]), int(n_gold[j])) for j, name in enumerate(names)}
+
+
+def token_macro_f1(
+    gold: Sequence[Sequence[Any]],
+    pred: Sequence[Sequence[Any]],
+    *,
+    labels: Iterable[str] | None = None,
+    outside: str = "O",
+) -> float:
+    """BLURB's EBM PICO score: every word scored on its own, F1 per element, then the mean.
+
+    The elements' counts are :func:`element_counts` (which says how words and ``labels`` are
+    read); an element in ``labels`` that never occurs scores 0, as in scikit-learn.
+    """
+    counts = element_counts(gold, pred, labels=labels, outside=outside)
+    if not counts:
+        return 0.0
+    return float(np.mean([scores_of(c).f1 for c in counts.values()]))

@@ -1,0 +1,343 @@
+"""Per-class test figures: the metric's own parts, aggregated, shown only for classes with enough test examples.
+
+The counting functions (``class_counts``, ``entity_counts``, ``element_counts``) must pool back to
+the metric they belong to, and each class's figure must equal the metric computed on that class
+alone (the relation type as the only positive class, the entity type's mentions alone, the one
+PICO element, the one hallmark). The engine's :func:`workers.engine.per_class.per_class_figures`
+is then run on BLURB-mini's test splits with known predictions (the relation set standing in for
+ChemProt, the PICO set for EBM PICO, the document set for HoC), checked against scikit-learn,
+against the ten-example threshold, and for anything per example in what it returns. The
+official-data tests run the same on ChemProt, DDI and HoC's test files and on JNLPBA's typed test
+file, and skip, naming the missing path, where the files are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from checkpoints import demo_texts, tiny_bert
+from contract_documents import results_document
+from sklearn.metrics import precision_recall_fscore_support
+
+from biolm.canonical_jsonl import read_canonical_jsonl
+from biolm.contract import ResultsDocument
+from biolm.dataset_io import LoadedDataset, fingerprint_of, load_dataset_files
+from biolm.plugins import collect_contributions, get_plugin_manager
+from workers.engine.metrics import (
+    average_micro_f1,
+    class_counts,
+    element_counts,
+    entity_counts,
+    entity_scores,
+    macro_f1,
+    micro_f1,
+    token_macro_f1,
+)
+from workers.engine.metrics.common import scores_of, total
+from workers.engine.per_class import MIN_SUPPORT, per_class_figures
+from workers.engine.spec import FinetuneSpec
+from workers.engine.withheld import score_withheld
+
+DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
+FIGURE_KEYS = {"name", "support", "precision", "recall", "f1"}
+
+
+# -- the counting functions are the metrics' parts ---------------------------------------------------
+
+RELATION_GOLD = ["CPR:3", "false", "CPR:4", "CPR:3", "false", "CPR:9", "CPR:4", "CPR:3", "false", "CPR:9"]
+RELATION_PRED = ["CPR:3", "CPR:3", "CPR:4", "false", "false", "CPR:4", "CPR:4", "CPR:3", "CPR:9", "CPR:9"]
+
+
+def test_relation_type_counts_pool_to_micro_f1_and_each_type_is_micro_f1_with_it_the_only_positive_class():
+    counts = class_counts(RELATION_GOLD, RELATION_PRED, negative="false")
+    assert list(counts) == ["CPR:3", "CPR:4", "CPR:9"]  # the negative class is no class of the metric
+    pooled = micro_f1(RELATION_GOLD, RELATION_PRED, negative="false")
+    assert scores_of(total(counts.values())).f1 == pytest.approx(pooled)
+    p, r, f, support = precision_recall_fscore_support(
+        RELATION_GOLD, RELATION_PRED, labels=list(counts), zero_division=0
+    )
+    for j, (name, count) in enumerate(counts.items()):
+        assert scores_of(count).f1 == pytest.approx(micro_f1(RELATION_GOLD, RELATION_PRED, positive=name))
+        assert scores_of(count) == pytest.approx((100 * p[j], 100 * r[j], 100 * f[j]))
+        assert count.gold == support[j]
+
+
+def test_ddi_types_leave_out_ddi_false_and_macro_f1_is_the_mean_of_their_f1():
+    gold = ["DDI-false", "DDI-effect", "DDI-mechanism", "DDI-advise", "DDI-int", "DDI-effect", "DDI-false"]
+    pred = ["DDI-effect", "DDI-effect", "DDI-advise", "DDI-advise", "DDI-false", "DDI-effect", "DDI-false"]
+    labels = ["DDI-advise", "DDI-effect", "DDI-false", "DDI-int", "DDI-mechanism"]
+    counts = class_counts(gold, pred, negative="DDI-false", labels=labels)
+    assert list(counts) == ["DDI-advise", "DDI-effect", "DDI-int", "DDI-mechanism"]
+    mean = statistics.fmean(scores_of(c).f1 for c in counts.values())
+    assert mean == pytest.approx(macro_f1(gold, pred, negative="DDI-false", labels=labels))
+    assert scores_of(total(counts.values())).f1 == pytest.approx(micro_f1(gold, pred, negative="DDI-false"))
+
+
+TYPED_GOLD = [
+    ["B-protein", "I-protein", "O", "B-DNA", "O", "B-cell_type"],
+    ["O", "B-RNA", "I-RNA", "O", "B-protein", "O"],
+]
+TYPED_PRED = [
+    ["B-protein", "I-protein", "O", "B-protein", "O", "B-cell_type"],  # DNA predicted as protein
+    ["O", "B-RNA", "O", "O", "B-protein", "B-cell_line"],  # RNA cut short, a spurious cell line
+]
+
+
+def only(sentences: list[list[str]], type_: str) -> list[list[str]]:
+    """The tags of one entity type, every other type's tags made O: that type's subset of the mentions."""
+    return [[tag if tag.endswith(f"-{type_}") else "O" for tag in s] for s in sentences]
+
+
+def test_entity_type_counts_pool_to_entity_f1_and_each_type_is_entity_f1_on_that_types_mentions():
+    counts = entity_counts(TYPED_GOLD, TYPED_PRED)
+    assert list(counts) == ["DNA", "RNA", "cell_line", "cell_type", "protein"]
+    assert scores_of(total(counts.values())) == pytest.approx(entity_scores(TYPED_GOLD, TYPED_PRED))
+    for type_, count in counts.items():
+        assert scores_of(count) == pytest.approx(entity_scores(only(TYPED_GOLD, type_), only(TYPED_PRED, type_)))
+    assert counts["protein"] == (2, 3, 2) and counts["DNA"] == (0, 0, 1) and counts["cell_line"] == (0, 1, 0)
+
+
+PICO_GOLD = [["I-PAR", "I-PAR", "O", "I-INT"], ["O", "I-OUT", "I-OUT", "O"]]
+PICO_PRED = [["I-PAR", "O", "O", "I-INT"], ["I-OUT", "I-OUT", "I-INT", "O"]]
+
+
+def test_pico_element_counts_average_to_the_word_level_macro_f1_and_each_element_is_its_own_score():
+    counts = element_counts(PICO_GOLD, PICO_PRED)
+    assert list(counts) == ["INT", "OUT", "PAR"]
+    assert statistics.fmean(scores_of(c).f1 for c in counts.values()) == pytest.approx(
+        token_macro_f1(PICO_GOLD, PICO_PRED)
+    )
+    for element, count in counts.items():
+        assert scores_of(count).f1 == pytest.approx(token_macro_f1(PICO_GOLD, PICO_PRED, labels=[f"I-{element}"]))
+    sets = [[frozenset({"PAR", "INT"}), frozenset()], [frozenset({"OUT"}), frozenset({"PAR"})]]
+    guessed = [[frozenset({"PAR"}), frozenset()], [frozenset({"OUT", "INT"}), frozenset({"PAR"})]]
+    multi = element_counts(sets, guessed)
+    assert multi == {"INT": (0, 1, 1), "OUT": (1, 1, 1), "PAR": (2, 2, 2)}
+    assert statistics.fmean(scores_of(c).f1 for c in multi.values()) == pytest.approx(token_macro_f1(sets, guessed))
+
+
+HALLMARK_GOLD = [frozenset({"angiogenesis"}), frozenset(), frozenset({"immune", "angiogenesis"}), frozenset({"immune"})]
+HALLMARK_PRED = [frozenset({"angiogenesis"}), frozenset({"immune"}), frozenset({"immune"}), frozenset()]
+
+
+def test_hoc_label_counts_pool_to_the_abstract_by_label_micro_f1_and_each_label_is_that_columns_score():
+    counts = class_counts(HALLMARK_GOLD, HALLMARK_PRED)
+    assert list(counts) == ["angiogenesis", "immune"]
+    assert scores_of(total(counts.values())).f1 == pytest.approx(average_micro_f1(HALLMARK_GOLD, HALLMARK_PRED))
+    for label, count in counts.items():
+        column = [frozenset({label} & g) for g in HALLMARK_GOLD], [frozenset({label} & p) for p in HALLMARK_PRED]
+        assert scores_of(count).f1 == pytest.approx(average_micro_f1(*column))
+
+
+# -- the engine's figures on BLURB-mini's test splits --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def contributions():
+    return collect_contributions(get_plugin_manager(load_entrypoints=False))
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory) -> Path:
+    return tiny_bert(tmp_path_factory.mktemp("checkpoint") / "tiny", demo_texts(), 600)
+
+
+def demo_rows(dataset: str) -> list[dict]:
+    rows = read_canonical_jsonl(DEMO / dataset)["test"]
+    return [{k: v for k, v in row.items() if k != "_where"} for row in rows]
+
+
+def loaded(spec, test_rows: list[dict]) -> LoadedDataset:
+    splits = {"test": test_rows}
+    return LoadedDataset(spec, splits, sorted(spec.labels), fingerprint_of(splits))
+
+
+def job_results(tokenizer_dir: Path, dataset: str, predictions: dict[str, list]) -> ResultsDocument:
+    spec = FinetuneSpec.build(model=tokenizer_dir, dataset=dataset, out=tokenizer_dir / "out", load_entrypoints=False)
+    return ResultsDocument.from_json(results_document(spec.job, dict.fromkeys(predictions), predictions=predictions))
+
+
+def cycled(gold: list[str], labels: list[str], every: int, offset: int) -> list[str]:
+    """Gold, except every ``every``-th example (from ``offset``) takes the next label round ``labels``."""
+    return [labels[(labels.index(g) + 1) % len(labels)] if i % every == offset else g for i, g in enumerate(gold)]
+
+
+def assert_figure(figure, reference: tuple, j: int) -> None:
+    """``figure`` equals column ``j`` of scikit-learn's precision_recall_fscore_support (0-1 scale)."""
+    p, r, f, n = reference
+    assert (figure.precision, figure.recall, figure.f1) == pytest.approx((100 * p[j], 100 * r[j], 100 * f[j]), abs=1e-3)
+    assert figure.support == n[j]
+
+
+def assert_aggregates_only(breakdown, rows: list[dict]) -> None:
+    """Classes and counts, nothing per example: no example id, no list as long as the test split."""
+    document = breakdown.to_json()
+    assert set(document) == {"classes", "below_threshold", "min_support"}
+    assert all(set(figure) == FIGURE_KEYS for figure in document["classes"])
+    text = json.dumps(document)
+    assert not any(row["id"] in text for row in rows)
+    assert all(figure["support"] >= MIN_SUPPORT for figure in document["classes"])
+
+
+def test_relation_figures_are_each_types_seed_mean_and_a_type_with_seven_test_examples_is_not_shown(
+    contributions, tokenizer_dir
+):
+    rows = demo_rows("demo-relation")  # test: CPR:3 16, CPR:4 14, CPR:9 7, false 23
+    gold = [row["label"] for row in rows]
+    labels = ["CPR:3", "CPR:4", "CPR:9", "false"]
+    predictions = {"42": cycled(gold, labels, 5, 0), "43": cycled(gold, labels, 4, 1)}
+    data = loaded(contributions.datasets["demo-relation"], rows)
+    breakdown = per_class_figures(job_results(tokenizer_dir, "demo-relation", predictions), tokenizer_dir, data, data)
+
+    assert [(f.name, f.support) for f in breakdown.classes] == [("CPR:3", 16), ("CPR:4", 14)]
+    assert breakdown.below_threshold == 1  # CPR:9, counted, never named
+    for figure in breakdown.classes:
+        per_seed = [
+            precision_recall_fscore_support(gold, p, labels=[figure.name], zero_division=0)
+            for p in predictions.values()
+        ]
+        expected = [statistics.fmean(100 * float(s[k][0]) for s in per_seed) for k in range(3)]
+        assert (figure.precision, figure.recall, figure.f1) == pytest.approx(expected, abs=1e-3)
+    assert_aggregates_only(breakdown, rows)
+
+
+def test_a_class_shows_from_ten_test_examples_and_not_at_nine(contributions, tokenizer_dir):
+    rows = demo_rows("demo-relation")
+    falses = [i for i, row in enumerate(rows) if row["label"] == "false"]
+    spec = contributions.datasets["demo-relation"]
+    shown = {}
+    for n_cpr9 in (9, 10):
+        relabelled = [dict(row) for row in rows]
+        for i in falses[: n_cpr9 - 7]:  # demo-relation's test has 7 CPR:9 pairs
+            relabelled[i]["label"] = "CPR:9"
+        gold = [row["label"] for row in relabelled]
+        assert gold.count("CPR:9") == n_cpr9
+        data = loaded(spec, relabelled)
+        results = job_results(tokenizer_dir, "demo-relation", {"42": cycled(gold, sorted(set(gold)), 6, 2)})
+        breakdown = per_class_figures(results, tokenizer_dir, data, data)
+        shown[n_cpr9] = {f.name for f in breakdown.classes}
+    assert "CPR:9" not in shown[9] and "CPR:9" in shown[10]
+
+
+def test_pico_figures_are_each_elements_word_level_f1_and_average_to_the_recorded_score(contributions, tokenizer_dir):
+    rows = demo_rows("demo-pico")
+    predicted = [
+        [("I-OUT" if tag == "I-INT" else tag) if (i + j) % 4 == 0 else tag for j, tag in enumerate(row["tags"])]
+        for i, row in enumerate(rows)
+    ]
+    data = loaded(contributions.datasets["demo-pico"], rows)
+    results = job_results(tokenizer_dir, "demo-pico", {"42": predicted})
+    breakdown = per_class_figures(results, tokenizer_dir, data, data)
+
+    assert sorted(f.name for f in breakdown.classes) == ["INT", "OUT", "PAR"]
+    recorded = score_withheld(results, tokenizer_dir, data, data)["42"]["token-macro-f1"]
+    assert statistics.fmean(f.f1 for f in breakdown.classes) == pytest.approx(recorded, abs=1e-3)
+    words_gold = [tag for row in rows for tag in row["tags"]]
+    words_pred = [tag for sentence in predicted for tag in sentence]
+    for figure in breakdown.classes:
+        element = [f"I-{figure.name}"]
+        reference = precision_recall_fscore_support(words_gold, words_pred, labels=element, zero_division=0)
+        assert_figure(figure, reference, 0)
+    assert_aggregates_only(breakdown, rows)
+
+
+def test_hoc_figures_are_per_hallmark_and_a_hallmark_in_nine_test_abstracts_is_not_shown(contributions, tokenizer_dir):
+    rows = demo_rows("demo-doc-classification")  # "sustaining proliferative signaling" is in 9 test abstracts
+    names = sorted({label for row in rows for label in row["labels"]})
+    flipped = [{names[i % len(names)]} if i % 3 == 0 else set() for i in range(len(rows))]
+    predicted = [sorted(set(row["labels"]) ^ flip) for row, flip in zip(rows, flipped, strict=True)]
+    data = loaded(contributions.datasets["demo-doc-classification"], rows)
+    results = job_results(tokenizer_dir, "demo-doc-classification", {"42": predicted})
+    breakdown = per_class_figures(results, tokenizer_dir, data, data)
+
+    shown = {f.name: f for f in breakdown.classes}
+    assert "sustaining proliferative signaling" not in shown and breakdown.below_threshold == 1
+    assert len(shown) == len(names) - 1
+    gold_matrix = np.array([[name in row["labels"] for name in names] for row in rows])
+    pred_matrix = np.array([[name in p for name in names] for p in predicted])
+    reference = precision_recall_fscore_support(gold_matrix, pred_matrix, zero_division=0)
+    for j, name in enumerate(names):
+        if name in shown:
+            assert_figure(shown[name], reference, j)
+    assert_aggregates_only(breakdown, rows)
+
+
+def test_untyped_entities_have_one_class_so_no_per_class_figures(contributions, tokenizer_dir):
+    rows = demo_rows("demo-ner")  # BLURB's NER files strip the type: B/I/O only
+    data = loaded(contributions.datasets["demo-ner"], rows)
+    results = job_results(tokenizer_dir, "demo-ner", {"42": [row["tags"] for row in rows]})
+    assert per_class_figures(results, tokenizer_dir, data, data) is None
+
+
+# -- the official files ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dataset", "folder", "negative", "expected"),
+    [
+        ("chemprot", "ChemProt", "false", {"CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"}),
+        ("ddi", "DDI", "DDI-false", {"DDI-advise", "DDI-effect", "DDI-int", "DDI-mechanism"}),
+    ],
+)
+def test_official_relation_types_on_the_real_test_split(
+    dataset, folder, negative, expected, official_data, contributions, tokenizer_dir
+):
+    spec = contributions.datasets[dataset]
+    rows = load_dataset_files(spec, official_data(folder, "blurb", "test.tsv").parent).splits["test"]
+    gold = [row["label"] for row in rows]
+    labels = sorted(set(gold))
+    predicted = cycled(gold, labels, 7, 3)
+    data = loaded(spec, rows)
+    results = job_results(tokenizer_dir, dataset, {"42": predicted})
+    breakdown = per_class_figures(results, tokenizer_dir, data, data)
+
+    assert {f.name for f in breakdown.classes} == expected
+    positives = [x for x in labels if x != negative]
+    reference = precision_recall_fscore_support(gold, predicted, labels=positives, zero_division=0)
+    for figure in breakdown.classes:
+        assert_figure(figure, reference, positives.index(figure.name))
+    assert_aggregates_only(breakdown, rows)
+
+
+def test_official_hoc_hallmarks_on_the_real_test_split(official_data, contributions, tokenizer_dir):
+    spec = contributions.datasets["hoc"]
+    rows = load_dataset_files(spec, official_data("HoC", "blurb", "test.tsv").parent).splits["test"]
+    predicted = [sorted(row["labels"])[:-1] if i % 5 == 0 else sorted(row["labels"]) for i, row in enumerate(rows)]
+    data = loaded(spec, rows)
+    breakdown = per_class_figures(job_results(tokenizer_dir, "hoc", {"42": predicted}), tokenizer_dir, data, data)
+
+    assert len(breakdown.classes) + breakdown.below_threshold == 10  # HoC's ten hallmarks
+    assert all(f.precision == 100.0 for f in breakdown.classes)  # only dropped labels: no false positive
+    assert_aggregates_only(breakdown, rows)
+
+
+def read_iob(path: Path) -> list[list[str]]:
+    """The tags of a CoNLL-style file (token TAB tag), one list per sentence, document markers skipped."""
+    sentences, current = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            if current:
+                sentences.append(current)
+            current = []
+            continue
+        current.append(line.rsplit("\t", 1)[-1])
+    return [*sentences, current] if current else sentences
+
+
+def test_official_jnlpba_entity_types_on_the_typed_test_file(official_data):
+    gold = read_iob(official_data("JNLPBA", "crichton-IOB", "test.tsv"))
+    # every tenth sentence predicted with each entity's type shifted round the five: a type error on both sides
+    types = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
+    shift = {t: types[(k + 1) % 5] for k, t in enumerate(types)}
+    pred = [[t if t == "O" or k % 10 else f"{t[:2]}{shift[t[2:]]}" for t in s] for k, s in enumerate(gold)]
+    counts = entity_counts(gold, pred)
+    assert list(counts) == types
+    assert sum(c.gold for c in counts.values()) == 8662  # the test mentions the JNLPBA paper counts
+    assert scores_of(total(counts.values())) == pytest.approx(entity_scores(gold, pred))
+    for type_, count in counts.items():
+        assert count.gold >= MIN_SUPPORT
+        assert scores_of(count) == pytest.approx(entity_scores(only(gold, type_), only(pred, type_)))
