@@ -23,6 +23,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -31,6 +32,9 @@ from jobs import signals
 from jobs.models import FINISHED, WAITING, Job
 
 LOG_TAIL_CHARS = 20_000
+# When a running job's step last moved: in the cache (shared by the site's processes where BIOLM_CACHE_URL is set).
+_ADVANCED_KEY = "jobs:advanced:{}"
+ADVANCED_TTL_S = 7 * 24 * 3600
 BACKOFF_BASE_S = 30.0
 BACKOFF_MAX_S = 15 * 60.0
 
@@ -111,13 +115,14 @@ def holds(job_id: int, token: str, delivery: str) -> bool:
 
 def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None = None, log: str = "") -> str:
     """Record that the delivery is alive (and how far it is); STOP if it no longer holds the job."""
-    values: dict = {"last_heartbeat": timezone.now()}
+    now = timezone.now()
+    values: dict = {"last_heartbeat": now}
     if progress is not None:
         values.update(
             progress_step=progress.step,
             progress_total=progress.total,
             progress_loss=progress.loss,
-            eta_s=progress.eta_s,
+            eta_s=_steady_eta(job_id, progress, now),
         )
     if not log:
         return Verdict.CONTINUE if _held(job_id, token, delivery).update(**values) else Verdict.STOP
@@ -128,6 +133,30 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
         values["log"] = (job.log + log)[-LOG_TAIL_CHARS:]
         _held(job_id, token, delivery).update(**values)
     return Verdict.CONTINUE
+
+
+def _steady_eta(job_id: int, progress: Progress, now: dt.datetime) -> float | None:
+    """The ETA to record: never more than the last one while the job advances through the same steps.
+
+    A worker's estimate follows its pace, which wobbles; a waiting person reads a number that grows
+    while the bar moves as a broken promise. So while the step moves forward within the same total, the
+    estimate is the smaller of the new and the last one. It also notes when the step last moved
+    (:func:`advanced_at`), which the submission page shows as "stalled since" when that is long ago.
+    """
+    before = Job.objects.filter(pk=job_id).values("progress_step", "progress_total", "eta_s").first()
+    same_run = before is not None and before["progress_total"] == progress.total
+    if not same_run or progress.step != before["progress_step"]:
+        cache.set(_ADVANCED_KEY.format(job_id), now.timestamp(), ADVANCED_TTL_S)
+    if same_run and progress.step >= before["progress_step"] and None not in (before["eta_s"], progress.eta_s):
+        return min(progress.eta_s, before["eta_s"])
+    return progress.eta_s
+
+
+def advanced_at(job_id: int) -> dt.datetime | None:
+    """When the running job's step last moved, as its heartbeats told; None when not known (no heartbeat yet
+    with progress, or the cache was emptied: the claim is then not made)."""
+    stamp = cache.get(_ADVANCED_KEY.format(job_id))
+    return dt.datetime.fromtimestamp(stamp, tz=dt.UTC) if stamp is not None else None
 
 
 def succeed(job_id: int, token: str, delivery: str) -> bool:

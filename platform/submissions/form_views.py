@@ -132,6 +132,7 @@ def _submitted(request: HttpRequest, submission: Submission) -> HttpResponse:
         messages.success(
             request,
             f"Submitted: {jobs} jobs are queued. The model stays private until you publish it on this page.",
+            extra_tags="while-queued",  # the page's script removes it once a job has left the queue
         )
     location = reverse("submissions:detail", args=[submission.pk])
     if request.headers.get("X-Requested-With") == "XMLHttpRequest":

@@ -12,12 +12,14 @@ import json
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission
+from submissions.templatetags import submission_format
 
 POLL_INTERVAL_S = 2
 
@@ -36,6 +38,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     states = services.job_states(submission)
     overrides, protocol = services.evaluation_of(submission)
     context = {
+        **_progress_context(submission, states),
         "overrides": json.dumps(overrides, sort_keys=True) if overrides else "",
         "protocol": protocol,
         "submission": submission,
@@ -58,10 +61,14 @@ def status(request: HttpRequest, pk: int) -> JsonResponse:
     """What the page's script polls: the submission's status and every job's state."""
     submission = services.submission_for(request.user, pk, manage=False)
     manage = services.may_manage(request.user, submission)
-    jobs = [state.as_json() for state in services.job_states(submission)]
+    states = services.job_states(submission)
+    jobs = [state.as_json() for state in states]
     if not manage:
         for job in jobs:
             job["log_tail"] = ""
+    shown = _progress_context(submission, states)
+    for job, state in zip(jobs, states, strict=True):
+        job["eta_text"], job["steps_text"] = submission_format.eta(state), submission_format.steps(state)
     return JsonResponse(
         {
             "status": submission.status,
@@ -69,8 +76,23 @@ def status(request: HttpRequest, pk: int) -> JsonResponse:
             "finished": submission.is_finished,
             "jobs": jobs,
             "visibility": submission.language_model.visibility,
+            "overall": {**shown["overall"].as_json(), "text": submission_format.overall(shown["overall"])},
+            # The finished page's scores, drawn by the same template as the page (escaped there).
+            "results_html": render_to_string("submissions/_results.html", shown) if submission.is_finished else "",
         }
     )
+
+
+def _progress_context(submission: Submission, states: list[services.JobState]) -> dict:
+    """The whole submission's time left and, once it finished, its scores with the rank they have."""
+    datasets, benchmarks = services.results_of(submission) if submission.is_finished else ([], [])
+    return {
+        "overall": services.overall_eta(submission, states),
+        "dataset_scores": datasets,
+        "benchmark_scores": benchmarks,
+        "model": submission.language_model,
+        "submission": submission,
+    }
 
 
 @require_POST

@@ -16,18 +16,22 @@ tail and whether the quota was refunded.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.http import Http404
+from django.urls import reverse
 from django.utils import timezone
 
 from jobs import dispatch, lifecycle, waiting
-from jobs.models import WAITING, Job
+from jobs.models import FINISHED, WAITING, Job
+from leaderboard.models import Result, Score
 from registry.models import LanguageModel, Protocol
 from submissions.models import Submission
 
 LOG_TAIL_LINES = 20
+STALLED_AFTER_S = 60  # a running job whose step has not moved for this long is shown as stalled
 CAUSE_WORDS = {
     Job.Cause.PLATFORM: "the platform failed (a worker died or lost its connection); it is not counted against you",
     Job.Cause.SUBMISSION: "the submission failed",
@@ -85,10 +89,11 @@ class JobState:
     log_tail: str
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
+    stalled_since: dt.datetime | None = None  # running, and no step has moved (or no heartbeat came) since
 
     def as_json(self) -> dict:
         data = asdict(self)
-        for key in ("estimated_start", "started_at", "finished_at"):
+        for key in ("estimated_start", "started_at", "finished_at", "stalled_since"):
             data[key] = data[key].isoformat() if data[key] else None
         return data
 
@@ -139,7 +144,145 @@ def _state(job: Job, place, states, now: dt.datetime, submission: Submission) ->
         log_tail="\n".join(job.log.splitlines()[-LOG_TAIL_LINES:]) if (failed or job.log) else "",
         started_at=job.started_at,
         finished_at=job.finished_at,
+        stalled_since=stalled_since(job, now),
     )
+
+
+def stalled_since(job: Job, now: dt.datetime) -> dt.datetime | None:
+    """For a running job: since when no step has moved, once that is over :data:`STALLED_AFTER_S` ago, or since
+    its last heartbeat when that is stale; else None. The page then says so instead of an estimate."""
+    if job.status != Job.Status.RUNNING:
+        return None
+    stale = dt.timedelta(seconds=settings.BIOLM_HEARTBEAT_STALE_S)
+    if job.last_heartbeat is not None and now - job.last_heartbeat > stale:
+        return job.last_heartbeat
+    moved = lifecycle.advanced_at(job.pk)
+    return moved if moved is not None and now - moved > dt.timedelta(seconds=STALLED_AFTER_S) else None
+
+
+@dataclass(frozen=True)
+class Overall:
+    """How long the whole submission has left: ``seconds`` for the jobs whose time is known, ``unknown`` of them
+    have none (no job of their kind finished here yet), so ``seconds`` is then a lower bound."""
+
+    seconds: float | None
+    unknown: int
+    left: int  # jobs not finished
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def overall_eta(submission: Submission, states: list[JobState], now: dt.datetime | None = None) -> Overall:
+    """The time left for all of ``submission``'s jobs: the running ones' ETAs, the waiting ones' typical durations.
+
+    A waiting job takes what the same kind of job on the same dataset took lately on this site (the median of the
+    last successes), else what its kind took. Each queue's work is shared among its live workers' slots; the
+    training queue's work comes before the scoring queue's (a dataset is scored once it is fine-tuned).
+    """
+    now = now or timezone.now()
+    unfinished = [state for state in states if state.status not in FINISHED]
+    if not unfinished:
+        return Overall(0.0, 0, 0)
+    typical = typical_durations({state.kind for state in unfinished})
+    datasets = dict(Job.objects.filter(pk__in=[s.id for s in unfinished]).values_list("pk", "dataset_id"))
+    work: dict[str, float] = {}
+    unknown = 0
+    for state in unfinished:
+        seconds = _left(state, typical, datasets.get(state.id), now)
+        if seconds is None:
+            unknown += 1
+            continue
+        work[state.queue] = work.get(state.queue, 0.0) + seconds
+    queues = waiting.queue_states(settings.BIOLM_HEARTBEAT_STALE_S, now)
+    total = sum(seconds / max(1, sum(w.slots for w in queues[queue].live) if queue in queues else 1)
+                for queue, seconds in work.items())  # fmt: skip
+    known = len(unfinished) - unknown
+    return Overall(total if known else None, unknown, len(unfinished))
+
+
+def _left(state: JobState, typical: dict, dataset_id: int | None, now: dt.datetime) -> float | None:
+    """Seconds ``state``'s job has left: its ETA while it runs (or its typical duration less the time run)."""
+    usual = typical.get((state.kind, dataset_id), typical.get((state.kind, None)))
+    if state.status == Job.Status.RUNNING:
+        if state.eta_s is not None:
+            return state.eta_s
+        if usual is not None and state.started_at is not None:
+            return max(0.0, usual - (now - state.started_at).total_seconds())
+    return usual
+
+
+def typical_durations(kinds: set[str], recent: int = 200) -> dict[tuple[str, int | None], float]:
+    """The median seconds of the last successes per (kind, dataset id), and per (kind, None) over all datasets."""
+    done = (
+        Job.objects.filter(kind__in=kinds, status=Job.Status.SUCCEEDED, started_at__isnull=False,
+                           finished_at__isnull=False)
+        .order_by("-finished_at")
+        .values_list("kind", "dataset_id", "started_at", "finished_at")[:recent]
+    )  # fmt: skip
+    seconds: dict[tuple[str, int | None], list[float]] = {}
+    for kind, dataset_id, started, finished in done:
+        took = max(0.0, (finished - started).total_seconds())
+        seconds.setdefault((kind, dataset_id), []).append(took)
+        seconds.setdefault((kind, None), []).append(took)
+    return {key: statistics.median(values) for key, values in seconds.items()}
+
+
+@dataclass(frozen=True)
+class DatasetScore:
+    """One dataset's result: the protocol's statistic over its seeds (or folds), with their spread."""
+
+    slug: str
+    name: str
+    url: str
+    metric: str
+    value: float
+    std: float | None
+    n: int | None
+    over: str  # "seeds" or "folds"
+    preview: bool
+
+
+@dataclass(frozen=True)
+class BenchmarkScore:
+    """The benchmark score and the rank it has (or, private, would have) among the public models ranked there."""
+
+    name: str
+    url: str
+    score: float | None
+    rank: int | None
+    tied: bool
+    ranked: int  # public models ranked on the benchmark
+    preview: bool
+
+
+def results_of(submission: Submission) -> tuple[list[DatasetScore], list[BenchmarkScore]]:
+    """What the finished submission scored: each dataset's result from its jobs, and each benchmark's score."""
+    model = submission.language_model
+    jobs = Job.objects.filter(submission=submission, kind=Job.Kind.FINETUNE).values_list("pk", flat=True)
+    rows = Result.objects.filter(language_model=model, job__in=list(jobs)).select_related("dataset", "metric")
+    datasets = [_dataset_score(r) for r in rows.order_by("dataset__name")]
+    benchmarks = []
+    scores = Score.objects.filter(language_model=model, benchmark__in=submission.benchmarks.all())
+    for score in scores.select_related("benchmark"):
+        public = LanguageModel.objects.public()
+        ranked = Score.objects.filter(benchmark=score.benchmark, rank__isnull=False, language_model__in=public)
+        shown = BenchmarkScore(
+            name=score.benchmark.name, url=score.benchmark.get_absolute_url(), score=score.score, rank=score.rank,
+            tied=score.rank_tied, ranked=ranked.filter(preview=False).count(), preview=score.preview,
+        )  # fmt: skip
+        benchmarks.append(shown)
+    return datasets, benchmarks
+
+
+def _dataset_score(result: Result) -> DatasetScore:
+    cross_validated = ((result.provenance or {}).get("protocol") or {}).get("cross_validation")
+    return DatasetScore(
+        slug=result.dataset.slug, name=result.dataset.name,
+        url=reverse("registry:dataset-detail", args=[result.dataset.slug]), metric=result.metric.name,
+        value=result.value, std=result.std, n=result.n_seeds, over="folds" if cross_validated else "seeds",
+        preview=result.preview,
+    )  # fmt: skip
 
 
 def _seeds(job: Job) -> int | None:

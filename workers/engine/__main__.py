@@ -56,10 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     bars: dict[str, tqdm] = {}
     progress_file = ProgressFile.from_environment()
 
-    def progress_factory(label: str):
+    def progress_factory(label: str, run: int, runs: int):
+        """The report of one training run: ``run`` of the ``runs`` the job makes (the worker's bar spans them)."""
+
         def report(step: int, total: int, loss: float | None) -> None:
             if progress_file is not None:
-                progress_file.write(label, step, total, loss)
+                progress_file.write(label, step, total, loss, run=run, runs=runs)
             bar = bars.get(label)
             if bar is None:
                 bar = bars[label] = tqdm(total=total, desc=label, unit="step", leave=False)

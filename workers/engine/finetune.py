@@ -280,6 +280,8 @@ class Runner:
     def __init__(self, spec: FinetuneSpec, device: torch.device, dtype: torch.dtype | None, progress_factory) -> None:
         self.spec, self.device, self.dtype, self.progress_factory = spec, device, dtype, progress_factory
         self.stores: dict[int, tuple[RunStore, TrainingContext]] = {}
+        # Which run of how many this invocation is at, for its progress report (a reused run counts too).
+        self.planned, self.started = 0, 0
 
     def _store(self, prepared: Prepared) -> tuple[RunStore, TrainingContext]:
         if id(prepared) not in self.stores:
@@ -304,18 +306,20 @@ class Runner:
         splits: tuple[str, ...] = ("dev", "test"),
     ) -> RunResult:
         store, context = self._store(prepared)
+        self.started += 1
         variant = {"select": list(select) if hp.selects_checkpoint else None, "splits": list(splits)}
         stored = None if self.spec.run.fresh else store.load(hp, seed, variant)
         if stored is not None:
             logger.info("%s: reusing the finished run stored under %s", label, store.directory)
             return RunResult(**stored)
-        progress = self.progress_factory(label) if self.progress_factory else None
+        runs = max(self.planned, self.started)
+        progress = self.progress_factory(label, self.started, runs) if self.progress_factory else None
         result = run_once(prepared, hp, seed, splits, context, progress, select)
         store.save(hp, seed, asdict(result), variant)
         return result
 
 
-def finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None = None) -> dict:
+def finetune(spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None = None) -> dict:
     """Fine-tune and evaluate by the job's protocol; returns (and writes) the results document, as JSON.
 
     Refused (other code than the job pins, a bad checkpoint, an unknown dataset, no data), it leaves
@@ -339,7 +343,7 @@ def job_plan(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Pl
     return plan
 
 
-def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str], ProgressCallback] | None) -> dict:
+def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None) -> dict:
     check_code(spec)
     device = resolve_device(spec.run.device)
     dtype = resolve_dtype(spec.precision, device)
@@ -404,6 +408,7 @@ def _dev_then_test(
     prepared = prepare(spec)
     metric = spec.job.metric
     select = ("dev", metric)
+    runner.planned = len(plan.points) + len(seeds) - 1  # each point on dev, then the other seeds
     search = [runner.run(prepared, hp, seeds[0], f"dev {hp.key()}", select) for hp in plan.points]
     with_dev = [r for r in search if "dev" in r.metrics]
     best = max(with_dev, key=lambda r: _finite(r.metrics["dev"].get(metric))) if with_dev else search[0]
@@ -444,6 +449,7 @@ def _cross_validate(
     root = spec.data.data_dir / "folds" if canonical else spec.data.data_dir or data_directory(folds.default_path)
     directories = fold_directories(task.dataset, root, canonical=canonical)
     first, *others = directories
+    runner.planned = len(plan.points) + len(others) * len(seeds)  # each point on the first fold, then the rest
     selecting = dataclasses.replace(prepare(spec, fold=directories[first]), test_gold_withheld=False)
     select = ("test", metric)
     search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in plan.points]

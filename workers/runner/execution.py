@@ -117,6 +117,7 @@ class JobRun:
         self._log_sent = 0
         self._checkpoint_sent = 0.0
         self._phase: tuple[str, float, int] | None = None
+        self._moved: tuple[float, int] = (0.0, 0)  # when the step last moved, and to which
         self._notes: list[str] = []
 
     def path(self, suffix: str) -> str:
@@ -269,25 +270,34 @@ class JobRun:
         self._notes.clear()
         progress = read_progress(self.progress_path)
         if progress:
-            payload.update(step=progress["step"], total=progress["total"], loss=progress.get("loss"))
-            payload["eta_s"] = self._eta(progress)
+            phase, step, total = job_steps(progress)
+            payload.update(step=step, total=total, loss=progress.get("loss"))
+            payload["eta_s"] = self._eta(phase, step, total)
         try:
             return self.client.post(self.path("heartbeat"), payload).get("verdict", "continue")
         except Unreachable as exc:  # keep training; the platform's reaper judges a long silence
             logger.warning("job #%s: heartbeat not delivered: %s", self.job_id, exc)
             return "continue"
 
-    def _eta(self, progress: dict) -> float | None:
-        """Seconds left in the current phase (one training run of a grid, or the pretraining), from its pace."""
+    def _eta(self, phase: str, step: int, total: int) -> float | None:
+        """Seconds left in the current phase (a fine-tuning job's runs, or the pretraining), from its pace.
+
+        The pace is measured up to the last step that moved, and the estimate then counts down from that
+        moment: while no step moves (an evaluation, a stall) it shrinks towards 0 rather than growing.
+        """
         now = time.monotonic()
-        if self._phase is None or self._phase[0] != progress["label"] or progress["step"] < self._phase[2]:
-            self._phase = (progress["label"], now, progress["step"])
+        if self._phase is None or self._phase[0] != phase or step < self._phase[2]:
+            self._phase = (phase, now, step)
+            self._moved = (now, step)
             return None
+        if step > self._moved[1]:
+            self._moved = (now, step)
         _, started, first_step = self._phase
-        done = progress["step"] - first_step
-        if done <= 0 or now <= started:
+        moved_at, last_step = self._moved
+        done = last_step - first_step
+        if done <= 0 or moved_at <= started:
             return None
-        return max(0.0, (progress["total"] - progress["step"]) * (now - started) / done)
+        return max(0.0, (total - last_step) * (moved_at - started) / done - (now - moved_at))
 
     def _new_log(self) -> str:
         if not self.log_path.exists():
@@ -339,6 +349,20 @@ class JobRun:
         except (Conflict, Rejected, Unreachable) as exc:
             logger.warning("job #%s: could not report its failure: %s", self.job_id, exc)
         return Outcome("failed", error)
+
+
+def job_steps(progress: dict) -> tuple[str, int, int]:
+    """The phase, step and total a heartbeat reports, from the engine's progress file.
+
+    A fine-tuning job runs several trainings (a grid's points, then seeds, or folds), each from step 0;
+    where the engine says which run of how many (``run``, ``runs``), the steps count across the job, as if
+    each run took as many steps as this one, so the bar moves once from 0 to 100% and never starts over.
+    """
+    step, total = int(progress["step"]), int(progress["total"])
+    run, runs = int(progress.get("run") or 0), int(progress.get("runs") or 0)
+    if runs > 0 and 1 <= run <= runs and total > 0:
+        return "runs", (run - 1) * total + step, runs * total
+    return str(progress.get("label", "")), step, total
 
 
 def _die_with_parent() -> None:

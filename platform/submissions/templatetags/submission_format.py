@@ -70,3 +70,30 @@ def place(job) -> str:
         return DASH
     where = f"#{job.queue_position} in the {job.queue_name} queue"
     return f"{where}, starts about {clock(job.estimated_start)}" if job.estimated_start else where
+
+
+@register.filter
+def eta(job) -> str:
+    """A job's ETA cell: ``stalled since 14:05 UTC`` when no step moved lately, else its :func:`duration`."""
+    if getattr(job, "stalled_since", None) is not None:
+        return f"stalled since {clock(job.stalled_since)}"
+    return duration(job.eta_s)
+
+
+@register.filter
+def steps(job) -> str:
+    """``step 37 of 360`` while a job reports steps (across all its runs); "" otherwise."""
+    return f"step {job.step:,} of {job.total:,}" if job.total and job.status == "running" else ""
+
+
+@register.filter
+def overall(state) -> str:
+    """The whole submission's time left in words (a :class:`~submissions.services.Overall`); "" when done."""
+    if state.left == 0:
+        return ""
+    jobs = f"{state.left} job{'s' if state.left != 1 else ''} left"
+    if state.seconds is None:
+        return f"{jobs}; the time is not known yet: no job of their kind has finished on this site"
+    if state.unknown:
+        return f"at least {duration(state.seconds)} for the {jobs} ({state.unknown} without a typical duration yet)"
+    return f"about {duration(state.seconds)} for the {jobs}"

@@ -1,4 +1,6 @@
-/* A submission's page, live: polls its status.json every 2 s and updates the jobs' cells in place.
+/* A submission's page, live: polls its status.json every 2 s and updates the jobs' cells in place,
+   the whole submission's time left, and, once it finishes, draws its scores (HTML the server rendered).
+   The flash "Submitted: N jobs are queued" is removed once a job has left the queue.
 
    It stops once the submission has finished, waits longer after each failed poll (up to a minute),
    skips polls while the tab is hidden, and announces each job's change of state to screen readers.
@@ -66,7 +68,8 @@
     var bar = row.querySelector("progress");
     if (bar) bar.value = job.progress === null ? 0 : Math.floor(job.progress * 100);
     set(row, "percent", percent(job.progress));
-    set(row, "eta", duration(job.eta_s));
+    set(row, "steps", job.steps_text || "");
+    set(row, "eta", job.eta_text === undefined ? duration(job.eta_s) : job.eta_text);
     set(row, "place", place(job));
     set(row, "heartbeat", job.heartbeat_age_s === null ? "never" : duration(job.heartbeat_age_s) + " ago");
     set(row, "attempts", job.attempts + " of " + job.max_attempts);
@@ -88,6 +91,19 @@
       say("The submission is " + data.status_text + ".");
     }
     data.jobs.forEach(updateJob);
+    if (data.overall) {
+      var overall = document.getElementById("overall-eta");
+      if (overall && overall.textContent !== data.overall.text) overall.textContent = data.overall.text;
+    }
+    dropStaleMessages(data.jobs);
+    if (data.finished && data.results_html) {
+      var results = document.getElementById("results");
+      if (results && !results.dataset.drawn) {
+        results.innerHTML = data.results_html;  // rendered and escaped by the server's template
+        results.dataset.drawn = "1";
+        say("Finished: the scores are shown under Results.");
+      }
+    }
     var visibility = document.getElementById("visibility");
     var isPublic = data.visibility === "public";
     if (visibility && visibility.dataset.public !== (isPublic ? "1" : "0")) {
@@ -102,6 +118,17 @@
       root.querySelectorAll("[data-while-unfinished]").forEach(function (el) { el.hidden = true; });
       note.textContent = "";
     }
+  }
+
+  // "Submitted: 12 jobs are queued" holds until a job leaves the queue; then it goes.
+  function dropStaleMessages(jobs) {
+    var started = jobs.some(function (job) { return job.status !== "queued" && job.status !== "retrying"; });
+    if (!started) return;
+    document.querySelectorAll(".message.while-queued").forEach(function (message) {
+      var box = message.parentNode;
+      box.removeChild(message);
+      if (box && !box.querySelector(".message")) box.hidden = true;
+    });
   }
 
   function poll() {
@@ -141,5 +168,12 @@
     });
   });
 
+  dropStaleMessages(Array.prototype.map.call(root.querySelectorAll("tr[data-job]"), function (row) {
+    return { status: row.dataset.status };
+  }));
+  if (root.dataset.finished === "1") {
+    var drawn = document.getElementById("results");
+    if (drawn) drawn.dataset.drawn = "1";
+  }
   schedule(interval);
 })();
