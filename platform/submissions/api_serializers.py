@@ -197,6 +197,10 @@ class JobStateSerializer(serializers.Serializer):
     log_tail = serializers.CharField(allow_blank=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    stalled_since = serializers.DateTimeField(
+        allow_null=True,
+        help_text="While it runs: since when no step has moved (after a minute) or no heartbeat came; else null.",
+    )
 
 
 class SubmissionSummarySerializer(serializers.Serializer):
