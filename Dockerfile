@@ -8,6 +8,9 @@ WORKDIR /app
 COPY requirements.lock pyproject.toml ./
 RUN pip install --no-cache-dir --extra-index-url "$TORCH_INDEX_URL" -r requirements.lock
 COPY . .
+# Static files are collected into the image (hashed names, gzipped), outside /app/var: docker-compose mounts a
+# volume there, which would hide them and, once it exists, keep the previous image's files after an upgrade.
+ENV STATIC_ROOT=/app/staticfiles
 RUN python manage.py collectstatic --noinput
 EXPOSE 8000
 CMD ["gunicorn", "biolm_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]

@@ -16,6 +16,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 
 demo: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py sync_plugins
 	$(PY) manage.py import_dataset --available
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)

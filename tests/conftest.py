@@ -40,6 +40,16 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _static_files_collected() -> None:
+    """``collectstatic`` before any test, as a deployment does before serving: pages name their files through
+    the manifest of hashed names (settings.STORAGES), which only collectstatic writes (tests/static_files.py:
+    once per run, safe beside the other xdist worker)."""
+    from static_files import collect_static_once
+
+    collect_static_once()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _a_cache_of_this_pytest_process_s_own():
     """Where BIOLM_CACHE_URL names a Redis (CI's PostgreSQL pass), each pytest process uses a database of that
     Redis of its own (xdist worker gwN: the URL's number plus N), emptied when the session starts.

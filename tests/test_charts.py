@@ -3,7 +3,10 @@ their table alternatives, and the Pareto front they draw."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
+from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
@@ -39,45 +42,51 @@ def test_the_finder_accepts_the_deprecated_all_keyword_of_django_5_2():
         assert PlotlyFinder().find(PLOTLY_STATIC_PATH, all=True) == [str(PLOTLY_JS)]
 
 
-def test_the_configured_finders_find_plotly_js():
+def test_the_configured_finders_find_plotly_js_and_pages_name_its_hashed_copy():
     assert finders.find(PLOTLY_STATIC_PATH) == str(PLOTLY_JS)
-    assert static(PLOTLY_STATIC_PATH) == "/static/vendor/plotly.min.js"
+    assert re.fullmatch(r"/static/vendor/plotly\.min\.[0-9a-f]{12}\.js", static(PLOTLY_STATIC_PATH))
 
 
-def test_the_site_serves_plotly_js_and_charts_js_without_debug_nor_collectstatic(client, settings, tmp_path):
-    # WhiteNoise serves from the finders (settings.WHITENOISE_USE_FINDERS), as in the demo with DEBUG off;
-    # an empty STATIC_ROOT proves the file does not come from an earlier collectstatic.
-    assert settings.WHITENOISE_USE_FINDERS and not settings.DEBUG
-    settings.STATIC_ROOT = tmp_path
-    response = client.get("/static/vendor/plotly.min.js")
+def test_the_site_serves_plotly_js_gzipped_under_its_hashed_name_with_an_immutable_cache(client):
+    # STATIC_ROOT holds the session's collectstatic (tests/static_files.py), as a deployment's does.
+    response = client.get(static(PLOTLY_STATIC_PATH), HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/javascript")
-    body = b"".join(response.streaming_content)
+    assert response["Content-Encoding"] == "gzip"
+    body = gzip.decompress(b"".join(response.streaming_content))
     assert body == PLOTLY_JS.read_bytes()
-    assert b"plotly.js" in body[:200]
-    charts_js = client.get("/static/leaderboard/charts.js")
+    assert "immutable" in response["Cache-Control"]
+    assert int(re.search(r"max-age=(\d+)", response["Cache-Control"])[1]) >= 365 * 24 * 3600
+    charts_js = client.get(static("leaderboard/charts.js"))
     assert charts_js.status_code == 200
     assert b"Plotly.newPlot" in b"".join(charts_js.streaming_content)
 
 
-def test_collectstatic_copies_and_compresses_plotly_js(settings, tmp_path):
+def test_collectstatic_hashes_and_compresses_plotly_js(settings, tmp_path):
     settings.STATIC_ROOT = tmp_path / "static"
     call_command("collectstatic", interactive=False, verbosity=0)
-    collected = settings.STATIC_ROOT / "vendor" / "plotly.min.js"
-    assert collected.read_bytes() == PLOTLY_JS.read_bytes()
+    hashed = json.loads((settings.STATIC_ROOT / "staticfiles.json").read_text())["paths"][PLOTLY_STATIC_PATH]
+    assert re.fullmatch(r"vendor/plotly\.min\.[0-9a-f]{12}\.js", hashed)
+    assert (settings.STATIC_ROOT / hashed).read_bytes() == PLOTLY_JS.read_bytes()
+    assert gzip.decompress((settings.STATIC_ROOT / f"{hashed}.gz").read_bytes()) == PLOTLY_JS.read_bytes()
     assert (settings.STATIC_ROOT / "leaderboard" / "charts.js").is_file()
-    if "Compressed" in settings.STORAGES["staticfiles"]["BACKEND"]:  # WhiteNoise's, with DEBUG off
-        assert (settings.STATIC_ROOT / "vendor" / "plotly.min.js.gz").is_file()
     assert not (settings.STATIC_ROOT / "vendor" / "widgetbundle.js").exists()
 
 
-def test_the_plotly_include_loads_both_scripts_from_this_site_plotly_first():
+def test_the_plotly_include_loads_only_charts_js_which_fetches_plotly_after_the_page_is_drawn():
     html = render_to_string("leaderboard/_plotly.html")
-    plotly_tag = '<script defer src="/static/vendor/plotly.min.js"></script>'
-    charts_tag = '<script defer src="/static/leaderboard/charts.js"></script>'
-    assert plotly_tag in html and charts_tag in html
-    assert html.index(plotly_tag) < html.index(charts_tag)
+    scripts = re.findall(r"<script[^>]*>", html)
+    charts, plotly = static("leaderboard/charts.js"), static(PLOTLY_STATIC_PATH)
+    assert scripts == [f'<script defer src="{charts}" data-plotly="{plotly}">']
     assert "http" not in html
+    charts_js = Path(finders.find("leaderboard/charts.js")).read_text()
+    assert 'getAttribute("data-plotly")' in charts_js and "requestAnimationFrame" in charts_js
+
+
+@pytest.mark.django_db
+def test_a_page_without_charts_loads_neither_plotly_nor_charts_js(client):
+    html = client.get("/").content.decode()
+    assert "plotly" not in html and "charts." not in html
 
 
 # --- the Pareto front -------------------------------------------------------------------------
@@ -248,7 +257,7 @@ def test_numpy_values_become_plain_json_numbers():
 def test_chart_include_renders_the_figure_json_and_an_accessible_table():
     chart = radar("BLURB <by> task", ["NER", "QA"], {"Alice & Bob": [80.0, None]})
     html = render_to_string("leaderboard/_chart.html", {"chart": chart})
-    assert f'<div class="chart" id="{chart.id}" data-figure="{chart.id}-data" role="img"' in html
+    assert f'<div class="chart" id="{chart.id}" data-figure="{chart.id}-data" role="group"' in html
     assert 'aria-label="BLURB &lt;by&gt; task"' in html
     start = html.index(f'<script id="{chart.id}-data" type="application/json">')
     payload = html[html.index(">", start) + 1 : html.index("</script>", start)]

@@ -218,7 +218,7 @@ def test_the_loss_curve_is_drawn_from_the_pretraining_jobs_loss_log(client, pret
     names = [trace["name"] for trace in figure["data"]]
     assert names == ["train", "held-out"]
     assert len(figure["data"][0]["x"]) == 40 and figure["data"][1]["x"] == [10, 20, 30, 40]
-    assert "vendor/plotly.min.js" in page  # the scripts come with the charts
+    assert "vendor/plotly.min." in page  # the scripts come with the charts (a hashed name)
 
 
 def test_a_long_loss_log_is_cut_to_a_readable_number_of_points(client, pretrained):

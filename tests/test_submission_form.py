@@ -121,7 +121,7 @@ def test_the_form_offers_benchmarks_with_their_datasets_all_ticked_recipes_and_t
     )
     assert "never ranked beside full-protocol results" in html
     assert "You can make 7 more submissions in the next 24 hours, of 7 a day." in html
-    assert re.search(r'<script defer src="/static/submissions/submit\.js">', html)
+    assert re.search(r'<script defer src="/static/submissions/submit\.[0-9a-f]{12}\.js">', html)
     assert not re.search(r"<script(?![^>]*\bsrc=)(?![^>]*\bnonce=)", html), "an inline script without the nonce"
 
 

@@ -79,7 +79,7 @@ def test_the_owner_sees_the_submission_its_jobs_and_its_controls(submission, ali
     assert "waiting for the jobs it depends on" in html
     assert "0 of 3" in html and "Trained on<br>PubMed." in html
     assert '<a href="https://example.org/a" rel="nofollow noopener noreferrer">' in html
-    assert re.search(r'<script defer src="/static/submissions/submission\.js">', html)
+    assert re.search(r'<script defer src="/static/submissions/submission\.[0-9a-f]{12}\.js">', html)
     assert "data-when-finished hidden" in html  # the results' links wait for the end
 
 

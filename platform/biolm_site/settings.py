@@ -182,18 +182,25 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Static files are served by WhiteNoise from what `manage.py collectstatic` wrote to STATIC_ROOT (make demo,
+# the Dockerfile and the test session run it): each under a name holding a hash of its contents
+# (site.3f2a9c1b7e4d.css), gzipped beside it, so WhiteNoise sends it compressed and cached for ten years
+# as immutable (a changed file gets a new name). A page naming a file collectstatic never saw fails
+# loudly (manifest_strict). With DEBUG on, the dev server serves the source files by their own names.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": VAR_DIR / "media"}},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-WHITENOISE_USE_FINDERS = True
+# Only the collected files, without DEBUG: looking in the finders too would scan every app's folder again
+# in each process, for files that pages never name by their unhashed names.
+WHITENOISE_USE_FINDERS = DEBUG
 # The default finders, and plotly.js served from the installed plotly package as vendor/plotly.min.js
 # (biolm_site.static_finders): the charts load it from this site, never from a CDN that hospital
-# networks block.
+# networks block; collectstatic gives it a hashed name and compresses it like the site's own files.
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",

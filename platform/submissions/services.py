@@ -254,6 +254,7 @@ class BenchmarkScore:
     tied: bool
     ranked: int  # public models ranked on the benchmark
     preview: bool
+    missing: tuple[str, ...] = ()  # what the score lacks (entries with no result): then it has none
 
 
 def results_of(submission: Submission) -> tuple[list[DatasetScore], list[BenchmarkScore]]:
@@ -270,6 +271,7 @@ def results_of(submission: Submission) -> tuple[list[DatasetScore], list[Benchma
         shown = BenchmarkScore(
             name=score.benchmark.name, url=score.benchmark.get_absolute_url(), score=score.score, rank=score.rank,
             tied=score.rank_tied, ranked=ranked.filter(preview=False).count(), preview=score.preview,
+            missing=tuple(score.missing or ()),
         )  # fmt: skip
         benchmarks.append(shown)
     return datasets, benchmarks

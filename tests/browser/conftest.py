@@ -75,7 +75,9 @@ def live_site(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[
             web = build_web_fixture()
             owner = Client()
             owner.force_login(web.owner)
-            server = LiveServer("localhost")
+            server = LiveServer("localhost", start=False)
+            server.thread.static_handler = _through_the_site  # see _through_the_site
+            server.start()
             server._live_server_modified_settings.enable()  # what the live_server fixture does per test
             try:
                 yield LiveSite(server.url, web, owner.cookies[settings.SESSION_COOKIE_NAME].value)
@@ -84,6 +86,16 @@ def live_site(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[
                 server.stop()
         finally:
             remove_web_fixture()
+
+
+def _through_the_site(application):
+    """The live server's handler for /static/: none, so that WhiteNoise serves those files as in production.
+
+    pytest-django's own handler looks files up in the apps' folders by their source names and cannot
+    find the hashed names that pages name (settings.STORAGES); WhiteNoise serves them from STATIC_ROOT,
+    which the session collected (tests/static_files.py), compressed and with their long cache.
+    """
+    return application
 
 
 @pytest.fixture

@@ -60,16 +60,18 @@ def sign_in(context: BrowserContext, site) -> None:
     context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": site.owner_session, "url": site.url}])
 
 
-def test_plotly_js_is_served_from_the_plotly_package_by_the_live_server_and_by_whitenoise(web: WebFixture, page: Page):
-    from django.test import Client
+def test_plotly_js_is_served_compressed_under_its_hashed_name_and_cached_for_good(web: WebFixture, page: Page):
+    from django.templatetags.static import static
 
-    response = page.request.get("/static/vendor/plotly.min.js")  # the live server's static handler (finders)
+    url = static("vendor/plotly.min.js")  # what the chart pages name: collectstatic's hashed copy
+    assert re.fullmatch(r"/static/vendor/plotly\.min\.[0-9a-f]{12}\.js", url)
+    response = page.request.get(url, headers={"Accept-Encoding": "gzip"})
     assert response.status == 200
     assert "javascript" in response.headers["content-type"]
+    assert response.headers["content-encoding"] == "gzip"  # 4.8 MB sent as about 1.5 MB
+    cache = response.headers["cache-control"]
+    assert "immutable" in cache and int(re.search(r"max-age=(\d+)", cache)[1]) >= 31_536_000
     assert b"plotly.js" in response.body()[:2000]
-    served = Client().get("/static/vendor/plotly.min.js")  # the middleware: WhiteNoise, WHITENOISE_USE_FINDERS
-    assert served.status_code == 200
-    assert b"".join(served.streaming_content if served.streaming else [served.content]) == response.body()
 
 
 def test_a_reader_opens_the_index_then_the_leaderboard_and_sees_the_tied_pair_share_a_rank(web: WebFixture, page: Page):
