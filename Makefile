@@ -14,6 +14,13 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
+# axe-core, pinned in package.json and package-lock.json, for the browser tests' accessibility checks
+# (tests/browser/axe.py injects node_modules/axe-core/axe.min.js into the pages it checks; the site
+# never serves it). npm ci installs exactly the lock; no install script runs.
+node_modules/.installed: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
 demo: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
@@ -28,7 +35,7 @@ demo: $(VENV)/.installed
 # Every run writes each test's durations to var/test-durations.txt (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
-test: lint
+test: lint node_modules/.installed
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not faults" $(PYTEST_ARGS)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -m faults $(PYTEST_ARGS)
 
@@ -43,7 +50,7 @@ test-fast: $(VENV)/.installed
 # CI's second pass (.ci/run), on the embedded defaults: `make test`'s two runs narrowed to the tests
 # marked backend (tests/conftest.py), those that can reach the database or the broker; no lint,
 # which the first pass ran.
-test-backend: $(VENV)/.installed
+test-backend: $(VENV)/.installed node_modules/.installed
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "backend and not faults" $(PYTEST_ARGS)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -m "backend and faults" $(PYTEST_ARGS)
 
@@ -70,4 +77,4 @@ lock: $(VENV)/.installed
 	$(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' > requirements.lock
 
 clean:
-	rm -rf $(VENV) var/biolm.sqlite3 var/celery-broker var/staticfiles
+	rm -rf $(VENV) node_modules var/biolm.sqlite3 var/celery-broker var/staticfiles
