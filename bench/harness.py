@@ -152,7 +152,8 @@ class Platform:
         self.redis.start()
         self.manage("migrate", "--noinput", "-v", "0")
         self.manage("sync_plugins")
-        self.manage("collectstatic", "--noinput", "-v", "0")  # pages name the hashed files it writes
+        if "STATIC_ROOT" not in self.environment:  # else already collected, e.g. by the test session
+            self.manage("collectstatic", "--noinput", "-v", "0")  # pages name the hashed files it writes
         for dataset in datasets:
             self.manage("import_dataset", dataset)
         self.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('alice')")

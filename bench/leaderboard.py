@@ -485,6 +485,8 @@ def _child(arguments_path: str) -> None:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     call_command("migrate", verbosity=0, interactive=False)
+    if "STATIC_ROOT" not in os.environ:  # else already collected, e.g. by the test session
+        call_command("collectstatic", interactive=False, verbosity=0)  # pages name the hashed files it writes
     timings["migrate"] = time.perf_counter() - started
     state = _fill(config, timings)
     _analyze(timings, "analyze_after_fill")

@@ -43,10 +43,16 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def _static_files_collected() -> None:
     """``collectstatic`` before any test, as a deployment does before serving: pages name their files through
     the manifest of hashed names (settings.STORAGES), which only collectstatic writes (tests/static_files.py:
-    once per run, safe beside the other xdist worker)."""
+    once per run, safe beside the other xdist worker).
+
+    The sites that tests start in processes of their own (bench.harness, tests/security/live_site.py,
+    ``manage.py demo``) serve the same files: ``STATIC_ROOT`` in the environment they inherit names them.
+    """
+    from django.conf import settings
     from static_files import collect_static_once
 
     collect_static_once()
+    os.environ["STATIC_ROOT"] = str(settings.STATIC_ROOT)
 
 
 @pytest.fixture(scope="session", autouse=True)

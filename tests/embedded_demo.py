@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-KEPT = ("PATH", "HOME", "LANG", "TMPDIR")
+KEPT = ("PATH", "HOME", "LANG", "TMPDIR", "STATIC_ROOT")  # STATIC_ROOT: the test session's collected files
 
 
 def skip_on_postgres() -> None:
