@@ -122,6 +122,21 @@ class ResultResamples(models.Model):
     computed_at = models.DateTimeField(auto_now=True)
 
 
+class ResultClasses(models.Model):
+    """A result's per-class test figures (relation types, PICO elements, entity types, HoC hallmarks).
+
+    Computed once, when the result is recorded, from the stored test predictions
+    (:mod:`workers.engine.per_class`): only aggregates of classes with enough test examples are
+    ever stored, so nothing here can reveal the gold label of any one example.
+    """
+
+    result = models.OneToOneField(Result, on_delete=models.CASCADE, related_name="classes")
+    figures = models.JSONField(
+        help_text="{classes: [{name, support, precision, recall, f1}], below_threshold, min_support}."
+    )
+    computed_at = models.DateTimeField(auto_now=True)
+
+
 class ScoreResamples(models.Model):
     """A model's benchmark score on each shared resample: what its paired comparisons difference."""
 

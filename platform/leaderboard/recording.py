@@ -31,7 +31,7 @@ from jobs import exports
 from jobs.handlers import JobRefused
 from jobs.models import Job, Run, canonical_key
 from jobs.results import ResultsError, load_results, model_files
-from leaderboard.models import Result, ResultResamples
+from leaderboard.models import Result, ResultClasses, ResultResamples
 from leaderboard.resamples import store_result_resamples
 from registry.models import Metric
 from registry.sync import load_contributions
@@ -60,6 +60,7 @@ def record(score: Job) -> Result | None:
     if results.test_gold_withheld:
         _score_on_platform(finetune, results)
     resampled = _resampled(finetune, results, spec.metric)
+    classes = _per_class(finetune, results)
     test_runs = [run for run in results.runs if run.metrics.get("test")]
     summary = combine(_values(test_runs, finetune.pk, spec.metric), results.statistic)
     provenance = {**results.provenance, "job": finetune.pk, "protocol": results.protocol,
@@ -85,6 +86,10 @@ def record(score: Job) -> Result | None:
             store_result_resamples(result, *resampled)
         else:  # new predictions that cannot be resampled must not leave an old vector standing in for them
             ResultResamples.objects.filter(result=result).delete()
+        if classes is not None:
+            ResultClasses.objects.update_or_create(result=result, defaults={"figures": classes})
+        else:  # nor old per-class figures standing in for predictions that have none
+            ResultClasses.objects.filter(result=result).delete()
     return result
 
 
@@ -163,6 +168,24 @@ def _resampled(finetune: Job, results: ResultsDocument, metric: str) -> tuple[st
     logger.info("job #%s: %d bootstrap resamples of %s in %.1f s", finetune.pk, len(vector), dataset.slug,
                 time.perf_counter() - started)  # fmt: skip
     return dataset.slug, vector
+
+
+def _per_class(finetune: Job, results: ResultsDocument) -> dict | None:
+    """The result's per-class test figures (:mod:`workers.engine.per_class`), as stored; None without classes.
+
+    Aggregates only, for classes with enough test examples: what the model and dataset pages show.
+    """
+    if not any(results.predictions.values()):
+        return None
+    from workers.engine.per_class import per_class_figures  # torch: only on the worker that records
+
+    seen, gold = _copies(finetune, results, results.reported_folds())
+    with model_files(finetune) as tokenizer_dir:
+        try:
+            breakdown = per_class_figures(results, tokenizer_dir, seen, gold)
+        except ValueError as exc:
+            raise RecordingError(f"job #{finetune.pk}: its per-class figures cannot be computed: {exc}") from None
+    return breakdown.to_json() if breakdown is not None else None
 
 
 def _copies(finetune: Job, results: ResultsDocument, folds: list[int]) -> tuple:
