@@ -107,6 +107,7 @@ def probes(w: World) -> list[Probe]:
     snapshot = [BENCH, SNAPSHOT_DATE]
     return [
         Probe("leaderboard:index", NAMES_NONE, url("leaderboard:index")),
+        Probe("leaderboard:how-ranks", NAMES_NONE, url("leaderboard:how-ranks")),
         Probe("leaderboard:benchmark", LISTS, board, shows=SHOWN.name),
         Probe("leaderboard:benchmark", LISTS, board + "?rows=all&datasets=1", shows=SHOWN.name),
         Probe("leaderboard:export", LISTS, url("leaderboard:export", args=[*bench, "csv"]), shows=SHOWN.name),

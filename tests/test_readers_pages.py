@@ -88,10 +88,10 @@ def test_sorting_by_a_column_orders_rows_and_announces_the_direction(client, mod
     page = client.get("/leaderboard/blurb-mini/?sort=parameters&dir=asc").content.decode()
     assert page.index('data-model="small-clinical"') < page.index('data-model="base-pubmed"')
     assert page.index('data-model="base-pubmed"') < page.index('data-model="large-general"')
-    assert '<th scope="col" aria-sort="ascending"><a href="?sort=parameters">Parameters</a>' in page
+    assert '<th scope="col" class="params" aria-sort="ascending"><a href="?sort=parameters">Parameters</a>' in page
     assert page.index('data-model="partial-one"') > page.index('data-model="large-general"')  # unranked stay last
     default = client.get("/leaderboard/blurb-mini/").content.decode()
-    assert '<th scope="col" aria-sort="ascending"><a href="?sort=rank&amp;dir=asc">Rank</a>' in default
+    assert '<th scope="col" class="rank" aria-sort="ascending"><a href="?sort=rank&amp;dir=asc">Rank</a>' in default
 
 
 def test_pinned_models_come_first_and_lead_to_compare(client, models):

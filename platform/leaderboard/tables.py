@@ -15,6 +15,7 @@ Whatever the number of models, building a board is a fixed handful of queries: t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
@@ -200,9 +201,7 @@ class Leaderboard:
 
     @property
     def primary_label(self) -> str:
-        aggregation = aggregation_from_json(self.benchmark.aggregation)
-        names = {s.slug: s.name for s in aggregation.summaries} | {g.slug: g.name for g in aggregation.groups}
-        return names.get(aggregation.primary, "score")
+        return primary_label(self.benchmark)
 
     @property
     def visible_columns(self) -> list[Column]:
@@ -212,8 +211,37 @@ class Leaderboard:
     @property
     def preview_columns(self) -> list[Column]:
         """The per-dataset columns, whatever the reader's switch: a preview often covers a few datasets, and
-        those numbers (not group summaries it may lack) are what it has to show."""
-        return [c for c in self.columns if c.kind == "entry"]
+        those numbers (not group summaries it may lack) are what it has to show. Ordered group by group, so
+        that the group names the ranked table uses can head them (:attr:`preview_groups`)."""
+        return [column for _, columns in self.preview_groups for column in columns]
+
+    @property
+    def preview_groups(self) -> list[tuple[str, list[Column]]]:
+        """The per-dataset columns under the name of the group that holds them, as the ranked table heads its
+        group columns ("Relation Extraction" over "Demo relations"); entries in no group (or a benchmark that
+        shows no group scores) come last under an empty name."""
+        entries = {c.key: c for c in self.columns if c.kind == "entry"}
+        aggregation = aggregation_from_json(self.benchmark.aggregation)
+        grouped: list[tuple[str, list[Column]]] = []
+        placed: set[str] = set()
+        if aggregation.show_group_scores:
+            for group in aggregation.groups:
+                members = [entries[key] for key in group.members if key in entries and key not in placed]
+                placed.update(c.key for c in members)
+                if members:
+                    grouped.append((group.name, members))
+        rest = [c for key, c in entries.items() if key not in placed]
+        return grouped + ([("", rest)] if rest else [])
+
+    @property
+    def untested(self) -> int:
+        """Ranked full-protocol rows ranked by their point score: reported in a paper, no predictions to test."""
+        return sum(1 for r in self.full_rows if r.rank is not None and r.rank_basis == "point")
+
+    @property
+    def all_untested(self) -> bool:
+        """Every ranked row is untested: the legend says so once, and no row needs a mark."""
+        return self.untested > 0 and self.untested == sum(1 for r in self.full_rows if r.rank is not None)
 
     @property
     def best(self) -> dict[str, float]:
@@ -246,6 +274,33 @@ class Leaderboard:
         from leaderboard.serializers import LeaderboardSerializer
 
         return LeaderboardSerializer().to_representation(self)  # plain dicts: cached and pickled as they are
+
+
+def primary_label(benchmark: Benchmark) -> str:
+    """The name of the benchmark's leaderboard score ("BLURB score", "Mean of tasks (platform convention)")."""
+    aggregation = aggregation_from_json(benchmark.aggregation)
+    names = {s.slug: s.name for s in aggregation.summaries} | {g.slug: g.name for g in aggregation.groups}
+    return names.get(aggregation.primary, "score")
+
+
+_YEAR = re.compile(r"\b(?:19|20)\d{2}[a-z]?\b")
+_TABLES = re.compile(r"\bTables?\s+(\d+[A-Za-z]?(?:\s*[-\u2013]\s*\d+[A-Za-z]?)?)")
+
+
+def short_citation(citation: str) -> str:
+    """A paper's citation as a badge can hold it: the first author's surname, the year and the tables.
+
+    ``"Gu et al. 2021 (PubMedBERT), Table 6"`` gives ``"Gu 2021, T6"``; ``"Yang et al. 2022 (GatorTron),
+    Tables 1-2"`` gives ``"Yang 2022, T1-2"``. The full text stays in the badge's tooltip and screen-reader
+    text. A source without a year (a model card) is returned as it is: there is nothing to shorten it to.
+    """
+    year = _YEAR.search(citation)
+    if not citation.strip() or year is None:
+        return citation.strip()
+    surname = re.split(r"[\s,]+", citation.strip(), maxsplit=1)[0]
+    tables = [re.sub(r"\s+", "", t).replace("\u2013", "-") for t in _TABLES.findall(citation)]
+    short = f"{surname} {year.group(0)}"
+    return f"{short}, T{', T'.join(dict.fromkeys(tables))}" if tables else short
 
 
 def columns_for(benchmark: Benchmark, entries=None) -> list[Column]:
@@ -305,7 +360,7 @@ def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None
         shown = models.filter(Q(pk__in=shown.values("pk")) | Q(slug__in=view.pins))
     scores = (
         base.filter(language_model__in=shown)
-        .select_related("language_model", "language_model__architecture", "language_model__reported_in")
+        .select_related("language_model", "language_model__architecture")
         .order_by(F("rank").asc(nulls_last=True), F("score").desc(nulls_last=True), "language_model__name")
     )
     ranked: list[Row] = []

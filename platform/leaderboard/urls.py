@@ -57,6 +57,7 @@ app_name = "leaderboard"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("how-ranks-work/", views.how_ranks, name="how-ranks"),
     path("leaderboard/<slug:slug>/", views.benchmark, name="benchmark"),
     path("leaderboard/<slug:slug>/export.<str:format>", views.export, name="export"),
     path("leaderboard/<slug:slug>/<isodate:date>/", views.snapshot, name="snapshot"),

@@ -22,10 +22,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from biolm.significance import BASE_SEED, CONFIDENCE, RESAMPLES
 from biolm.spreadsheet_csv import csv_text
 from leaderboard import board_cache, charts, compare_data, snapshots
 from leaderboard.models import Snapshot
-from leaderboard.tables import MAX_PINS, View, leaderboard_for
+from leaderboard.tables import MAX_PINS, View, leaderboard_for, primary_label
 from leaderboard.templatetags.scores import score
 from registry.models import Architecture, Benchmark, LanguageModel
 
@@ -45,6 +46,19 @@ def index(request: HttpRequest) -> HttpResponse:
         "uninstalled": [b for b in listed if not b.active],  # listed apart: their plugins are gone
     }
     return render(request, "leaderboard/index.html", context)
+
+
+def how_ranks(request: HttpRequest) -> HttpResponse:
+    """The "How ranks and scores work" page: where each term of a leaderboard (tie, paired bootstrap, aggregation
+    version, platform convention, not tested) links to, with the test's settings as the code has them."""
+    conventions = [b for b in Benchmark.objects.order_by("name") if "platform convention" in primary_label(b)]
+    context = {
+        "resamples": RESAMPLES,
+        "confidence": round(CONFIDENCE * 100),
+        "base_seed": BASE_SEED,
+        "conventions": conventions,
+    }
+    return render(request, "leaderboard/how_ranks.html", context)
 
 
 def _benchmark(slug: str) -> Benchmark:
@@ -82,6 +96,10 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
         "table": table[:shown],
         "previews": previews[:shown],
         "preview_columns": board.preview_columns,
+        "preview_groups": board.preview_groups,
+        "preview_grouped": any(name for name, _ in board.preview_groups),
+        # what a phone folds into each row's disclosure: the group scores when the benchmark shows them
+        "fold_label": "Groups" if any(c.kind == "group" for c in board.visible_columns) else "Details",
         "all_rows": len(table) + len(previews),
         "hidden_rows": 0 if show_all else max(0, len(table) - ROWS_SHOWN) + max(0, len(previews) - ROWS_SHOWN),
         "all_rows_query": view.query() + ("&" if view.params() else "") + "rows=all",
@@ -104,7 +122,9 @@ def _table(board, data: dict, preview: bool) -> list[dict]:
     for row, shown in zip(board.rows, data["rows"], strict=True):
         if row.preview != preview:
             continue
-        cells = [_cell_of(shown["score"], None, best.get("score"), precision, "summary", "")]
+        # "primary": the benchmark score, which a phone keeps in sight while the other summaries and the groups
+        # fold into the row's disclosure (site.css)
+        cells = [_cell_of(shown["score"], None, best.get("score"), precision, "summary primary", "")]
         for column in columns:
             value = shown["values"].get(column.key)
             std = shown["std"].get(column.key) if column.kind == "entry" else None
@@ -114,16 +134,16 @@ def _table(board, data: dict, preview: bool) -> list[dict]:
                 std, title = None, f"{column.label}: one seed"
             if value is None and column.key in row.missing:
                 title = f"{column.label}: no result"
-            cells.append(_cell_of(value, std, best.get(column.key), precision, column.kind, title))
+            cells.append(_cell_of(value, std, best.get(column.key), precision, column.kind, title, column.label))
         table.append({"row": row, "data": shown, "cells": cells, "pins": _pins_after_toggle(board.view, row)})
     return table
 
 
-def _cell_of(value, std, best, precision: int, kind: str, title: str) -> dict:
+def _cell_of(value, std, best, precision: int, kind: str, title: str, label: str = "") -> dict:
     if value is None:
-        return {"text": score(None), "best": False, "kind": kind, "title": title or "no result"}
+        return {"text": score(None), "best": False, "kind": kind, "title": title or "no result", "label": label}
     text = score(value, precision) + (f" ± {score(std, precision)}" if std is not None else "")
-    return {"text": text, "best": best is not None and value >= best, "kind": kind, "title": title}
+    return {"text": text, "best": best is not None and value >= best, "kind": kind, "title": title, "label": label}
 
 
 def _pins_after_toggle(view: View, row) -> str:

@@ -1,6 +1,11 @@
 """Template helpers for printing scores at the precision the benchmark's paper uses."""
 
 from django import template
+from django.urls import reverse
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from leaderboard.tables import short_citation
 
 register = template.Library()
 
@@ -49,3 +54,19 @@ def params(count: int | None) -> str:
             value = count / size
             return f"{value:.1f}{suffix}" if value < 10 else f"{value:.0f}{suffix}"
     return str(count)
+
+
+@register.filter
+def short_source(citation: str) -> str:
+    """A citation as an origin badge holds it ("Gu 2021, T6"); the full text goes in its tooltip."""
+    return short_citation(citation or "")
+
+
+@register.filter
+def convention_link(label: str) -> SafeString:
+    """A score's name with "platform convention" linked to where the page on ranks explains it (escaped)."""
+    text = str(escape(label))
+    if "platform convention" not in text:
+        return mark_safe(text)
+    link = format_html('<a href="{}#platform-convention">platform convention</a>', reverse("leaderboard:how-ranks"))
+    return mark_safe(text.replace("platform convention", str(link), 1))
