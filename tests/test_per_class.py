@@ -5,7 +5,8 @@ the metric they belong to, and each class's figure must equal the metric compute
 alone (the relation type as the only positive class, the entity type's mentions alone, the one
 PICO element, the one hallmark). The engine's :func:`workers.engine.per_class.per_class_figures`
 is then run on BLURB-mini's test splits with known predictions (the relation set standing in for
-ChemProt, the PICO set for EBM PICO, the document set for HoC), checked against scikit-learn,
+ChemProt, the PICO set for EBM PICO, the document set for HoC, the NER set with its mentions typed
+for a typed entity set such as JNLPBA's typed files), checked against scikit-learn,
 against the ten-example threshold, and for anything per example in what it returns. The
 official-data tests run the same on ChemProt, DDI and HoC's test files and on JNLPBA's typed test
 file, and skip, naming the missing path, where the files are absent.
@@ -271,6 +272,36 @@ def test_untyped_entities_have_one_class_so_no_per_class_figures(contributions, 
     data = loaded(contributions.datasets["demo-ner"], rows)
     results = job_results(tokenizer_dir, "demo-ner", {"42": [row["tags"] for row in rows]})
     assert per_class_figures(results, tokenizer_dir, data, data) is None
+
+
+def typed(rows: list[dict], types: list[str]) -> list[dict]:
+    """BLURB-mini's NER rows with each mention given a type, round ``types`` in order (JNLPBA's typed files)."""
+    made, k = [], -1
+    for row in rows:
+        tags = []
+        for tag in row["tags"]:
+            k += tag == "B"
+            tags.append(tag if tag == "O" else f"{tag}-{types[k % len(types)]}")
+        made.append({**row, "tags": tags})
+    return made
+
+
+def test_typed_entities_get_one_figure_per_type_equal_to_entity_f1_on_that_types_mentions(contributions, tokenizer_dir):
+    rows = typed(demo_rows("demo-ner"), ["problem", "treatment", "test"])  # a typed NER set's own types
+    gold = [row["tags"] for row in rows]
+    # every third sentence's entities get the next type: a type error counts against both types
+    swap = {"problem": "treatment", "treatment": "test", "test": "problem"}
+    predicted = [[t if t == "O" or i % 3 else f"{t[:2]}{swap[t[2:]]}" for t in tags] for i, tags in enumerate(gold)]
+    spec = contributions.datasets["i2b2-2010"]
+    data = loaded(spec, rows)
+    breakdown = per_class_figures(job_results(tokenizer_dir, "i2b2-2010", {"42": predicted}), tokenizer_dir, data, data)
+
+    assert sorted(f.name for f in breakdown.classes) == ["problem", "test", "treatment"]
+    for figure in breakdown.classes:
+        expected = entity_scores(only(gold, figure.name), only(predicted, figure.name))
+        assert (figure.precision, figure.recall, figure.f1) == pytest.approx(tuple(expected), abs=1e-3)
+        assert figure.support == entity_counts(gold, gold)[figure.name].gold
+    assert_aggregates_only(breakdown, rows)
 
 
 # -- the official files ---------------------------------------------------------------------------------
