@@ -110,3 +110,27 @@ def test_without_javascript_the_same_form_adds_and_removes_by_full_page_loads(we
         assert compared(page) == ["Cedar-BERT", "Birch-RoBERTa"]
     finally:
         context.close()
+
+
+def test_a_pin_on_the_leaderboard_moves_the_row_up_without_a_reload_and_filters_keep_the_pins(
+    web: WebFixture, page: Page
+):
+    page.goto("/leaderboard/blurb-mini/")
+    page.evaluate("() => { window.__compareMark = 'still here'; window.scrollTo(0, 300); }")
+    page.get_by_role("link", name="Pin Dogwood-BERT").click()
+    expect(page.locator("p.pins")).to_contain_text("dogwood-bert")
+    assert page.evaluate(NOT_RELOADED), "pinning reloaded the page"
+    assert re.search(r"[?&]pins=dogwood-bert(&|$)", page.url), page.url
+    assert page.locator("table.board tbody tr").first.get_attribute("data-model") == "dogwood-bert"  # pinned first
+    expect(page.get_by_role("link", name="Unpin Dogwood-BERT")).to_be_focused()
+    expect(page.locator("#pins-status")).to_have_text("Pinned Dogwood-BERT.")
+
+    page.get_by_role("link", name="Pin Cedar-BERT").click()
+    expect(page.get_by_role("link", name="Compare pinned models")).to_be_visible()
+    assert page.evaluate(NOT_RELOADED)
+    page.get_by_label("Size", exact=True).select_option("small")  # filters.js still applies a filter on change
+    page.wait_for_url(re.compile(r"size=small"))
+    assert re.search(r"pins=dogwood-bert(%2C|,)cedar-bert", page.url), page.url  # the form carried the new pins
+    page.get_by_role("link", name="Compare pinned models").click()
+    page.wait_for_url(re.compile(r"/compare/\?benchmark=blurb-mini&models=dogwood-bert,cedar-bert"))
+    assert compared(page) == ["Dogwood-BERT", "Cedar-BERT"]
