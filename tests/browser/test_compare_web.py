@@ -5,7 +5,8 @@ models' names and addresses), and each pin or unpin updates the comparison in pl
 reloaded (a mark set on ``window`` survives), the address bar keeps
 ``?models=`` so a reload shows the same comparison, and the radar is drawn again. On a phone the
 radar's axis labels lie inside the chart's box. Without JavaScript the same form still works, by
-full page loads. Screenshots: var/screenshots/<test name>.png.
+full page loads. On the leaderboard, a pin moves its row up the same way, without a reload, and
+the filters keep the pins. Screenshots: var/screenshots/<test name>.png.
 """
 
 from __future__ import annotations
