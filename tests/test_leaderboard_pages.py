@@ -30,7 +30,7 @@ def test_blurb_page_ranks_reported_models_by_their_published_blurb_score(client)
     names = [name.strip() for _, name in rows]
     # Gu et al. 2021: PubMed+PMC with longer training (Table 8, 81.45) > PubMedBERT (Table 6, 81.10) > BioBERT (80.29).
     assert names[0] == "PubMedBERT (PubMed + PMC, longer training)"
-    assert names.index("PubMedBERT") < names.index("BioBERT") < names.index("BERT (uncased)")
+    assert names.index("PubMedBERT") < names.index("BioBERT-Base v1.1") < names.index("BERT-Base (uncased)")
     assert [rank for rank, _ in rows] == [str(i) for i in range(1, len(rows) + 1)]
     assert "81.10" in page and "81.45" in page
     assert "Gu et al. 2021 (PubMedBERT), Table 8" in page

@@ -145,7 +145,7 @@ def test_the_model_card_shows_architecture_size_vocabulary_corpus_recipe_length_
 
 
 def test_a_reported_model_says_which_paper_and_table_and_links_its_benchmark_scores(client):
-    model = LanguageModel.objects.get(name="PubMedBERT", reported_in__slug="blurb")
+    model = LanguageModel.objects.get(name="PubMedBERT (PubMed + PMC)")  # reported by Gu et al. 2021 alone
     page = client.get(model.get_absolute_url()).content.decode()
     assert f"reported in {model.source_paper}" in page
     assert 'href="/leaderboard/blurb/"' in page
@@ -377,8 +377,8 @@ def test_the_dataset_pages_keep_their_urls_and_names():
 
 
 def test_a_published_model_whose_slug_has_a_dot_has_a_page(client):
-    model = LanguageModel.objects.get(slug="bioformer--biobert-base-v1.1")  # biolm.specs.SLUG_RE allows '.'
-    assert model.get_absolute_url() == "/models/papers/bioformer--biobert-base-v1.1/"
+    model = LanguageModel.objects.get(slug="dmis-lab--biobert-v1.1")  # biolm.specs.SLUG_RE allows '.'
+    assert model.get_absolute_url() == "/models/dmis-lab/biobert-v1.1/"
     assert client.get(model.get_absolute_url()).status_code == 200
     dataset = model.results.select_related("dataset").first().dataset
     assert model.get_absolute_url() in client.get(f"/datasets/{dataset.slug}/").content.decode()

@@ -237,8 +237,9 @@ def test_results_are_paginated_and_filter_by_model_dataset_and_benchmark(client,
 
 def test_slugs_with_a_dot_and_nul_characters_are_served(client, models):
     """Spec slugs may hold a '.' (a published ``biobert-base-v1.1``); NUL would be a 500 on PostgreSQL."""
-    dotted = LanguageModel.objects.filter(slug__contains=".").values_list("slug", flat=True).first()
-    assert dotted and get(client, f"{API}models/papers/{dotted}")["slug"] == dotted
+    model = LanguageModel.objects.filter(slug__contains=".", scores__benchmark__slug="bioformer").first()
+    dotted = model.slug  # BioBERT-Base v1.1's dmis-lab--biobert-v1.1
+    assert get(client, f"{API}models/{model.namespace}/{model.address_name}")["slug"] == dotted
     rows = get(client, f"{API}benchmarks/bioformer/leaderboard?page_size=1000")["rows"]
     assert dotted in [r["model"] for r in rows]
     assert get(client, f"{API}results/?model={dotted}")["count"] > 0

@@ -32,9 +32,9 @@ def test_every_published_model_row_is_loaded_as_a_reported_model_with_its_result
     contributions = builtin_contributions()
     for bench in contributions.benchmarks.values():
         for published in bench.published:
-            model = LanguageModel.objects.get(slug=f"{bench.slug}--{published.slug}")
+            model = LanguageModel.objects.get(aliases__benchmark__slug=bench.slug, aliases__row=published.slug)
             assert model.origin == LanguageModel.Origin.REPORTED
-            assert model.reported_in.slug == bench.slug
+            assert model.address == published.identity_in(bench.slug).address
             assert model.source_paper
             assert model.results.filter(scope=bench.slug).count() == len(published.scores)
 
@@ -43,7 +43,11 @@ def test_reported_blurb_scores_match_the_papers_blurb_score_column():
     contributions = builtin_contributions()
     blurb = contributions.benchmarks["blurb"]
     for published in blurb.published:
-        score = Score.objects.get(language_model__slug=f"blurb--{published.slug}", benchmark__slug="blurb")
+        score = Score.objects.get(
+            language_model__aliases__row=published.slug,
+            language_model__aliases__benchmark__slug="blurb",
+            benchmark__slug="blurb",
+        )
         assert round(score.score, 2) == pytest.approx(published.reported_summaries["blurb-score"], abs=0.005)
 
 
@@ -59,7 +63,11 @@ def test_a_changed_aggregation_with_a_new_version_recomputes_stored_scores():
     contributions.benchmarks["blurb"] = dataclasses.replace(blurb, aggregation=plain_mean)
     report = sync_contributions(contributions)
     assert report.rescored >= len(blurb.published)
-    pubmedbert = Score.objects.get(language_model__slug="blurb--pubmedbert", benchmark__slug="blurb")
+    pubmedbert = Score.objects.get(
+        language_model__aliases__row="pubmedbert",
+        language_model__aliases__benchmark__slug="blurb",
+        benchmark__slug="blurb",
+    )
     values = pubmedbert.entries.values()
     assert pubmedbert.aggregation_version == "2-plain-mean"
     assert pubmedbert.score == pytest.approx(sum(values) / len(values))
@@ -78,11 +86,19 @@ def test_a_corrected_transcription_updates_the_result_and_the_score():
     first = blurb.published[0]
     fixed = dataclasses.replace(first, scores={**first.scores, "biosses": first.scores["biosses"] + 10})
     contributions.benchmarks["blurb"] = dataclasses.replace(blurb, published=(fixed, *blurb.published[1:]))
-    before = Score.objects.get(language_model__slug=f"blurb--{first.slug}").score
+    before = Score.objects.get(
+        language_model__aliases__row=first.slug, language_model__aliases__benchmark__slug="blurb"
+    ).score
     sync_contributions(contributions)
-    result = Result.objects.get(language_model__slug=f"blurb--{first.slug}", dataset__slug="biosses")
+    result = Result.objects.get(
+        language_model__aliases__row=first.slug,
+        language_model__aliases__benchmark__slug="blurb",
+        dataset__slug="biosses",
+    )
     assert result.value == pytest.approx(first.scores["biosses"] + 10)
-    after = Score.objects.get(language_model__slug=f"blurb--{first.slug}").score
+    after = Score.objects.get(
+        language_model__aliases__row=first.slug, language_model__aliases__benchmark__slug="blurb"
+    ).score
     assert after == pytest.approx(before + 10 / 6)  # BIOSSES alone is one of six task types
 
 
@@ -90,15 +106,16 @@ def test_a_resync_writes_a_reworded_source_over_the_stored_published_rows():
     """A database synced from an older wording of the published sources takes the new one."""
     older = "an older wording of the source"
     Benchmark.objects.filter(slug="lewis2020").update(published_source=older)
-    LanguageModel.objects.filter(reported_in__slug="lewis2020").update(source_paper=older)
+    LanguageModel.objects.filter(aliases__benchmark__slug="lewis2020").update(source_paper=older)
     stored = Result.objects.filter(scope="lewis2020").update(source=older)
     report = sync_contributions(builtin_contributions())
     lewis = builtin_contributions().benchmarks["lewis2020"]
     assert Benchmark.objects.get(slug="lewis2020").published_source == lewis.published_source
     for published in lewis.published:
         expected = (published.source or lewis.published_source or lewis.source_paper)[:300]
-        model = LanguageModel.objects.get(slug=f"lewis2020--{published.slug}")
-        assert model.source_paper == expected
+        model = LanguageModel.objects.get(aliases__benchmark__slug="lewis2020", aliases__row=published.slug)
+        assert model.aliases.get(benchmark__slug="lewis2020").source == expected  # its own table, merged or not
+        assert model.source_paper  # the card's paper: the first table that lists it
         assert set(model.results.filter(scope="lewis2020").values_list("source", flat=True)) == {expected}
     assert report.updated["results"] == stored
     assert not Result.objects.filter(source=older).exists()

@@ -591,9 +591,65 @@ class AggregationSpec:
     show_group_scores: bool = True
 
 
+PAPERS_NAMESPACE = "papers"  # where a reported model without a Hugging Face organisation lives
+# A model's address, the Hugging Face Hub's owner/name: letters, digits, '-', '_' and '.'.
+ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """The one model a published row is a number of, whichever paper printed it.
+
+    Papers name one checkpoint differently ("BioBERT v1.1 (+PubMed)", "BioBERT-Base v1.1"); each row
+    names its identity, so every paper's numbers for a checkpoint land on one model page. ``address``
+    is the Hub's ``owner/name`` where the checkpoint is on the Hub (``dmis-lab/biobert-v1.1``), else
+    ``papers/<name>``; ``name`` is the canonical name shown everywhere; ``hf_id`` the Hub id, if any.
+    ``version_of`` names the address of another identity this one is a version of (BioBERT-Large
+    beside BioBERT-Base v1.1): the two stay two models, linked on both pages.
+    """
+
+    address: str
+    name: str
+    hf_id: str = ""
+    version_of: str = ""
+
+    @property
+    def namespace(self) -> str:
+        return self.address.split("/", 1)[0]
+
+    @property
+    def address_name(self) -> str:
+        return self.address.split("/", 1)[1]
+
+    @property
+    def slug(self) -> str:
+        """The internal key (compare's ?models=, the API's slug): the address, lower case, '/' as '--'; under
+        ``papers/`` its name alone, as a reported model's key was before identities."""
+        if self.namespace == PAPERS_NAMESPACE:
+            return self.address_name.lower()
+        return self.address.lower().replace("/", "--")
+
+    def check(self, what: str) -> None:
+        """Refuse an address that is not owner/name, or a name, Hub id or link too long to store."""
+        for name in ("address", "version_of"):
+            value = getattr(self, name)
+            if (value or name == "address") and not (isinstance(value, str) and ADDRESS_RE.match(value)):
+                raise SpecError(f"{what}: identity {name} must be owner/name (letters, digits, - _ .), got {value!r}")
+        if len(self.slug) > LANGUAGE_MODEL_SLUG_MAX or len(self.namespace) > NAMESPACE_MAX:
+            raise SpecError(f"{what}: identity address {self.address!r} is too long")
+        if self.version_of == self.address:
+            raise SpecError(f"{what}: identity {self.address!r} cannot be a version of itself")
+        _require_text(self.name, f"{what}: identity name")
+        _check_length(self.hf_id, CHECKPOINT_MAX, f"{what}: identity hf_id")
+
+
 @dataclass(frozen=True)
 class PublishedModelSpec:
     """A model row of a paper's results table, loaded as a "reported" result.
+
+    ``identity`` names the model the row's numbers belong to (:class:`ModelIdentity`, or a dict of its
+    fields); without one the row is a model of its own, ``papers/<benchmark>--<slug>``, named as the
+    paper names it.
 
     ``scores`` maps entry keys to the published numbers. ``reported_summaries``
     holds the paper's own summary columns (group means, overall scores) exactly
@@ -615,6 +671,23 @@ class PublishedModelSpec:
     reported_summaries: Mapping[str, float] = field(default_factory=dict)
     notes: str = ""
     source: str = ""  # the table this row comes from, when not the benchmark's published_source
+    identity: ModelIdentity | Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.identity, Mapping):
+            unknown = sorted(set(self.identity) - set(ModelIdentity.__dataclass_fields__))
+            if unknown:
+                raise SpecError(f"published model {self.slug}: identity has unknown fields {unknown}")
+            try:
+                object.__setattr__(self, "identity", ModelIdentity(**self.identity))
+            except TypeError as exc:
+                raise SpecError(f"published model {self.slug}: identity: {exc}") from exc
+
+    def identity_in(self, benchmark: str) -> ModelIdentity:
+        """The row's identity; a row that names none is its own model under ``papers/``, as before identities."""
+        if isinstance(self.identity, ModelIdentity):
+            return self.identity
+        return ModelIdentity(f"{PAPERS_NAMESPACE}/{benchmark}--{self.slug}", self.name, self.hf_checkpoint)
 
 
 def _check_parameters(model: PublishedModelSpec, what: str) -> None:
@@ -705,6 +778,7 @@ class BenchmarkSpec:
 
     def _validate_published(self, keys: set[str]) -> None:
         seen: set[str] = set()
+        identities: dict[str, str] = {}
         for model in self.published:
             what = f"benchmark {self.slug}: published model {model.slug}"
             check_slug(
@@ -727,6 +801,14 @@ class BenchmarkSpec:
             if model.slug in seen:
                 raise SpecError(f"benchmark {self.slug}: published model {model.slug} appears twice")
             seen.add(model.slug)
+            identity = model.identity_in(self.slug)
+            identity.check(what)
+            if identity.address in identities:
+                raise SpecError(
+                    f"{what}: identity {identity.address} is also {identities[identity.address]}'s; "
+                    "one table lists a model once"
+                )
+            identities[identity.address] = model.slug
             unknown = sorted(set(model.scores) - keys)
             if unknown:
                 raise SpecError(f"benchmark {self.slug}: published model {model.slug} scores unknown entries {unknown}")

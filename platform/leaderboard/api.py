@@ -24,7 +24,7 @@ import hashlib
 
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.http import HttpResponseBase, HttpResponsePermanentRedirect, QueryDict
+from django.http import Http404, HttpResponseBase, HttpResponsePermanentRedirect, QueryDict
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -38,6 +38,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from biolm.specs import PAPERS_NAMESPACE
 from biolm_site.api import ErrorSerializer, PublicPagination
 from leaderboard import api_serializers as shapes
 from leaderboard import board_cache
@@ -247,6 +248,14 @@ class ModelDetail(PublicAPI, generics.RetrieveAPIView):
 
     serializer_class = shapes.ModelDetailSerializer
 
+    def get(self, request: Request, *args, **kwargs) -> HttpResponseBase:
+        """A published row's address from before it was merged into its model redirects (301) to the model."""
+        namespace, name = self.kwargs["namespace"], self.kwargs["name"]
+        merged = self.visible_models().merged_from(name) if namespace == PAPERS_NAMESPACE else None
+        if merged is not None and merged.address_parts != (namespace, name):
+            return HttpResponsePermanentRedirect(reverse("api:model-detail", args=merged.address_parts))
+        return super().get(request, *args, **kwargs)
+
     def get_object(self) -> LanguageModel:
         return get_object_or_404(
             self.get_queryset(), namespace=self.kwargs["namespace"], address_name=self.kwargs["name"]
@@ -270,7 +279,10 @@ class ModelMoved(PublicAPI, APIView):
     see the model, and the same 404 as a missing one for anyone else."""
 
     def get(self, request: Request, slug: str) -> HttpResponseBase:
-        model = get_object_or_404(self.visible_models(), slug=slug)
+        visible = self.visible_models()
+        model = visible.filter(slug=slug).first() or visible.merged_from(slug)  # a merged published row's too
+        if model is None:
+            raise Http404
         return HttpResponsePermanentRedirect(reverse("api:model-detail", args=model.address_parts))
 
 

@@ -36,6 +36,15 @@ class Board:
     results: list[Result]
 
     @property
+    def groups(self) -> list[tuple[LanguageModel, list[Result]]]:
+        """The results per model, best model first: a model several papers report (BioBERT in Gu et al. 2021
+        and Fang et al. 2023) is one entry with each paper's value beside its source, not two models."""
+        grouped: dict[int, tuple[LanguageModel, list[Result]]] = {}
+        for result in self.results:
+            grouped.setdefault(result.language_model_id, (result.language_model, []))[1].append(result)
+        return list(grouped.values())
+
+    @property
     def caption(self) -> str:
         variant = f" ({self.variant})" if self.variant else ""
         direction = "higher is better" if self.metric.higher_is_better else "lower is better"

@@ -16,10 +16,11 @@ from the job's files in the artefact store, summarised and cached (:mod:`leaderb
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from biolm.specs import PAPERS_NAMESPACE
 from jobs.models import Job, Run
 from leaderboard.model_card import card, contamination, job_row, loss_chart
 from leaderboard.model_results import (
@@ -27,8 +28,10 @@ from leaderboard.model_results import (
     datasets_with_several_results,
     primary_label,
     radar,
+    reported_by_several,
     result_row,
     seed_chart,
+    version_links,
 )
 from leaderboard.models import Result, Score
 from registry.models import LanguageModel
@@ -37,7 +40,7 @@ from registry.models import LanguageModel
 def visible_model(request: HttpRequest, namespace: str, name: str) -> LanguageModel:
     """The model at ``namespace/name`` if ``request.user`` may see it; one 404 for missing and private alike."""
     return get_object_or_404(
-        LanguageModel.objects.visible_to(request.user).select_related("architecture", "recipe", "reported_in"),
+        LanguageModel.objects.visible_to(request.user).select_related("architecture", "recipe", "version_of"),
         namespace=namespace,
         address_name=name,
     )
@@ -46,13 +49,22 @@ def visible_model(request: HttpRequest, namespace: str, name: str) -> LanguageMo
 def moved_model(request: HttpRequest, slug: str, result_id: int | None = None) -> HttpResponse:
     """A model's old URL (``/models/<slug>/``, its predictions' too): a permanent redirect to its address for
     whoever may see it, and the same 404 as a missing model for anyone else, so it reveals nothing."""
-    model = get_object_or_404(LanguageModel.objects.visible_to(request.user), slug=slug)
+    visible = LanguageModel.objects.visible_to(request.user)
+    model = visible.filter(slug=slug).first() or visible.merged_from(slug)
+    if model is None:
+        raise Http404("No such model.")
     if result_id is None:
         return HttpResponsePermanentRedirect(model.get_absolute_url())
     return HttpResponsePermanentRedirect(reverse("leaderboard:predictions", args=[*model.address_parts, result_id]))
 
 
 def model_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    """The page at ``namespace/name``; a published row's address from before it was merged into its model
+    (``papers/blurb--biobert``, which snapshots taken then still link) redirects (301) to that model."""
+    if namespace == PAPERS_NAMESPACE:
+        merged = LanguageModel.objects.visible_to(request.user).merged_from(name)
+        if merged is not None and merged.address_parts != (namespace, name):
+            return HttpResponsePermanentRedirect(merged.get_absolute_url())
     model = visible_model(request, namespace, name)
     return render(request, "leaderboard/model.html", model_context(model))
 
@@ -94,6 +106,10 @@ def model_context(model: LanguageModel) -> dict:
         "radars": [chart for chart in (radar(model, s) for s in scores) if chart is not None],
         "reproduced": [row for row in rows if not row.reported],
         "reported": [row for row in rows if row.reported],
+        # One model, many sources: each paper's row (its name there, its table), shared datasets, versions.
+        "sources": list(model.aliases.select_related("benchmark").order_by("benchmark__name")),
+        "shared": reported_by_several(results),
+        "versions": version_links(model),
         "seed_chart": seed_chart(rows),
         "loss_chart": loss,
         "jobs": [job_row(job) for job in jobs],

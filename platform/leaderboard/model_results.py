@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
 from django.urls import reverse
 
 from biolm.contract import ContractError, FinetuneJob, ResultsDocument
@@ -75,6 +76,45 @@ class ScoreRow:
         if self.score.rank is None or self.score.preview:
             return ""
         return f"={self.score.rank}" if self.score.rank_tied else str(self.score.rank)
+
+
+@dataclass
+class SharedDataset:
+    """One dataset (and metric) that several papers report for the model: each value beside its source."""
+
+    label: str
+    results: list[Result]
+
+    @property
+    def agree(self) -> bool:
+        return len({round(result.value, 2) for result in self.results}) == 1
+
+
+def reported_by_several(results: list[Result]) -> list[SharedDataset]:
+    """The datasets on which two or more papers (benchmarks' tables) report the model, in dataset order.
+
+    Papers fine-tune under their own protocols, so their numbers for one checkpoint differ (BioBERT on
+    BC5-chem: 92.85 in Gu et al. 2021, Table 7, and another in Fang et al. 2023); the page shows each.
+    """
+    grouped: dict[tuple[int, int, str], list[Result]] = {}
+    for result in results:
+        if result.scope:
+            grouped.setdefault((result.dataset_id, result.metric_id, result.variant), []).append(result)
+    shared = []
+    for rows in grouped.values():
+        if len({row.scope for row in rows}) > 1:
+            first = rows[0]
+            variant = f" ({first.variant})" if first.variant else ""
+            shared.append(SharedDataset(f"{first.dataset.name}: {first.metric.name}{variant}", rows))
+    return sorted(shared, key=lambda s: s.label.casefold())
+
+
+def version_links(model: LanguageModel) -> list[LanguageModel]:
+    """The public models linked to ``model`` as versions: the one it is a version of, that one's other
+    versions, and its own versions (BioBERT-Base v1.1 and BioBERT-Large v1.1 link each other)."""
+    root = model.version_of_id or model.pk
+    linked = LanguageModel.objects.public().filter(Q(pk=root) | Q(version_of_id=root) | Q(version_of_id=model.pk))
+    return list(linked.exclude(pk=model.pk).order_by("name"))
 
 
 def datasets_with_several_results(results: list[Result]) -> set[tuple[str, int]]:

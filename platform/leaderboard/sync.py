@@ -23,6 +23,7 @@ def record_published_results(sender: object, synced: BenchmarkSynced, report: Sy
         for model, published in synced.published
         if _upsert_results(benchmark, synced.spec, model, published, report)
     ]
+    changed += _drop_departed(benchmark, [model for model, _ in synced.published])
     if synced.definition_changed:
         report.rescored += recompute_scores(benchmark)
     elif changed:
@@ -58,3 +59,15 @@ def _upsert_results(
             result.delete()
             changed = True
     return changed
+
+
+def _drop_departed(benchmark: Benchmark, listed: list[LanguageModel]) -> list[LanguageModel]:
+    """Reported models this benchmark's table no longer lists lose its numbers (their other papers' stay);
+    returns them, for their score on this benchmark to be recomputed, which removes it."""
+    departed = list(
+        LanguageModel.objects.filter(origin=LanguageModel.Origin.REPORTED, results__scope=benchmark.slug)
+        .exclude(pk__in=[model.pk for model in listed])
+        .distinct()
+    )
+    Result.objects.filter(language_model__in=departed, scope=benchmark.slug).delete()
+    return departed

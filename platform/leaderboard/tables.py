@@ -23,7 +23,7 @@ from django.db.models import F, Q, QuerySet
 
 from leaderboard.models import Ranking, Score
 from leaderboard.scoring import aggregation_from_json
-from registry.models import Benchmark, LanguageModel
+from registry.models import Benchmark, LanguageModel, ModelAlias
 
 MAX_PINS = 4
 PREVIEW_NOTE = "not ranked: a quick preview (one grid point, one seed), not comparable with the full protocol"
@@ -389,7 +389,19 @@ def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None
         )
         (previews if row.preview else ranked if row.rank is not None else unranked).append(row)
     rows = _sorted(ranked, view) + _sorted(unranked, view) + _sorted(previews, view)
+    _cite_own_tables(benchmark, rows)
     if view.pins:
         rows = [r for r in rows if r.pinned] + [r for r in rows if not r.pinned]
     ranking = Ranking.objects.filter(benchmark=benchmark).first()
     return Leaderboard(benchmark, columns, rows, view, ranking, total if total is not None else len(rows))
+
+
+def _cite_own_tables(benchmark: Benchmark, rows: list[Row]) -> None:
+    """A reported model several papers report (one model, many sources) shows, on each benchmark's board,
+    the paper and table of that benchmark's numbers: its row's ``model.source_paper`` (the board's own copy
+    of the model, which the page, the exports and the API's board read) becomes that table's."""
+    reported = {row.model.pk: row.model for row in rows if row.model.origin == LanguageModel.Origin.REPORTED}
+    aliases = ModelAlias.objects.filter(benchmark=benchmark, language_model_id__in=reported)
+    for model_id, source in aliases.values_list("language_model_id", "source"):
+        if source:
+            reported[model_id].source_paper = source

@@ -10,6 +10,7 @@ from registry.models import (
     DatasetImport,
     LanguageModel,
     Metric,
+    ModelAlias,
     PretrainingRecipe,
     TaskType,
 )
@@ -61,14 +62,25 @@ class BenchmarkAdmin(ContributedAdmin):
     inlines = [BenchmarkEntryInline]
 
 
+class ModelAliasInline(admin.TabularInline):
+    """Each paper's row for the model: written by sync_plugins from the plugins, read-only here."""
+
+    model = ModelAlias
+    extra = 0
+    readonly_fields = ("benchmark", "row", "name", "source", "former_slug")
+    exclude = ("notes",)
+    can_delete = False
+
+
 @admin.register(LanguageModel)
 class LanguageModelAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "origin", "architecture", "parameter_count", "visibility", "owner", "reported_in")
-    list_filter = ("origin", "visibility", "architecture", "reported_in")
-    search_fields = ("name", "slug", "pretraining_corpus", "vocabulary", "source_paper")
-    list_select_related = ("architecture", "owner", "reported_in")
+    list_display = ("name", "slug", "origin", "architecture", "parameter_count", "visibility", "owner", "version_of")
+    list_filter = ("origin", "visibility", "architecture")
+    search_fields = ("name", "slug", "pretraining_corpus", "vocabulary", "source_paper", "aliases__name")
+    list_select_related = ("architecture", "owner", "version_of")
     autocomplete_fields = ("owner",)
-    raw_id_fields = ("reported_in",)
+    raw_id_fields = ("version_of",)
+    inlines = [ModelAliasInline]
 
 
 @admin.register(DatasetImport)

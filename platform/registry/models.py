@@ -258,6 +258,11 @@ class LanguageModelQuerySet(models.QuerySet["LanguageModel"]):
             seen |= models.Q(owner_id=viewer)
         return self.filter(seen)
 
+    def merged_from(self, former_slug: str) -> LanguageModel | None:
+        """The model a published row that was a model of its own (``blurb--biobert``) was merged into, if any
+        (:class:`ModelAlias`): its old addresses redirect there."""
+        return self.filter(aliases__former_slug=former_slug).first()
+
     def public(self) -> LanguageModelQuerySet:
         """The models anyone may see: :meth:`visible_to` with no user."""
         return self.visible_to(None)
@@ -328,14 +333,11 @@ class LanguageModel(models.Model):
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
     origin = models.CharField(max_length=12, choices=Origin.choices, default=Origin.REPRODUCED)
     source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)
-    reported_in = models.ForeignKey(
-        Benchmark,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="reported_models",
-        help_text="For reported models: the benchmark whose published table lists this row.",
-    )
+    # Two checkpoints of one model (BioBERT-Large v1.1 beside BioBERT-Base v1.1) stay two models, linked.
+    version_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="versions",
+        help_text="The model this one is another version (checkpoint) of; both pages link the other.",
+    )  # fmt: skip
     notes = models.TextField(blank=True)
     # What its submitter says of it on the submission form (shown escaped; only an http(s) link is a link).
     description = models.TextField(blank=True)
@@ -414,3 +416,32 @@ class LanguageModel(models.Model):
             label for _, label, low, high in self.SIZE_BUCKETS
             if self.parameter_count >= low and (high is None or self.parameter_count < high)
         )  # fmt: skip
+
+
+class ModelAlias(models.Model):
+    """One paper's row for a reported model: the name that paper gives it and the table it comes from.
+
+    Papers name one checkpoint differently ("BioBERT", "BioBERT-Base-v1.1"); each published row names
+    its model identity (``biolm.specs.ModelIdentity``), and this row records the paper's naming, so the
+    model page can say what each paper called it and each benchmark's board cites its own table. Before
+    identities each row was a model of its own at ``papers/<benchmark>--<row>``; ``former_slug`` keeps
+    that key, so its old URLs (snapshots taken then link them) redirect to the one model.
+    """
+
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="aliases")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="model_aliases")
+    row = models.CharField(max_length=LANGUAGE_MODEL_SLUG_MAX, help_text="The row's slug in the benchmark's table.")
+    name = models.CharField(max_length=NAME_MAX, help_text="The model's name in that paper.")
+    source = models.CharField(max_length=SOURCE_MAX, blank=True, help_text="The paper and table of the row.")
+    notes = models.TextField(blank=True, help_text="What the paper's row says of the model.")
+    former_slug = models.CharField(
+        max_length=LANGUAGE_MODEL_SLUG_MAX, unique=True,
+        help_text="The row's own model key before identities: papers/<this> redirects to the model.",
+    )  # fmt: skip
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["benchmark", "row"], name="one_alias_per_published_row")]
+        ordering = ["benchmark__name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.benchmark.slug}) = {self.language_model}"

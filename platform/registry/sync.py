@@ -15,10 +15,11 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Q
 
 from biolm import plugin_set
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
-from biolm.specs import BenchmarkSpec, PublishedModelSpec
+from biolm.specs import SOURCE_MAX, BenchmarkSpec, ModelIdentity, PublishedModelSpec
 from registry.locks import hold_for_transaction
 from registry.models import (
     Architecture,
@@ -27,6 +28,7 @@ from registry.models import (
     Dataset,
     LanguageModel,
     Metric,
+    ModelAlias,
     Plugin,
     PretrainingRecipe,
     Protocol,
@@ -44,6 +46,7 @@ class SyncReport:
     deactivated: dict[str, int] = field(default_factory=dict)
     rescored: int = 0
     problems: list[str] = field(default_factory=list)
+    orphans: set[int] = field(default_factory=set)  # reported models that lost a published row
 
     def count(self, bucket: dict[str, int], kind: str) -> None:
         bucket[kind] = bucket.get(kind, 0) + 1
@@ -111,8 +114,14 @@ def sync_contributions(contributions: Contributions | None = None) -> SyncReport
     _sync_plugins(contributions, report)
     _sync_simple(contributions, report)
     _sync_datasets(contributions, report)
+    models = _sync_identities(contributions, report)
     for slug, spec in contributions.benchmarks.items():
-        _sync_benchmark(spec, contributions.origin[("benchmarks", slug)], report)
+        _sync_benchmark(spec, contributions.origin[("benchmarks", slug)], report, models)
+    orphans = LanguageModel.objects.filter(
+        pk__in=report.orphans, origin=LanguageModel.Origin.REPORTED, aliases__isnull=True
+    )  # a reported model no published row names any more
+    if orphans.delete()[0]:
+        report.count(report.deactivated, "reported_models")
     for model, kind in CONTRIBUTED:
         _deactivate_missing(model, kind, set(getattr(contributions, kind)), report)
     contributions_synced.send(sender=sync_contributions, report=report)  # the leaderboard rescores stale scores
@@ -220,7 +229,9 @@ def _jsonable(value: object) -> object:
     return value
 
 
-def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> None:
+def _sync_benchmark(
+    spec: BenchmarkSpec, plugin: str, report: SyncReport, models: dict[str, LanguageModel | None]
+) -> None:
     aggregation = _jsonable(dataclasses.asdict(spec.aggregation))
     existing = Benchmark.objects.filter(slug=spec.slug).first()
     aggregation_changed = existing is not None and (
@@ -271,48 +282,117 @@ def _sync_benchmark(spec: BenchmarkSpec, plugin: str, report: SyncReport) -> Non
     removed, _ = benchmark.entries.exclude(key__in=spec.entry_keys()).delete()
     entries_changed |= bool(removed)
 
-    published = [(_sync_published_model(benchmark, spec, model, report), model) for model in spec.published]
-    dropped, _ = (
-        LanguageModel.objects.filter(origin=LanguageModel.Origin.REPORTED, reported_in=benchmark)
-        .exclude(pk__in=[m.pk for m, _ in published])
-        .delete()
-    )
-    if dropped:
-        report.count(report.deactivated, "reported_models")
+    published = [(models[row.identity_in(spec.slug).address], row) for row in spec.published]
+    published = [(model, row) for model, row in published if model is not None]
+    _sync_aliases(benchmark, spec, published, report)
     # The leaderboard records the published results and recomputes the scores that changed.
     synced = BenchmarkSynced(benchmark, spec, aggregation_changed or entries_changed, published)
     benchmark_synced.send(sender=_sync_benchmark, synced=synced, report=report)
 
 
-def _sync_published_model(
-    benchmark: Benchmark, spec: BenchmarkSpec, published: PublishedModelSpec, report: SyncReport
-) -> LanguageModel:
-    """Upsert the "reported" language model of one published row (its results are the leaderboard's)."""
-    architecture = Architecture.objects.filter(slug=published.architecture).first()
-    if architecture is None:
+def _sync_aliases(
+    benchmark: Benchmark,
+    spec: BenchmarkSpec,
+    published: list[tuple[LanguageModel, PublishedModelSpec]],
+    report: SyncReport,
+) -> None:
+    """One alias per published row (its paper's name for the model, its table); rows gone lose theirs."""
+    for model, row in published:
+        upsert(ModelAlias, report, "model_aliases", {"benchmark": benchmark, "row": row.slug}, {
+            "language_model": model, "name": row.name, "source": _row_source(spec, row), "notes": row.notes,
+            "former_slug": f"{spec.slug}--{row.slug}",
+        })  # fmt: skip
+    gone = benchmark.model_aliases.exclude(row__in=[row.slug for _, row in published])
+    report.orphans.update(gone.values_list("language_model_id", flat=True))
+    if gone.delete()[0]:
+        report.count(report.deactivated, "model_aliases")
+
+
+def _row_source(spec: BenchmarkSpec, row: PublishedModelSpec) -> str:
+    return (row.source or spec.published_source or spec.source_paper)[:SOURCE_MAX]
+
+
+def _sync_identities(contributions: Contributions, report: SyncReport) -> dict[str, LanguageModel | None]:
+    """Upsert one reported model per identity the published rows name, whichever papers print it.
+
+    Its card (architecture, size, vocabulary, ...) takes each field from the first row, in the
+    benchmarks' order, that states it; rows of one identity stating different sizes are a problem
+    reported (two checkpoints are two identities). An address held by a model that is not reported
+    (a user's) is never taken over: its rows are left out, with a problem. Returns address -> model.
+    """
+    rows: dict[str, list[tuple[BenchmarkSpec, PublishedModelSpec]]] = {}
+    for spec in contributions.benchmarks.values():
+        for row in spec.published:
+            rows.setdefault(row.identity_in(spec.slug).address, []).append((spec, row))
+    models: dict[str, LanguageModel | None] = {}
+    for address, found in rows.items():
+        models[address] = _sync_identity(found[0][1].identity_in(found[0][0].slug), found, report)
+    for address, found in rows.items():
+        link = found[0][1].identity_in(found[0][0].slug).version_of
+        if models[address] is not None:
+            target = _version_target(link, models, address, report)
+            upsert(LanguageModel, report, "language_models", {"pk": models[address].pk}, {"version_of": target})
+    return models
+
+
+def _version_target(
+    link: str, models: dict[str, LanguageModel | None], address: str, report: SyncReport
+) -> LanguageModel | None:
+    """The model an identity is a version of (None when it names none, or one no model has: a problem)."""
+    if not link:
+        return None
+    namespace, name = link.split("/", 1)
+    target = models.get(link) or LanguageModel.objects.filter(namespace=namespace, address_name=name).first()
+    if target is None:
+        report.problems.append(f"identity {address} is a version of {link}, which no model has")
+    return target
+
+
+def _card_values(found: list[tuple[BenchmarkSpec, PublishedModelSpec]], report: SyncReport) -> dict:
+    """The card of an identity from its rows: each field from the first row that states it."""
+    fields = {"architecture": "architecture", "parameter_count": "parameters", "vocabulary": "vocabulary",
+              "pretraining_corpus": "pretraining_corpus", "max_sequence_length": "max_sequence_length",
+              "notes": "notes"}  # fmt: skip
+    values = {
+        name: next((getattr(row, attr) for _, row in found if getattr(row, attr)), None)
+        for name, attr in fields.items()
+    }
+    sized = [(spec, row) for spec, row in found if row.parameters is not None]
+    values["parameter_count_source"] = sized[0][1].parameters_source if sized else ""
+    sizes = {row.parameters for _, row in sized}
+    if len(sizes) > 1:
         report.problems.append(
-            f"benchmark {spec.slug}: published model {published.slug} names unknown architecture "
-            f"{published.architecture!r}; loaded without one"
+            f"identity {found[0][1].identity_in(found[0][0].slug).address}: its rows state different sizes "
+            f"{sorted(sizes)}; the first ({sized[0][0].slug}) is shown. Different checkpoints are different identities"
         )
-    model, _ = upsert(
-        LanguageModel,
-        report,
-        "language_models",
-        {"slug": f"{spec.slug}--{published.slug}"},
-        {
-            "name": published.name,
-            "architecture": architecture,
-            "parameter_count": published.parameters,
-            "parameter_count_source": published.parameters_source,
-            "vocabulary": published.vocabulary,
-            "pretraining_corpus": published.pretraining_corpus,
-            "max_sequence_length": published.max_sequence_length,
-            "checkpoint": published.hf_checkpoint,
-            "visibility": LanguageModel.Visibility.PUBLIC,
-            "origin": LanguageModel.Origin.REPORTED,
-            "source_paper": (published.source or spec.published_source or spec.source_paper)[:300],
-            "reported_in": benchmark,
-            "notes": published.notes,
-        },
-    )
+    for name in ("vocabulary", "pretraining_corpus", "notes"):
+        values[name] = values[name] or ""
+    architecture = values["architecture"] or "bert"
+    values["architecture"] = Architecture.objects.filter(slug=architecture).first()
+    if values["architecture"] is None:
+        report.problems.append(f"published model {found[0][1].slug} names unknown architecture {architecture!r}")
+    return values
+
+
+def _sync_identity(
+    identity: ModelIdentity, found: list[tuple[BenchmarkSpec, PublishedModelSpec]], report: SyncReport
+) -> LanguageModel | None:
+    held = LanguageModel.objects.filter(
+        Q(namespace=identity.namespace, address_name=identity.address_name) | Q(slug=identity.slug)
+    ).exclude(origin=LanguageModel.Origin.REPORTED)
+    if held.exists():
+        report.problems.append(f"identity {identity.address}: a model that is not reported holds the address; left out")
+        return None
+    first_spec, first_row = found[0]
+    values = {
+        **_card_values(found, report),
+        "slug": identity.slug,
+        "name": identity.name,
+        "checkpoint": identity.hf_id,
+        "visibility": LanguageModel.Visibility.PUBLIC,
+        "origin": LanguageModel.Origin.REPORTED,
+        "source_paper": _row_source(first_spec, first_row),
+    }
+    lookup = {"namespace": identity.namespace, "address_name": identity.address_name}
+    model, _ = upsert(LanguageModel, report, "language_models", lookup, values)
     return model

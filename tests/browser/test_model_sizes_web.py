@@ -29,7 +29,7 @@ def test_blurbs_size_filter_50m_to_200m_keeps_the_14_bert_base_sized_models_and_
     expect(rows).to_have_count(14)
     expect(page.locator("#board-status")).to_contain_text("Showing 14 of 15 models")
     names = rows.locator("th[scope=row] a").all_text_contents()
-    assert "PubMedBERT" in names and "BioBERT" in names and "RoBERTa" not in names
+    assert "PubMedBERT" in names and "BioBERT-Base v1.1" in names and "RoBERTa (size not stated)" not in names
     expect(page.locator("#pareto-size.js-plotly-plot")).to_be_visible()
 
 
