@@ -154,3 +154,18 @@ def test_a_score_job_stores_the_per_class_figures_and_the_model_page_shows_them(
     shown = section(client.get(result.language_model.get_absolute_url()).content.decode())
     assert "CPR:3" in shown and "CPR:4" in shown and "CPR:9" not in shown
     assert "demo-relation-test" not in shown  # no example id
+
+
+def test_the_api_gives_a_results_classes_and_null_where_none_were_stored(client, alice, bob):
+    model = LanguageModel.objects.create(slug="alice-api", name="Alice API", owner=alice)
+    with_classes(model, "demo-relation", 74.1)
+    dataset = Dataset.objects.get(slug="demo-ner")
+    Result.objects.create(language_model=model, dataset=dataset, metric=dataset.metric, value=70.0, source="job")
+    secret = LanguageModel.objects.create(
+        slug="bob-api", name="Bob API", owner=bob, visibility=LanguageModel.Visibility.PRIVATE
+    )
+    with_classes(secret, "demo-relation", 99.0)
+
+    listed = client.get("/api/v1/results/?model=alice-api").json()["results"]
+    assert {r["dataset"]: r["classes"] for r in listed} == {"demo-relation": FIGURES["classes"], "demo-ner": None}
+    assert client.get("/api/v1/results/?model=bob-api").json()["count"] == 0  # a private model's, to no one else

@@ -232,7 +232,7 @@ class ModelList(PublicAPI, generics.ListAPIView):
 
 def _results() -> QuerySet[Result]:
     """Results with what their serializer reads, in a stable order (pages must not overlap)."""
-    return Result.objects.select_related("language_model", "dataset", "metric").order_by(
+    return Result.objects.select_related("language_model", "dataset", "metric", "classes").order_by(
         "language_model__name", "language_model__slug", "dataset__slug", "metric__slug", "variant", "scope", "pk"
     )
 

@@ -110,6 +110,16 @@ class ModelScoreSerializer(serializers.Serializer):
         return None if score.score is None else round(score.score, score.benchmark.precision)
 
 
+class ClassFigureSerializer(serializers.Serializer):
+    """One class's test figures (a relation type, PICO element, entity type or hallmark), seeds combined."""
+
+    name = serializers.CharField(help_text="The class as the dataset names it (CPR:3, PAR, protein, ...).")
+    support = serializers.IntegerField(help_text="Its gold instances in the test split (at least 10 to be given).")
+    precision = serializers.FloatField()
+    recall = serializers.FloatField()
+    f1 = serializers.FloatField()
+
+
 class ResultSerializer(serializers.Serializer):
     """One number a model obtained on a dataset under a metric (0-100 scale)."""
 
@@ -131,6 +141,15 @@ class ResultSerializer(serializers.Serializer):
         help_text="From a quick preview (one grid point, one seed), not the full protocol; a full result replaces it."
     )
     updated_at = serializers.DateTimeField()
+    classes = serializers.SerializerMethodField(
+        help_text="Per-class test figures from the stored predictions, for classes with at least 10 gold test "
+        "instances; null where the metric has no classes or none were computed. Never anything per example."
+    )
+
+    @extend_schema_field(ClassFigureSerializer(many=True, allow_null=True))
+    def get_classes(self, result) -> list[dict] | None:
+        stored = getattr(result, "classes", None)  # the reverse one-to-one: absent raises, which getattr answers
+        return stored.figures.get("classes", []) if stored is not None else None
 
 
 class ModelDetailSerializer(ModelSummarySerializer):
