@@ -7,6 +7,8 @@ not.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
@@ -47,6 +49,32 @@ CHANGELOG = """
 DESCRIPTION += CHANGELOG
 
 
+def open_operations_need_no_credentials(result: dict, generator: Any, request: Any, public: bool) -> dict:
+    """drf-spectacular's post-processing hook: an operation anyone may call says so with ``security: []``.
+
+    The reading endpoints accept the site's session cookie (an owner sees their private models) but
+    need nothing, which drf-spectacular writes as ``[{"cookieAuth": []}, {}]``; Swagger UI draws a
+    padlock for that as for a required token. So an operation whose requirements include the empty
+    one (no credentials) gets none, and schemes no operation still names are dropped: the cookie is
+    in the API's description, and Swagger UI could not send it anyway. Operations that need a token
+    (submitting) keep their requirement and their padlock.
+    """
+    named: set[str] = set()
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            security = operation.get("security")
+            if security is None:
+                continue
+            if {} in security:
+                operation["security"] = []
+            else:
+                named.update(name for requirement in security for name in requirement)
+    schemes = result.get("components", {}).get("securitySchemes", {})
+    for name in [name for name in schemes if name not in named]:
+        del schemes[name]
+    return result
+
+
 class PublicSchemaView(SpectacularAPIView):
     """The public OpenAPI schema, for everyone: this API's routes and submitting with an API token, only.
 
@@ -63,6 +91,10 @@ class PublicSchemaView(SpectacularAPIView):
         "DESCRIPTION": DESCRIPTION,
         "VERSION": VERSION,
         "PREPROCESSING_HOOKS": [],
+        "POSTPROCESSING_HOOKS": [
+            "drf_spectacular.hooks.postprocess_schema_enums",  # the default, kept
+            "biolm_site.api_docs.open_operations_need_no_credentials",
+        ],
         "SCHEMA_PATH_PREFIX": r"/api/v1",  # tags and operation ids: benchmarks, models, ..., submissions
     }
 
@@ -76,9 +108,12 @@ class PublicDocsView(SpectacularSwaggerSplitView):
     """Swagger UI over the public schema; its JS and CSS come from drf_spectacular_sidecar under /static/.
 
     The split view serves Swagger UI's start-up script as a request of its own (``?script``) rather than
-    inline, so the site's Content-Security-Policy (no inline script) holds on this page too.
+    inline, so the site's Content-Security-Policy (no inline script) holds on this page too. Its page
+    is the site's own template, which adds what drf-spectacular's lacks for accessibility: the page's
+    language and darker colours (templates/leaderboard/api_docs.html).
     """
 
+    template_name = "leaderboard/api_docs.html"
     url_name = "api:schema"
     title = TITLE
     authentication_classes: list = []

@@ -309,6 +309,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "PREPROCESSING_HOOKS": ["biolm_site.api_schemas.internal_endpoints_only"],
     "SWAGGER_UI_DIST": "SIDECAR",
+    # No deep links: Swagger UI puts each operation's link inside the button that opens it, a control
+    # within a control that screen readers and keyboards cannot use (axe-core's nested-interactive).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
