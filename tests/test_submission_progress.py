@@ -214,3 +214,23 @@ def test_the_engine_says_which_run_of_how_many_it_is_at(tmp_path, monkeypatch):
     last = json.loads(progress.read_text())
     assert (last["run"], last["runs"]) == (2, 2) and last["step"] == last["total"]
     assert job_steps(last)[1:] == (2 * last["total"], 2 * last["total"])  # the bar ends at 100%, once
+
+
+def test_a_submission_on_some_datasets_says_its_benchmark_score_is_incomplete_and_what_it_lacks(submission, alice):
+    benchmark = Benchmark.objects.get(slug="blurb-mini")
+    Job.objects.filter(submission=submission).update(status=Job.Status.SUCCEEDED, finished_at=timezone.now())
+    follow(list(submission.jobs.values_list("pk", flat=True)))
+    ran = benchmark.entries.filter(dataset__slug__in=("demo-ner", "demo-qa")).select_related("dataset", "metric")
+    for entry in ran:
+        job = submission.jobs.get(kind=Job.Kind.FINETUNE, dataset=entry.dataset)
+        Result.objects.create(language_model=submission.language_model, dataset=entry.dataset, metric=entry.metric,
+                              variant=entry.variant, value=55.5, std=None, n_seeds=1, job=job)  # fmt: skip
+    recompute_scores(benchmark)
+    page = signed_in(alice).get(reverse("submissions:detail", args=[submission.pk])).content.decode()
+    assert '<strong class="score-value">incomplete</strong>' in page and "a benchmark score needs every one" in page
+    assert "55.50" in page and "1 seed<" in page and "±" not in scores_body(page)
+
+
+def scores_body(page: str) -> str:
+    """The rows of the finished page's dataset-scores table."""
+    return page.split('id="dataset-scores"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]

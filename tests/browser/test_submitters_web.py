@@ -35,6 +35,8 @@ DATASETS = ("demo-ner", "demo-similarity")
 # The form offers a benchmark only when all its datasets are imported, as `make demo` imports BLURB-mini's.
 BLURB_MINI = ("demo-ner", "demo-pico", "demo-relation", "demo-similarity", "demo-doc-classification", "demo-qa")
 PHONE = {"width": 375, "height": 800}
+WIDE = {"width": 1400, "height": 900}
+BASE_MODEL = "nreimers/MiniLM-L6-H384-uncased"
 JOBS_TIMEOUT_S = 600  # two quick fine-tunes of MiniLM-L6 and their scoring, on a loaded 2-core runner
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.backend]
@@ -162,6 +164,17 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     # Upload MiniLM-L6 with the quick protocol on two datasets; the upload shows its progress.
     page.goto("/submit/")
     fill_form(page, minilm_archive, "MiniLM-L6 via the form")
+    # How it was pretrained: MiniLM-L6 continued from a general-domain MiniLM, with its vocabulary.
+    page.locator("#id_pretraining_domain").select_option("general")
+    page.locator("#id_vocabulary_kind").select_option("general")
+    page.get_by_label(re.compile("^Base model")).fill(BASE_MODEL)
+    page.set_viewport_size(WIDE)
+    page.locator("#pretraining-facts").scroll_into_view_if_needed()
+    shot(page, "3a-form-facets-1400")
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(page, "3b-form-facets-375")
+    page.set_viewport_size(DESKTOP)
     page.evaluate("""() => {
         const line = document.getElementById("upload-text");
         new MutationObserver(() => console.log("upload: " + line.textContent))
@@ -182,7 +195,20 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     )
     assert page.evaluate("window.__sameDocument") is True
     assert page.locator("[data-job-state]").all_inner_texts() != first_states
+    # The answer, drawn live: the benchmark score (a quick preview: never ranked) and each dataset's score,
+    # linked; the "jobs are queued" message went once they ran, and no estimate is left.
+    results = page.get_by_role("region", name="Results")
+    expect(results.locator("[data-benchmark-score]")).to_contain_text(re.compile(r"score\s+(\d+\.\d\d|incomplete)"))
+    expect(results.locator("[data-benchmark-score]")).to_contain_text("never ranked")
+    for dataset in DATASETS:
+        row = results.locator(f'#dataset-scores tr[data-dataset="{dataset}"]')
+        expect(row).to_contain_text(re.compile(r"\d+\.\d\d"))
+        expect(row.get_by_role("link")).to_have_attribute("href", f"/datasets/{dataset}/")
+    expect(page.locator(".message.while-queued")).to_have_count(0)
+    expect(page.locator("#overall")).to_be_hidden()
+    page.set_viewport_size(WIDE)
     shot(page, "4-finished-live")
+    page.set_viewport_size(DESKTOP)
 
     # Publish, then find the model on the leaderboard, as a preview, and open its page.
     page.get_by_role("button", name="Publish").click()
@@ -193,8 +219,18 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     expect(link).to_be_visible()  # among the previews, not ranked beside full-protocol results
     expect(previews.get_by_role("row", name=re.compile("MiniLM-L6 via the form"))).to_contain_text("preview")
     shot(page, "5-leaderboard")
-    link.click()
+    # The facets stated on the form feed the leaderboard's filters.
+    page.goto("/leaderboard/blurb-mini/?domain=general&vocabulary=general&start=continual")
+    expect(page.get_by_role("link", name="MiniLM-L6 via the form", exact=True)).to_be_visible()
+    shot(page, "5a-leaderboard-filtered")
+    page.goto("/leaderboard/blurb-mini/?domain=clinical")
+    expect(page.get_by_role("link", name="MiniLM-L6 via the form", exact=True)).to_have_count(0)
+    page.goto("/leaderboard/blurb-mini/")
+    page.get_by_role("region", name=re.compile("Quick previews")).get_by_role(
+        "link", name="MiniLM-L6 via the form", exact=True
+    ).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("MiniLM-L6 via the form")
+    expect(page.locator("#base-model")).to_have_text(f"continued pretraining from {BASE_MODEL}")
     shot(page, "6-model-page")
 
     # Over the daily quota (one a day on this site): refused, saying when the next slot frees.
@@ -207,6 +243,7 @@ def test_a_newcomer_signs_up_submits_minilm_watches_it_publish_and_finds_it_on_t
     page.set_viewport_size(PHONE)
     page.goto(submission_page)
     expect(page.locator("[data-submission-status]")).to_have_text(re.compile("finished", re.I))
+    expect(page.locator("[data-benchmark-score] .score-value")).to_be_in_viewport()  # the answer, on a phone too
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     shot(page, "8-phone-submission")
     page.goto("/queue/")
