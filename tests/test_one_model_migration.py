@@ -1,4 +1,4 @@
-"""The merge of per-paper rows into one model per identity (registry 0013), on a database as it was before.
+"""The merge of per-paper rows into one model per identity (registry 0013 to 0015), on a database as before.
 
 Before, each benchmark's published table made a model of each of its rows: BioBERT-Base v1.1 was
 ``blurb--biobert``, ``lewis2020--biobert`` and ``bioformer--biobert-base-v1.1``. The migration makes them
@@ -17,7 +17,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("registry", "0012_language_model_base_model"), ("leaderboard", "0004_preview_results")]
-AFTER = [("registry", "0013_one_model_many_sources")]
+AFTER = [("registry", "0014_merge_reported_rows")]
 OLD_BOARD = {"rows": [{"model": "blurb--biobert", "url": "/models/papers/blurb--biobert/", "score": 80.29}]}
 
 
