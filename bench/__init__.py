@@ -1,4 +1,4 @@
-"""Benchmarks (``make bench``): engine and pretraining throughput, the job queue, checkpoint intake.
+"""Benchmarks (``make bench``): engine and pretraining throughput, the job queue, checkpoint intake, page loads.
 
 Each module has ``NAME`` and ``run(config=None, out_dir=None) -> dict``: it measures, writes
 ``var/bench/<NAME>.json`` and returns the same dictionary. ``python -m bench [NAME ...]`` runs
@@ -16,4 +16,5 @@ BENCHMARKS = (
     "checkpoint_intake",
     "leaderboard",
     "submission_store",
+    "pages",
 )
