@@ -98,3 +98,24 @@ def test_the_form_shows_how_to_pack_and_fetch_a_checkpoint_and_never_scrolls_sid
             page.locator(f"#{part}").screenshot(path=str(SCREENSHOTS / f"submit-form-{width}-{part}.png"))
     finally:
         context.close()
+
+
+def test_a_base_model_typed_says_the_pretraining_continued_and_the_field_suggests_the_sites_models(
+    web, live_site, page: Page
+):
+    sign_in(page.context, live_site)
+    page.goto(FORM)
+    start = page.locator("#id_initialisation")
+    expect(start).to_have_value("")  # not stated until the submitter says
+    base = page.get_by_label(re.compile("^Base model"))
+    expect(base).to_have_attribute("list", "base-models")
+    assert page.locator("#base-models option").count() > 0, "no model of this site is suggested"
+    base.fill("dmis-lab/biobert-v1.1")
+    base.dispatch_event("change")
+    expect(start).to_have_value("continual")
+    base.fill("")
+    start.select_option("scratch")
+    base.fill("another/base")
+    base.dispatch_event("change")
+    expect(start).to_have_value("scratch")  # stated: left as stated (submit() then says the two disagree)
+    page.locator("#pretraining-facts").screenshot(path=str(SCREENSHOTS / "submit-form-pretraining-facts.png"))

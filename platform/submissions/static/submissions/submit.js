@@ -1,5 +1,6 @@
 /* The submission form: shows only the chosen source's and benchmark's fields, refuses a checkpoint that is
-   too large before sending it, and sends the form itself so that the upload's progress can be shown.
+   too large before sending it, and sends the form itself so that the upload's progress can be shown. A base
+   model typed sets "Pretraining started" to continual when it was left unstated.
 
    Without this script the form still works: every field is shown and the browser posts it. With it, the
    server is asked with X-Requested-With: XMLHttpRequest and answers either {"location": url} (go there) or
@@ -38,6 +39,7 @@
     if (benchmark) benchmark.addEventListener("change", showDatasets);
     showSource();
     showDatasets();
+    followBaseModel(form);
     form.addEventListener("submit", send);
 
     var summary = document.getElementById("error-summary");
@@ -132,6 +134,16 @@
     document.body.replaceWith(document.adoptNode(page.body));
     init();
     window.scrollTo(0, 0);
+  }
+
+  // Naming a base model says the pretraining continued from it: "Pretraining started" follows, unless stated.
+  function followBaseModel(form) {
+    var base = form.querySelector('input[name="base_model"]');
+    var start = form.querySelector('select[name="initialisation"]');
+    if (!base || !start) return;
+    base.addEventListener("change", function () {
+      if (base.value.trim() && start.value === "") start.value = "continual";
+    });
   }
 
   function broken(button, text, announce) {
