@@ -1,8 +1,9 @@
 """Every page type of the site at 1,400 and 375 px, signed in and out: no sideways scroll, and no serious
 or critical WCAG 2.1 A/AA violation by axe-core (issue 30, deliverable 11).
 
-The board is tests/browser/conftest.py's (tests/web_fixture.py), with a submission of alice's for the
-submission page and a staff account for the admin's job queue, both made for this module. Each page
+The board is tests/browser/conftest.py's (tests/web_fixture.py), with a submission of alice's (one job
+waiting) for the submission page, a live training worker for the queue page's tables, and a staff
+account for the admin's job queue, all made for this module. Each page
 is visited by the readers who see it differently: anonymously, and signed in as alice (the header,
 her private model on the board and the compare page's suggestions, the submit form, her profile);
 the admin's job queue by staff. Pages that look the same to everyone are visited once.
@@ -90,7 +91,7 @@ def visits() -> list[Visit]:
         Visit("signup", "/accounts/signup/", ANONYMOUS),
         Visit("api-docs", "/api/docs/", ANONYMOUS, ready=".swagger-ui .opblock"),  # not its "loading" spinner
         Visit("not-found", "/no-such-page-anywhere/", ANONYMOUS, status=404),
-        Visit("admin-job-queue", "/admin/jobs/job/", STAFF),
+        Visit("admin-jobs", "/admin/jobs/job/", STAFF),
     ]
     with contextlib.suppress(NoReverseMatch):
         listed.insert(8, Visit("how-ranks", reverse("leaderboard:how-ranks"), ANONYMOUS))
@@ -113,10 +114,14 @@ class Sessions:
 @pytest.fixture(scope="module")
 def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
     """alice's and a staff member's sessions, and a submission of alice's to show; removed when the module ends."""
+    from contract_documents import finetune_spec
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from jobs import dispatch
+    from jobs.models import Job, Worker
+    from registry.models import Dataset
     from submissions.models import Submission
 
     def cookie(user) -> list:
@@ -130,6 +135,11 @@ def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
         model = live_site.web.models[live_site.web.public[0].slug]
         submission = Submission.objects.create(submitter=live_site.web.owner, language_model=model)
         submission.benchmarks.add(live_site.web.benchmark)
+        # a waiting job and a live worker, so that the queue's and the submission's tables are on their pages
+        Job.objects.create(submission=submission, language_model=model, dataset=Dataset.objects.get(slug="demo-ner"),
+                           benchmark=live_site.web.benchmark, kind=Job.Kind.FINETUNE, queue=Job.Queue.GPU,
+                           spec=finetune_spec("demo-ner").to_json())  # fmt: skip
+        dispatch.record_worker("sweep-trainer@laptop", ["gpu"], gpus=0)
         made = Sessions({ANONYMOUS: [], ALICE: cookie(live_site.web.owner), STAFF: cookie(staff)},
                         f"/submissions/{submission.pk}/")  # fmt: skip
     try:
@@ -138,6 +148,7 @@ def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
         with django_db_blocker.unblock():
             submission.delete()
             staff.delete()
+            Worker.objects.filter(name="sweep-trainer@laptop").delete()
 
 
 @pytest.fixture(scope="module")
