@@ -16,8 +16,9 @@ import pytest
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ModelIdentity, SpecError
+from leaderboard.compare_data import comparison
 from leaderboard.models import Result, Score
-from registry.models import LanguageModel, ModelAlias
+from registry.models import Benchmark, LanguageModel, ModelAlias
 from registry.sync import sync_contributions
 
 pytestmark = pytest.mark.django_db
@@ -158,3 +159,12 @@ def test_an_old_api_address_redirects_to_the_one_model(client):
         response = client.get(old)
         assert response.status_code == 301, old
     assert client.get("/api/v1/models/papers/blurb--biobert")["Location"] == "/api/v1/models/dmis-lab/biobert-v1.1"
+
+
+def test_a_comparison_link_copied_with_a_per_paper_key_compares_the_one_model(client, biobert):
+    blurb = Benchmark.objects.get(slug="blurb")
+    compared = comparison(blurb, LanguageModel.objects.public(), ["blurb--biobert", "blurb--bluebert"])
+    assert [model.slug for model in compared.models] == [biobert.slug, "blurb--bluebert"]
+    assert not compared.not_found
+    page = client.get("/compare/?benchmark=blurb&models=blurb--biobert,blurb--bluebert").content.decode()
+    assert f'href="{BIOBERT}"' in page and "Not found" not in page

@@ -19,7 +19,7 @@ from leaderboard import charts
 from leaderboard.models import Result, ResultResamples, Score
 from leaderboard.resamples import decode
 from leaderboard.scoring import aggregation_from_json
-from registry.models import Benchmark, LanguageModel
+from registry.models import Benchmark, LanguageModel, ModelAlias
 
 
 @dataclass
@@ -45,7 +45,13 @@ class Comparison:
 
 
 def comparison(benchmark: Benchmark, visible: QuerySet[LanguageModel], slugs: list[str]) -> Comparison:
-    """The models of ``slugs`` that ``visible`` holds (in that order), compared on ``benchmark``."""
+    """The models of ``slugs`` that ``visible`` holds (in that order), compared on ``benchmark``.
+
+    A published row's key from before it was merged into its model (``blurb--biobert``, in a link copied
+    then) compares that model."""
+    merged = ModelAlias.objects.filter(former_slug__in=slugs, language_model__in=visible)
+    current = dict(merged.values_list("former_slug", "language_model__slug"))
+    slugs = list(dict.fromkeys(current.get(slug, slug) for slug in slugs))
     found = {m.slug: m for m in visible.filter(slug__in=slugs).select_related("architecture")}
     models = [found[s] for s in slugs if s in found]
     not_found = [s for s in slugs if s not in found]  # a private model is "not found", as a missing one
