@@ -2,8 +2,9 @@
 or critical WCAG 2.1 A/AA violation by axe-core (issue 30, deliverable 11).
 
 The board is tests/browser/conftest.py's (tests/web_fixture.py), with a submission of alice's (one job
-waiting) for the submission page, a live training worker for the queue page's tables, and a staff
-account for the admin's job queue, all made for this module. Each page
+waiting) for the submission page, an API token of hers for the profile's tokens, a live training
+worker for the queue page's tables, and a staff account for the admin's job queue, all made for this
+module. Each page
 is visited by the readers who see it differently: anonymously, and signed in as alice (the header,
 her private model on the board and the compare page's suggestions, the submit form, her profile);
 the admin's job queue by staff. Pages that look the same to everyone are visited once.
@@ -119,6 +120,7 @@ def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from accounts.tokens import create_token
     from jobs import dispatch
     from jobs.models import Job, Worker
     from registry.models import Dataset
@@ -140,6 +142,7 @@ def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
                            benchmark=live_site.web.benchmark, kind=Job.Kind.FINETUNE, queue=Job.Queue.GPU,
                            spec=finetune_spec("demo-ner").to_json())  # fmt: skip
         dispatch.record_worker("sweep-trainer@laptop", ["gpu"], gpus=0)
+        token, _ = create_token(live_site.web.owner, "lab cluster")  # the profile's tokens table
         made = Sessions({ANONYMOUS: [], ALICE: cookie(live_site.web.owner), STAFF: cookie(staff)},
                         f"/submissions/{submission.pk}/")  # fmt: skip
     try:
@@ -148,6 +151,7 @@ def sessions(live_site, django_db_blocker) -> Iterator[Sessions]:
         with django_db_blocker.unblock():
             submission.delete()
             staff.delete()
+            token.delete()
             Worker.objects.filter(name="sweep-trainer@laptop").delete()
 
 
