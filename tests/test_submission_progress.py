@@ -112,7 +112,7 @@ def test_a_job_whose_step_has_not_moved_for_a_minute_says_stalled_since_instead_
     shown = next(j for j in status(submission, alice)["jobs"] if j["id"] == job.pk)
     assert shown["stalled_since"] is None and shown["eta_text"] == "1 min" and shown["steps_text"] == "step 30 of 120"
     moved = timezone.now() - dt.timedelta(minutes=5)
-    cache.set(f"jobs:advanced:{job.pk}", moved.timestamp())
+    cache.set(lifecycle.advanced_key(job.pk, token), moved.timestamp())
     lifecycle.heartbeat(job.pk, token, delivery, lifecycle.Progress(30, 120, None, 60.0))  # alive, the same step
     shown = next(j for j in status(submission, alice)["jobs"] if j["id"] == job.pk)
     assert shown["eta_text"] == f"stalled since {moved.astimezone(dt.UTC):%H:%M} UTC"

@@ -33,7 +33,6 @@ from jobs.models import FINISHED, WAITING, Job
 
 LOG_TAIL_CHARS = 20_000
 # When a running job's step last moved: in the cache (shared by the site's processes where BIOLM_CACHE_URL is set).
-_ADVANCED_KEY = "jobs:advanced:{}"
 ADVANCED_TTL_S = 7 * 24 * 3600
 BACKOFF_BASE_S = 30.0
 BACKOFF_MAX_S = 15 * 60.0
@@ -122,7 +121,7 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
             progress_step=progress.step,
             progress_total=progress.total,
             progress_loss=progress.loss,
-            eta_s=_steady_eta(job_id, progress, now),
+            eta_s=_steady_eta(job_id, token, progress, now),
         )
     if not log:
         return Verdict.CONTINUE if _held(job_id, token, delivery).update(**values) else Verdict.STOP
@@ -135,7 +134,7 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
     return Verdict.CONTINUE
 
 
-def _steady_eta(job_id: int, progress: Progress, now: dt.datetime) -> float | None:
+def _steady_eta(job_id: int, token: str, progress: Progress, now: dt.datetime) -> float | None:
     """The ETA to record: never more than the last one while the job advances through the same steps.
 
     A worker's estimate follows its pace, which wobbles; a waiting person reads a number that grows
@@ -146,16 +145,21 @@ def _steady_eta(job_id: int, progress: Progress, now: dt.datetime) -> float | No
     before = Job.objects.filter(pk=job_id).values("progress_step", "progress_total", "eta_s").first()
     same_run = before is not None and before["progress_total"] == progress.total
     if not same_run or progress.step != before["progress_step"]:
-        cache.set(_ADVANCED_KEY.format(job_id), now.timestamp(), ADVANCED_TTL_S)
+        cache.set(advanced_key(job_id, token), now.timestamp(), ADVANCED_TTL_S)
     if same_run and progress.step >= before["progress_step"] and None not in (before["eta_s"], progress.eta_s):
         return min(progress.eta_s, before["eta_s"])
     return progress.eta_s
 
 
-def advanced_at(job_id: int) -> dt.datetime | None:
+def advanced_key(job_id: int, token: str) -> str:
+    """The cache key of when the job's step last moved: its id and its token, so no other job's note is read."""
+    return f"jobs:advanced:{job_id}:{token}"
+
+
+def advanced_at(job: Job) -> dt.datetime | None:
     """When the running job's step last moved, as its heartbeats told; None when not known (no heartbeat yet
     with progress, or the cache was emptied: the claim is then not made)."""
-    stamp = cache.get(_ADVANCED_KEY.format(job_id))
+    stamp = cache.get(advanced_key(job.pk, job.token))
     return dt.datetime.fromtimestamp(stamp, tz=dt.UTC) if stamp is not None else None
 
 

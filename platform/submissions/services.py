@@ -156,7 +156,7 @@ def stalled_since(job: Job, now: dt.datetime) -> dt.datetime | None:
     stale = dt.timedelta(seconds=settings.BIOLM_HEARTBEAT_STALE_S)
     if job.last_heartbeat is not None and now - job.last_heartbeat > stale:
         return job.last_heartbeat
-    moved = lifecycle.advanced_at(job.pk)
+    moved = lifecycle.advanced_at(job)
     return moved if moved is not None and now - moved > dt.timedelta(seconds=STALLED_AFTER_S) else None
 
 
