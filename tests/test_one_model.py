@@ -142,6 +142,12 @@ def test_the_api_gives_the_merged_model_with_every_papers_results(client, biober
     detail = client.get("/api/v1/models/dmis-lab/biobert-v1.1").json()
     assert detail["slug"] == biobert.slug
     assert {result["scope"] for result in detail["results"]} == {"blurb", "lewis2020", "bioformer"}
+    assert {(source["benchmark"], source["name"]) for source in detail["sources"]} == {
+        ("blurb", "BioBERT"), ("lewis2020", "BioBERT"), ("bioformer", "BioBERT-Base-v1.1"),
+    }  # fmt: skip
+    assert detail["version_of"] is None
+    large = client.get("/api/v1/models/dmis-lab/biobert-large-cased-v1.1").json()
+    assert large["version_of"] == "dmis-lab/biobert-v1.1"
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ from leaderboard import api_serializers as shapes
 from leaderboard import board_cache
 from leaderboard.models import Result, Score
 from leaderboard.tables import MAX_PINS, View, leaderboard_for
-from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel
+from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel, ModelAlias
 
 ERRORS = OpenApiResponse(ErrorSerializer, description="No such object or page (a private model: none).")
 CACHE_MAX_AGE_S = 60
@@ -265,8 +265,11 @@ class ModelDetail(PublicAPI, generics.RetrieveAPIView):
         scores = Score.objects.filter(benchmark__active=True).select_related("benchmark").order_by("benchmark__slug")
         return (
             self.visible_models()  # a private model's slug: the same 404 as a missing one
-            .select_related("architecture")
+            .select_related("architecture", "version_of")
             .prefetch_related(
+                Prefetch(
+                    "aliases", queryset=ModelAlias.objects.select_related("benchmark").order_by("benchmark__slug")
+                ),
                 Prefetch("scores", queryset=scores, to_attr="api_scores"),
                 Prefetch("results", queryset=_results(), to_attr="api_results"),
             )

@@ -152,8 +152,28 @@ class ResultSerializer(serializers.Serializer):
         return stored.figures.get("classes", []) if stored is not None else None
 
 
+class ModelSourceSerializer(serializers.Serializer):
+    """One paper's row for a reported model: the benchmark whose table lists it, and what that paper calls it."""
+
+    benchmark = serializers.CharField(source="benchmark.slug", help_text="The benchmark whose published table it is.")
+    name = serializers.CharField(help_text="The model's name in that paper.")
+    source = serializers.CharField(allow_blank=True, help_text="The paper and table.")
+
+
 class ModelDetailSerializer(ModelSummarySerializer):
     """The model card: its facets, its score on each benchmark and every result it has."""
+
+    sources = ModelSourceSerializer(
+        many=True,
+        source="aliases.all",
+        help_text="For a reported model: each paper that reports it (one model, many sources).",
+    )
+    version_of = serializers.SerializerMethodField(
+        help_text="The address of the model this one is a version of, if any."
+    )
+
+    def get_version_of(self, model) -> str | None:
+        return model.version_of.address if model.version_of_id else None
 
     parameters_source = serializers.CharField(
         source="parameter_count_source",
