@@ -136,3 +136,21 @@ def test_the_rank_terms_link_to_how_ranks_and_scores_work(web: WebFixture, page:
     page.get_by_role("link", name="paired bootstrap").first.click()
     expect(page.get_by_role("heading", level=1)).to_have_text("How ranks and scores work")
     assert page.evaluate(SIDEWAYS) <= 0
+
+
+@pytest.mark.parametrize(("path", "label"), [("/", "Models"), ("/datasets/", "Imported")])
+def test_on_a_phone_a_listing_shows_every_column_of_each_row_on_screen(
+    web: WebFixture, page: Page, path: str, label: str
+):
+    """The benchmarks on the home page and the datasets are lists on a phone: the last column of each row (its
+    models, whether it is imported) is on screen, not in a scrolled-off part of the table."""
+    page.set_viewport_size(PHONE)
+    page.goto(path)
+    assert page.evaluate(SIDEWAYS) <= 0
+    cells = page.locator(f'table.listing td[data-label="{label}"]')
+    assert cells.count() > 0
+    for index in range(cells.count()):
+        cell = cells.nth(index)
+        expect(cell).to_be_visible()
+        assert box(cell)["right"] <= PHONE["width"], f"{path}: row {index}'s {label} is off the screen"
+    page.screenshot(path=str(SCREENSHOTS / f"tables-fit-listing{path.strip('/').replace('/', '-') or '-home'}-375.png"))
