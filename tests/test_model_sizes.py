@@ -113,4 +113,4 @@ def test_the_apis_model_card_gives_the_size_and_its_source(client):
 
 def test_a_leaderboard_size_cell_names_its_source_on_hover(client):
     page = client.get("/leaderboard/bioformer/").content.decode()
-    assert '<td title="Fang et al. 2023, Table 1">43M</td>' in page
+    assert '<td class="params" title="Fang et al. 2023, Table 1">43M</td>' in page
