@@ -174,3 +174,11 @@ def test_a_comparison_link_copied_with_a_per_paper_key_compares_the_one_model(cl
     assert not compared.not_found
     page = client.get("/compare/?benchmark=blurb&models=blurb--biobert,blurb--bluebert").content.decode()
     assert f'href="{BIOBERT}"' in page and "Not found" not in page
+
+
+def test_the_admin_lists_each_papers_row_of_a_model(admin_client, biobert):
+    found = admin_client.get("/admin/registry/languagemodel/?q=BioBERT-Base-v1.1").content.decode()
+    assert f"/admin/registry/languagemodel/{biobert.pk}/change/" in found  # found by a paper's name for it
+    page = admin_client.get(f"/admin/registry/languagemodel/{biobert.pk}/change/").content.decode()
+    for alias in biobert.aliases.all():
+        assert alias.former_slug in page
