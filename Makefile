@@ -22,8 +22,8 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 demo: $(VENV)/.installed
-	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py migrate --noinput
 	$(PY) manage.py sync_plugins
 	$(PY) manage.py import_dataset --available
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
