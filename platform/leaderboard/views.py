@@ -184,7 +184,7 @@ def _pareto_charts(board) -> list[charts.Chart]:
     if by_speed:
         made.append(
             charts.score_vs(
-                "inference throughput (test examples per second, log scale)", by_speed, f"{label} (0-100)",
+                "test examples per second (log scale)", by_speed, f"{label} (0-100)",
                 maximise_x=True, chart_id="pareto-speed", title=f"{label} vs speed",
             )
         )  # fmt: skip
