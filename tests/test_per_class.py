@@ -27,7 +27,9 @@ from sklearn.metrics import precision_recall_fscore_support
 from biolm.canonical_jsonl import read_canonical_jsonl
 from biolm.contract import ResultsDocument
 from biolm.dataset_io import LoadedDataset, fingerprint_of, load_dataset_files
+from biolm.errors import DataFormatError
 from biolm.plugins import collect_contributions, get_plugin_manager
+from plugins.datasets.readers.conll import read_conll, read_crichton_test_types
 from workers.engine.metrics import (
     average_micro_f1,
     class_counts,
@@ -372,3 +374,132 @@ def test_official_jnlpba_entity_types_on_the_typed_test_file(official_data):
     for type_, count in counts.items():
         assert count.gold >= MIN_SUPPORT
         assert scores_of(count) == pytest.approx(entity_scores(only(gold, type_), only(pred, type_)))
+
+
+# -- untyped predictions against typed gold (JNLPBA: BLURB merges GENIA's five types) ----------------
+
+# Ten protein and nine DNA mentions, one sentence each ("x" words around the mention).
+TYPED_SENTENCES = [["O", "B-protein", "I-protein", "O"]] * 10 + [["B-DNA", "O", "O", "O"]] * 9
+
+
+def untyped(sentences: list[list[str]]) -> list[list[str]]:
+    """BLURB's collapse: ``B-protein`` -> ``B``."""
+    return [[t[0] if t != "O" else t for t in s] for s in sentences]
+
+
+def jnlpba_like_predictions() -> list[list[str]]:
+    """Untyped spans: proteins 0-5 exact (6), 6-7 cut short, 8-9 missed; DNA 0-2 exact (3), 3 too long, 4-8 missed."""
+    pred = untyped(TYPED_SENTENCES)
+    for k in (6, 7):
+        pred[k] = ["O", "B", "O", "O"]  # right start, wrong end: no match
+    for k in (8, 9):
+        pred[k] = ["O", "O", "O", "B"]  # a span where there is none, and the protein missed
+    pred[13] = ["B", "I", "O", "O"]  # DNA 3: longer than the gold span
+    for k in range(14, 19):
+        pred[k] = ["O"] * 4  # DNA 4-8 missed
+    return pred
+
+
+def test_untyped_spans_against_typed_gold_count_each_types_exact_matches_and_no_precision():
+    gold = untyped(TYPED_SENTENCES)
+    counts = entity_counts(gold, jnlpba_like_predictions(), typed_gold=TYPED_SENTENCES)
+    # hand count (see jnlpba_like_predictions): 6 of 10 proteins, 3 of 9 DNA found exactly
+    assert counts == {"DNA": (3, None, 9), "protein": (6, None, 10)}
+    untyped_score = entity_scores(gold, jnlpba_like_predictions())  # the recorded score's recall pools the types
+    assert untyped_score.recall == pytest.approx(100 * (6 + 3) / 19)
+
+
+def test_typed_gold_must_have_the_same_sentences_and_words():
+    gold = untyped(TYPED_SENTENCES)
+    with pytest.raises(ValueError, match="typed"):
+        entity_counts(gold, gold, typed_gold=TYPED_SENTENCES[:-1])
+    with pytest.raises(ValueError, match="typed tags in sentence 0"):
+        entity_counts(gold, gold, typed_gold=[s[:-1] for s in TYPED_SENTENCES])
+
+
+def jnlpba_rows() -> tuple[list[dict], dict[str, list[str]]]:
+    """Test rows as BLURB's JNLPBA files give them (untyped) and the typed tags the import keeps by example id."""
+    rows = [
+        {"id": f"test-{k}", "document_id": "1", "tokens": ["a", "b", "c", "d"], "tags": tags}
+        for k, tags in enumerate(untyped(TYPED_SENTENCES))
+    ]
+    return rows, {row["id"]: typed for row, typed in zip(rows, TYPED_SENTENCES, strict=True)}
+
+
+def test_jnlpba_figures_are_each_types_recall_from_ten_mentions_and_never_a_precision(contributions, tokenizer_dir):
+    rows, types = jnlpba_rows()
+    spec = contributions.datasets["jnlpba"]
+    gold = LoadedDataset(spec, {"test": rows}, ["B", "I", "O"], fingerprint_of({"test": rows}), [], types)
+    results = job_results(tokenizer_dir, "jnlpba", {"42": jnlpba_like_predictions(), "43": untyped(TYPED_SENTENCES)})
+    breakdown = per_class_figures(results, tokenizer_dir, gold, gold)
+
+    assert [f.name for f in breakdown.classes] == ["protein"]  # DNA's nine mentions are below the threshold
+    assert breakdown.below_threshold == 1
+    (protein,) = breakdown.classes
+    assert protein.support == 10
+    assert protein.recall == pytest.approx((60.0 + 100.0) / 2)  # seed 42 found 6 of 10, seed 43 all: the seed mean
+    assert protein.precision is None and protein.f1 is None
+    assert_aggregates_only(breakdown, rows)
+    # without the typed copy the predictions have one class, the score itself: no figures
+    plain = LoadedDataset(spec, {"test": rows}, ["B", "I", "O"], fingerprint_of({"test": rows}))
+    assert per_class_figures(results, tokenizer_dir, plain, plain) is None
+
+
+def write_jnlpba(root: Path, typed_lines: list[str] | None) -> Path:
+    """A tiny JNLPBA distribution: blurb/{train,dev,test}.tsv and, when given, crichton-IOB/test.tsv."""
+    blurb = root / "blurb"
+    blurb.mkdir(parents=True)
+    body = "".join(
+        "-DOCSTART- 1\n\n" + "".join(f"{w}\t{t}\n" for w, t in zip("abcd", tags, strict=True)) + "\n"
+        for tags in untyped(TYPED_SENTENCES)
+    )
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        (blurb / name).write_text(body, encoding="utf-8")
+    if typed_lines is not None:
+        (root / "crichton-IOB").mkdir()
+        (root / "crichton-IOB" / "test.tsv").write_text("".join(typed_lines), encoding="utf-8")
+    return blurb
+
+
+def typed_file_lines() -> list[str]:
+    lines = []
+    for tags in TYPED_SENTENCES:
+        lines += ["-DOCSTART-\tO\n", "\n", *(f"{w}\t{t}\n" for w, t in zip("abcd", tags, strict=True)), "\n"]
+    return lines
+
+
+def test_the_import_keeps_typed_test_tags_beside_blurbs_files_and_the_fingerprint_does_not_change(
+    contributions, tmp_path
+):
+    spec = contributions.datasets["jnlpba"]
+    with_types = load_dataset_files(spec, write_jnlpba(tmp_path / "with", typed_file_lines()))
+    without = load_dataset_files(spec, write_jnlpba(tmp_path / "without", None))
+    assert without.test_types is None
+    assert with_types.fingerprint == without.fingerprint and with_types.splits == without.splits
+    assert [with_types.test_types[row["id"]] for row in with_types.splits["test"]] == TYPED_SENTENCES
+
+
+def test_a_typed_test_file_that_does_not_align_is_refused_with_its_line_and_what_was_expected(contributions, tmp_path):
+    lines = typed_file_lines()
+    lines[4] = "c\tB-protein\n"  # line 5: the third word of the first sentence, whose BLURB tag is I
+    blurb = write_jnlpba(tmp_path, lines)
+    with pytest.raises(DataFormatError, match=r"crichton-IOB/test.tsv.*5.*expected token 'c' tagged I"):
+        load_dataset_files(contributions.datasets["jnlpba"], blurb)
+
+
+def test_official_jnlpba_typed_test_file_aligns_with_blurbs_and_gives_five_types_recall(official_data):
+    blurb = official_data("JNLPBA", "blurb")
+    official_data("JNLPBA", "crichton-IOB", "test.tsv")
+    rows = read_conll(blurb, docstart="pmid")["test"]
+    types = read_crichton_test_types(blurb, rows)
+    gold = [row["tags"] for row in rows]
+    typed_gold = [types[row["id"]] for row in rows]
+    pred = [tags if k % 10 else ["O"] * len(tags) for k, tags in enumerate(gold)]  # every tenth sentence missed
+    counts = entity_counts(gold, pred, typed_gold=typed_gold)
+    assert list(counts) == ["DNA", "RNA", "cell_line", "cell_type", "protein"]
+    assert sum(c.gold for c in counts.values()) == 8662  # the test mentions the JNLPBA paper counts
+    assert all(c.gold >= MIN_SUPPORT and c.predicted is None for c in counts.values())
+    for type_, count in counts.items():  # hand count: the type's mentions outside the missed sentences
+        found = sum(1 for k, s in enumerate(typed_gold) if k % 10 for t in s if t == f"B-{type_}")
+        assert count.tp == found
+    assert sum(c.tp for c in counts.values()) * 100 / 8662 == pytest.approx(entity_scores(gold, pred).recall)

@@ -169,3 +169,49 @@ def test_the_api_gives_a_results_classes_and_null_where_none_were_stored(client,
     listed = client.get("/api/v1/results/?model=alice-api").json()["results"]
     assert {r["dataset"]: r["classes"] for r in listed} == {"demo-relation": FIGURES["classes"], "demo-ner": None}
     assert client.get("/api/v1/results/?model=bob-api").json()["count"] == 0  # a private model's, to no one else
+
+
+JNLPBA_FIGURES = {  # untyped predictions against the typed test gold: recall and support only
+    "classes": [
+        {"name": "protein", "support": 5067, "precision": None, "recall": 71.4286, "f1": None},
+        {"name": "cell_type", "support": 1921, "precision": None, "recall": 68.25, "f1": None},
+    ],
+    "below_threshold": 0,
+    "min_support": 10,
+}
+
+
+def test_jnlpbas_page_shows_each_types_recall_and_says_precision_is_not_defined_for_untyped_spans(client, alice):
+    model = LanguageModel.objects.create(slug="alice-genia", name="Alice Genia", owner=alice)
+    with_classes(model, "jnlpba", 79.0, JNLPBA_FIGURES)
+    for page in ("/datasets/jnlpba/", model.get_absolute_url()):
+        shown = section(client.get(page).content.decode())
+        rows = re.findall(r"<tr><th scope=\"row\" class=\"text\">(.*?)</th>(.*?)</tr>", shown)
+        assert [name for name, _ in rows] == ["protein", "cell_type"]
+        assert re.findall(r"<td>(.*?)</td>", rows[0][1]) == ["5067", "\u2014", "71.4", "\u2014"]
+        assert "predicts untyped spans" in shown and "not defined" in shown
+
+
+def test_without_a_typed_test_copy_jnlpbas_page_says_in_one_line_why_it_has_no_per_type_figures(client):
+    shown = section(client.get("/datasets/jnlpba/").content.decode())
+    assert "Scores per class" in shown
+    assert re.findall(r"<p[^>]*>(.*?)</p>", shown, re.S) == [
+        "JNLPBA&#x27;s files merge its entity types and its import had no typed copy of the test split beside them "
+        "(crichton-IOB/test.tsv), so no per-type figures can be shown."
+    ]
+    assert section(client.get("/datasets/demo-ner/").content.decode()) == ""  # nothing merged there: nothing to say
+
+
+def test_the_import_keeps_jnlpbas_typed_test_gold_for_scoring_and_never_in_the_workers_copy(client, tmp_path):
+    from test_per_class import TYPED_SENTENCES, typed_file_lines, write_jnlpba
+
+    from jobs import exports
+    from registry.sync import load_contributions
+
+    outcome = import_dataset("jnlpba", write_jnlpba(tmp_path, typed_file_lines()))
+    dataset, spec = Dataset.objects.get(slug="jnlpba"), load_contributions().datasets["jnlpba"]
+    gold = exports.loaded(dataset, spec, withheld=False)
+    assert gold.fingerprint == outcome.loaded.fingerprint  # the examples are BLURB's, typed tags kept aside
+    assert [gold.test_types[row["id"]] for row in gold.splits["test"]] == TYPED_SENTENCES
+    assert exports.loaded(dataset, spec, withheld=True).test_types is None
+    assert "Scores per class" not in section(client.get("/datasets/jnlpba/").content.decode())  # nothing missing now

@@ -176,6 +176,8 @@ class LoadedDataset:
     label_set: list[str]
     fingerprint: str
     notes: list[str] = field(default_factory=list)
+    # {test example id: typed tags} read by the adapter's ``test_types``; not part of the fingerprint
+    test_types: dict[str, list[str]] | None = None
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -241,7 +243,11 @@ def load_dataset_files(spec: DatasetSpec, directory: Path, *, contributed: bool 
     if unknown:
         raise DataFormatError(directory, f"reader returned unknown splits {unknown}")
     label_set = validate_examples(spec, splits)
-    return LoadedDataset(spec, splits, label_set, fingerprint_of(splits), notes)
+    test_types = None
+    if spec.adapter.test_types and contributed:
+        read_types = resolve_implementation(spec.adapter.test_types, f"dataset {spec.slug}: test_types", contribution)
+        test_types = read_types(directory, splits["test"])
+    return LoadedDataset(spec, splits, label_set, fingerprint_of(splits), notes, test_types)
 
 
 def require_examples(spec: DatasetSpec, splits: Mapping[str, list[dict]], directory: Path) -> None:

@@ -273,6 +273,11 @@ class AdapterSpec:
     ``samples`` is a directory of a few examples in exactly the official format, shipped with the
     plugin, that :func:`biolm.testing.check_plugin` reads to prove the reader works.
     ``cross_validation`` describes the dataset's k-fold distribution, when it has one.
+    ``test_types`` (``"module:function"``, optional) reads, beside the files, a copy of the test
+    split with the entity types the distribution merged (JNLPBA's GENIA types): called as
+    ``function(directory, test_rows)``, it returns ``{example id: typed tags}``, None when the
+    copy is absent, and raises :class:`DataFormatError` when it does not align with the test rows.
+    The import keeps it beside the examples (their fingerprint unchanged) for the per-class pages.
     """
 
     schema: str
@@ -283,6 +288,7 @@ class AdapterSpec:
     multi_label: bool = False
     samples: str = ""
     cross_validation: CrossValidationSpec | None = None
+    test_types: str = ""
 
     def validate(self, dataset: str) -> None:
         if self.schema not in SCHEMA_NAMES:

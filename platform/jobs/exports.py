@@ -193,4 +193,8 @@ def loaded(dataset: Dataset, spec, *, withheld: bool) -> LoadedDataset:
     """The imported examples as the engine's :class:`LoadedDataset`: as workers got them, or with the gold."""
     imported = _latest_import(dataset)
     splits = withheld_splits(imported) if withheld else _splits(imported)
-    return LoadedDataset(spec, splits, list(imported.label_set), fingerprint_of(splits), list(imported.notes or []))
+    from registry.imports import read_test_types  # loads the datasets library: only where gold is scored
+
+    notes = list(imported.notes or [])
+    types = None if withheld else read_test_types(imported)  # typed test gold is gold: never in the workers' copy
+    return LoadedDataset(spec, splits, list(imported.label_set), fingerprint_of(splits), notes, types)

@@ -7,6 +7,10 @@ through :mod:`workers.engine.per_class`), from the stored test predictions, and 
 class (support, precision, recall and F1, seeds combined), only for classes with at least ten
 gold instances in the test split, and never anything per example. This module only reads them
 for the pages and the API, so a page costs one query whatever the number of results.
+
+Where the dataset's files merged its classes and the predictions are untyped (JNLPBA: BLURB's
+B/I/O, scored per GENIA type against the typed test copy the import kept), a row has recall and
+support only: precision and F1 are None, since no untyped prediction belongs to a type.
 """
 
 from __future__ import annotations
@@ -37,9 +41,9 @@ class ClassRow:
 
     name: str
     support: int
-    precision: float
+    precision: float | None  # None: untyped predictions against typed gold, not attributable to a class
     recall: float
-    f1: float
+    f1: float | None
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,11 @@ class ClassTable:
     min_support: int
     n_seeds: int | None
     anchor: str
+
+    @property
+    def recall_only(self) -> bool:
+        """True when the predictions carry no class (untyped spans): only recall and support are defined."""
+        return any(row.precision is None for row in self.rows)
 
     @property
     def caption(self) -> str:
@@ -79,6 +88,26 @@ def table_of(row: ResultClasses) -> ClassTable:
         min_support=int(figures.get("min_support", 10)),
         n_seeds=result.n_seeds,
         anchor=f"classes-{result.dataset.slug}-{result.pk}",
+    )
+
+
+def missing_reason(dataset: Dataset) -> str:
+    """Why ``dataset`` shows no per-class figures though its classes exist in the corpus ('' when nothing to say).
+
+    A dataset whose adapter reads typed test gold beside its files (``test_types``: JNLPBA) has
+    per-type figures only when its latest import found that copy.
+    """
+    adapter = dataset.adapter or {}
+    if not adapter.get("test_types"):
+        return ""
+    from registry.imports import typed_gold_path  # loads the datasets library: only for such datasets
+
+    imported = dataset.imports.order_by("-imported_at").first()
+    if imported is not None and typed_gold_path(imported.stored_path).is_file():
+        return ""
+    return (
+        f"{dataset.name}'s files merge its entity types and its import had no typed copy of the test split "
+        "beside them (crichton-IOB/test.tsv), so no per-type figures can be shown."
     )
 
 

@@ -9,6 +9,7 @@ import either registers a whole, valid dataset or leaves no trace.
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import shutil
 from dataclasses import dataclass
@@ -44,6 +45,33 @@ class ImportOutcome:
 
 def datasets_root() -> Path:
     return Path(settings.BIOLM_VAR_DIR) / "datasets"
+
+
+def typed_gold_path(stored_path: Path | str) -> Path:
+    """Where an import keeps its typed test tags (the adapter's ``test_types``): beside the stored examples."""
+    stored = Path(stored_path)
+    return stored.with_name(f"{stored.name}.test-types.json")
+
+
+def _store_test_types(target: Path, test_types: dict[str, list[str]] | None) -> list[Path]:
+    """Write the typed test tags beside the examples, replacing a copy; the paths created (to undo on failure).
+
+    Without them an earlier copy stays: it was checked against the same examples (same fingerprint).
+    """
+    if test_types is None:
+        return []
+    path = typed_gold_path(target)
+    existed = path.exists()
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(test_types, sort_keys=True), encoding="utf-8")
+    partial.replace(path)
+    return [] if existed else [path]
+
+
+def read_test_types(record: DatasetImport) -> dict[str, list[str]] | None:
+    """The import's typed test tags (``{example id: tags}``), or None when it kept none."""
+    path = typed_gold_path(record.stored_path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def dataset_spec(slug: str, contributions: Contributions | None = None) -> DatasetSpec:
@@ -86,6 +114,7 @@ def import_dataset(
     created_dir = write_once(target, loaded.fingerprint, lambda into: loaded.to_datasetdict().save_to_disk(str(into)))
     written: list[Path] = [target] if created_dir else []
     try:
+        written += _store_test_types(target, loaded.test_types)
         defaults = {
             "source_path": str(Path(directory).resolve()),
             "stored_path": str(target),
@@ -106,6 +135,8 @@ def import_dataset(
             )
     except Exception:
         for path_written in written:
+            if path_written.is_file():
+                path_written.unlink(missing_ok=True)
             shutil.rmtree(path_written, ignore_errors=True)
         raise
     logger.debug("imported %s (%s): %s", slug, loaded.fingerprint, loaded.sizes)

@@ -11,6 +11,12 @@ Only aggregates leave this module, and only for classes with at least :data:`MIN
 instances in the test split (relation pairs, entity mentions, words, abstracts): with fewer, a
 figure would come close to telling which examples carry the class. Classes below it are counted,
 never named. Nothing per example is returned.
+
+Where the dataset's files merged its classes but the import kept them aside (JNLPBA: BLURB's
+untyped B/I/O, GENIA's five types from the typed copy of the test split, the gold copy's
+``test_types``), the model's untyped spans are counted against each type's gold mentions: a
+type's recall and support are told, its precision and F1 are None (an untyped prediction belongs
+to no type).
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ class ClassFigure:
 
     name: str
     support: int
-    precision: float
+    precision: float | None  # None: the predictions carry no class (untyped spans against typed gold)
     recall: float
-    f1: float
+    f1: float | None
 
 
 @dataclass(frozen=True)
@@ -69,9 +75,10 @@ def per_class_figures(
     runs: dict[str, dict[int | None, list[tuple[int | None, int | str, Counts]]]] = {}
     for _, withheld_copy, gold_copy, run_keys in split_parts(results, predictions, withheld, gold, "per-class"):
         scoring = gold_scoring(results, tokenizer_dir, withheld_copy, gold_copy)
+        typed = _typed_gold(gold_copy, scoring.rows)
         for key in run_keys:
             predicted, _ = scoring.run_inputs(results, key)
-            counts = scoring.formulation.class_counts(scoring.rows, predicted)
+            counts = scoring.formulation.class_counts(scoring.rows, predicted, typed)
             if counts is None:
                 return None
             fold, seed = parse_run_key(key)
@@ -84,12 +91,33 @@ def per_class_figures(
     return ClassBreakdown(tuple(kept), len(shown) - len(kept), min_support)
 
 
+def _typed_gold(gold: Data, rows: list[dict]) -> list[list[str]] | None:
+    """The typed test tags of ``rows`` (by example id) when the import kept them (``test_types``), else None."""
+    types = getattr(gold, "test_types", None)
+    if not types:
+        return None
+    missing = [row["id"] for row in rows if row["id"] not in types]
+    if missing:
+        raise ValueError(f"the typed test gold lacks {len(missing)} test examples (first {missing[0]!r})")
+    return [types[row["id"]] for row in rows]
+
+
 def _figure(name: str, by_fold: dict, statistic: str) -> ClassFigure:
-    """One class's figures: each run's P/R/F1, combined over seeds then folds as the recorded value is."""
+    """One class's figures: each run's P/R/F1, combined over seeds then folds as the recorded value is.
+
+    Without predicted counts (untyped predictions, typed gold) only recall is combined.
+    """
     support = sum(entries[0][2].gold for entries in by_fold.values())  # every seed of a fold has the same gold
-    scored = [(fold, seed, scores_of(count)) for entries in by_fold.values() for fold, seed, count in entries]
-    values = {}
+    untyped = any(count.predicted is None for entries in by_fold.values() for _, _, count in entries)
+    scored = [
+        (fold, seed, scores_of(count._replace(predicted=count.tp) if untyped else count))
+        for entries in by_fold.values()
+        for fold, seed, count in entries
+    ]
+    values: dict[str, float | None] = {}
     for field in ("precision", "recall", "f1"):
         summary = combine([RunValue(fold, seed, getattr(prf, field)) for fold, seed, prf in scored], statistic)
         values[field] = round(summary.value, 4) if summary is not None else 0.0
+    if untyped:
+        values["precision"] = values["f1"] = None
     return ClassFigure(name, support, **values)

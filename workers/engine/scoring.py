@@ -80,12 +80,20 @@ def metric_inputs(
 
 
 def class_counts(
-    task: Task, labels: LabelSpace, rows: Sequence[dict], predicted: Sequence, gold: Sequence | None = None
+    task: Task,
+    labels: LabelSpace,
+    rows: Sequence[dict],
+    predicted: Sequence,
+    gold: Sequence | None = None,
+    typed_gold: Sequence | None = None,
 ) -> dict[Any, Counts] | None:
     """``{class: Counts}`` of the dataset's own metric on these predictions; None when it has no classes.
 
     The metric's ``per_class`` function gets the inputs and options :func:`score_predictions`
     gives the metric itself, so pooling the counts gives back the metric's micro score.
+    ``typed_gold``: the rows' tags with the entity types the dataset's own files merged (JNLPBA),
+    passed on so untyped predictions are counted per gold type (recall only; see
+    :func:`workers.engine.metrics.tagging.entity_counts`).
     """
     spec = task.metric(task.dataset.metric)
     if spec.per_class is None or spec.inputs != "predictions":
@@ -93,6 +101,8 @@ def class_counts(
     gold, pred = metric_inputs(task, labels, rows, predicted, gold)
     context = metric_context(task, labels)
     options = {name: context[name] for name in spec.context if context.get(name) is not None}
+    if typed_gold is not None:
+        options["typed_gold"] = list(typed_gold)
     return spec.class_counts(gold, pred, **options)
 
 

@@ -24,3 +24,9 @@ def class_tables(context: template.Context, model: LanguageModel | None = None, 
         user = context["request"].user
         return per_class.for_dataset(dataset, LanguageModel.objects.visible_to(user))
     return []
+
+
+@register.simple_tag
+def class_tables_missing(dataset: Dataset | None = None) -> str:
+    """One line saying why ``dataset`` has no per-type figures (:func:`leaderboard.per_class.missing_reason`), or ''."""
+    return per_class.missing_reason(dataset) if dataset else ""

@@ -23,6 +23,12 @@ which are options of the single reader :func:`read_conll` instead of near-copies
   a file is an error, because merging types would change the task. LINNAEUS keeps
   Crichton's ``B-Species``/``I-Species``, which is what the catalogue lists.
 
+* **typed test gold** (:func:`read_crichton_test_types`) -- BLURB's JNLPBA merges GENIA's five
+  types into ``B``/``I``; Crichton et al.'s ``test.tsv`` has the same tokens with the types.
+  When that file lies beside BLURB's (``crichton-IOB/test.tsv`` next to ``blurb/``), the import
+  keeps its tags by example id, checked token by token against BLURB's test split, so the
+  pages can tell each type's recall; the examples and their fingerprint stay BLURB's.
+
 Splits that a distribution lacks are named in ``optional_splits`` (both the adapter's and the
 reader's option, so a missing required file is reported with the names looked for):
 
@@ -45,6 +51,8 @@ from biolm.errors import Where
 from biolm.specs import SPLIT_NAMES, AdapterSpec
 
 READER = "plugins.datasets.readers.conll:read_conll"
+CRICHTON_TEST_TYPES = "plugins.datasets.readers.conll:read_crichton_test_types"
+TYPED_TEST_FILE = ("crichton-IOB", "test.tsv")  # beside the BLURB directory: ../crichton-IOB/test.tsv
 
 SPLIT_FILES: dict[str, tuple[str, ...]] = {
     "train": ("train.tsv", "train.tsv.gz"),
@@ -197,8 +205,44 @@ def _collapse(path: Path, tag: str, line_no: int, seen: tuple[str, int] | None) 
     return prefix, seen
 
 
+def read_crichton_test_types(directory: Path, test_rows: Sequence[dict]) -> dict[str, list[str]] | None:
+    """``{test example id: typed tags}`` from Crichton et al.'s typed ``test.tsv`` beside ``directory``; None if absent.
+
+    The typed file must hold exactly the test split's tokens, in order, each with the same tag
+    once its type is dropped (``B-protein`` is BLURB's ``B``); its ``-DOCSTART-`` and blank
+    lines are skipped, since the sentences are BLURB's. Anything else is refused with the file,
+    the line and what was expected there.
+    """
+    path = Path(directory).parent.joinpath(*TYPED_TEST_FILE)
+    if not path.is_file():
+        return None
+    lines = ((n, line) for n, line in read_lines(path) if line.strip() and not line.startswith(_DOCSTART))
+    types: dict[str, list[str]] = {}
+    for row in test_rows:
+        typed = types[row["id"]] = []
+        for position, (token, tag) in enumerate(zip(row["tokens"], row["tags"], strict=True)):
+            expected = f"token {token!r} tagged {tag} (test example {row['id']}, word {position})"
+            line_no, line = next(lines, (None, ""))
+            if line_no is None:
+                raise DataFormatError(path, f"ends early: expected {expected}")
+            fields = line.split("\t")
+            found_tag = fields[1] if len(fields) == 2 else ""
+            if fields[0] != token or _TYPED_TAG.sub(r"\1", found_tag) != tag:
+                raise DataFormatError(path, f"expected {expected}, found {line[:80]!r}", line_no)
+            typed.append(found_tag)
+    extra = next(lines, None)
+    if extra is not None:
+        raise DataFormatError(path, f"has tokens after the test split's last: {extra[1][:80]!r}", extra[0])
+    return types
+
+
 def _adapter(
-    default_path: str, *, docstart: str = "none", collapse_types: bool = False, optional_splits: tuple[str, ...] = ()
+    default_path: str,
+    *,
+    docstart: str = "none",
+    collapse_types: bool = False,
+    optional_splits: tuple[str, ...] = (),
+    test_types: str = "",
 ) -> AdapterSpec:
     options: dict[str, object] = {}
     if docstart != "none":
@@ -213,6 +257,7 @@ def _adapter(
         options=options,
         default_path=default_path,
         optional_splits=optional_splits,
+        test_types=test_types,
     )
 
 
@@ -221,7 +266,8 @@ ADAPTERS: dict[str, AdapterSpec] = {
     "bc5-disease": _adapter("BC5-disease/blurb"),
     "ncbi-disease": _adapter("NCBI-disease/blurb"),
     "bc2gm": _adapter("BC2GM/blurb"),
-    "jnlpba": _adapter("JNLPBA/blurb", docstart="pmid"),
+    # BLURB's untyped B/I/O; GENIA's five types kept aside from Crichton's typed test.tsv when it is there
+    "jnlpba": _adapter("JNLPBA/blurb", docstart="pmid", test_types=CRICHTON_TEST_TYPES),
     "linnaeus": _adapter("LINNAEUS/crichton-IOB"),
     "s800": _adapter("S800/biobert-NER"),
     # Crichton et al.'s typed B-Chemical/I-Chemical collapsed to the catalogue's B/I/O; also reads BioBERT's copy.

@@ -205,9 +205,12 @@ class Formulation(abc.ABC):
         stacked = np.stack(logits) if logits and np.ndim(logits[0]) == 1 else None
         return score_predictions(self.task, self.labels, rows, predicted, stacked)
 
-    def class_counts(self, rows: Sequence[dict], predicted: Sequence) -> dict | None:
+    def class_counts(
+        self, rows: Sequence[dict], predicted: Sequence, typed_gold: Sequence | None = None
+    ) -> dict | None:
         """``{class: Counts}`` of the dataset's metric on these predictions (None: it has no classes).
 
-        Read exactly as :meth:`score` reads them, so the classes pool to the score's micro value.
+        Read exactly as :meth:`score` reads them, so the classes pool to the score's micro value;
+        ``typed_gold`` as :func:`workers.engine.scoring.class_counts` takes it.
         """
-        return class_counts(self.task, self.labels, rows, predicted)
+        return class_counts(self.task, self.labels, rows, predicted, typed_gold=typed_gold)

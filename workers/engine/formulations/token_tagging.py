@@ -212,10 +212,12 @@ class TokenTagging(Formulation):
         gold_sets, sets = self._element_sets(rows, predicted)
         return score_predictions(self.task, self.labels, rows, sets, gold=gold_sets)
 
-    def class_counts(self, rows: Sequence[dict], predicted: Sequence) -> dict | None:
+    def class_counts(
+        self, rows: Sequence[dict], predicted: Sequence, typed_gold: Sequence | None = None
+    ) -> dict | None:
         """Per-element counts, multi-element words read as element sets, as :meth:`score` reads them."""
         if not self.multi_element:
-            return super().class_counts(rows, predicted)
+            return super().class_counts(rows, predicted, typed_gold)
         gold_sets, sets = self._element_sets(rows, predicted)
         return class_counts(self.task, self.labels, rows, sets, gold=gold_sets)
 

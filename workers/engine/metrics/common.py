@@ -20,11 +20,12 @@ class Counts(NamedTuple):
     """One class's counts, from which its precision, recall and F1 follow (:func:`prf`).
 
     ``gold`` is also the class's support: how many gold instances (relation pairs, entity mentions,
-    words, abstracts) it has in the scored examples.
+    words, abstracts) it has in the scored examples. ``predicted`` is None where predictions carry
+    no class (untyped NER spans counted against typed gold): then only recall is defined.
     """
 
     tp: int
-    predicted: int
+    predicted: int | None
     gold: int
 
 

@@ -101,26 +101,44 @@ def entity_counts(
     *,
     mode: Literal["conlleval", "strict"] = "conlleval",
     scheme: str | None = None,
+    typed_gold: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, Counts]:
     """(TP, #predicted, #gold) entity mentions per entity type (JNLPBA's protein, DNA, ...), sorted by type.
 
     A mention counts for its type: a predicted span with the right boundaries but another type is
     a false positive of the predicted type and a miss of the gold one, as in the micro score,
     which pools these counts. Untyped tags (``B``) form the one type ``_``.
+
+    ``typed_gold`` (the same sentences with typed tags, where ``gold`` and the predictions are
+    untyped, as BLURB's JNLPBA merges GENIA's five types) counts each gold mention under its type
+    from that copy: found when a predicted span has exactly its boundaries, as the untyped score
+    matches. An untyped prediction belongs to no type, so ``predicted`` is None: only the
+    recall of each type's mentions can be told.
     """
     extract = _extractor(mode, scheme)
     check_aligned(gold, pred, "sentences")
+    if typed_gold is not None:
+        check_aligned(gold, typed_gold, "sentences of typed gold")
     tp: dict[str, int] = {}
     n_gold: dict[str, int] = {}
     n_pred: dict[str, int] = {}
     for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
         check_aligned(g, p, f"tags in sentence {k}")
         gold_entities, pred_entities = extract(g), extract(p)
-        found = ((tp, gold_entities & pred_entities), (n_gold, gold_entities), (n_pred, pred_entities))
+        if typed_gold is not None:
+            check_aligned(g, typed_gold[k], f"typed tags in sentence {k}")
+            gold_entities = extract(typed_gold[k])
+            spans = {(start, end) for _, start, end in pred_entities}
+            matched = {entity for entity in gold_entities if entity[1:] in spans}
+            found = ((tp, matched), (n_gold, gold_entities))
+        else:
+            found = ((tp, gold_entities & pred_entities), (n_gold, gold_entities), (n_pred, pred_entities))
         for counter, entities in found:
             for type_, _, _ in entities:
                 counter[type_] = counter.get(type_, 0) + 1
     types = sorted({*n_gold, *n_pred})
+    if typed_gold is not None:
+        return {t: Counts(tp.get(t, 0), None, n_gold[t]) for t in types}
     return {t: Counts(tp.get(t, 0), n_pred.get(t, 0), n_gold.get(t, 0)) for t in types}
 
 
