@@ -84,3 +84,48 @@ def test_the_dataset_page_shows_each_visible_models_scores_per_class(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     section.screenshot(path=str(SCREENSHOTS / f"per-class-dataset-{WIDTHS[width]['width']}.png"))
+
+
+GENIA_TYPES = {  # JNLPBA: untyped predictions against the typed test gold, recall and support only
+    "classes": [
+        {"name": "protein", "support": 5067, "precision": None, "recall": 71.4286, "f1": None},
+        {"name": "cell_type", "support": 1921, "precision": None, "recall": 68.25, "f1": None},
+        {"name": "DNA", "support": 1056, "precision": None, "recall": 64.0, "f1": None},
+    ],
+    "below_threshold": 0,
+    "min_support": 10,
+}
+
+
+@pytest.fixture(scope="module")
+def on_jnlpba(live_site, django_db_blocker):
+    """The first public model with a JNLPBA result whose per-type recall is stored, removed when the module ends."""
+    from leaderboard.models import Result, ResultClasses
+    from registry.models import Dataset
+
+    model = live_site.web.models[live_site.web.public[0].slug]
+    with django_db_blocker.unblock():
+        dataset = Dataset.objects.get(slug="jnlpba")
+        result = Result.objects.create(
+            language_model=model, dataset=dataset, metric=dataset.metric, value=79.0, n_seeds=1, source="job"
+        )
+        ResultClasses.objects.create(result=result, figures=GENIA_TYPES)
+    yield model
+    with django_db_blocker.unblock():
+        result.delete()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_jnlpbas_page_shows_each_genia_types_recall_with_no_precision_and_fits(
+    web: WebFixture, on_jnlpba, page: Page, width: str
+):
+    page.set_viewport_size(WIDTHS[width])
+    page.goto("/datasets/jnlpba/")
+    section = page.locator("section.per-class")
+    details = section.locator("details", has_text=on_jnlpba.name)
+    expect(details).to_contain_text("predicts untyped spans")
+    expect(details.locator("tbody tr").first).to_contain_text("protein")
+    expect(details.locator("tbody tr").first).to_contain_text("71.4")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    section.screenshot(path=str(SCREENSHOTS / f"per-class-jnlpba-{WIDTHS[width]['width']}.png"))
