@@ -237,6 +237,11 @@ def _results() -> QuerySet[Result]:
     )
 
 
+# The one answer for a model that is missing, private to someone else, or behind an old path: the same body
+# on every route, so no difference in wording tells a hidden model from an absent one.
+NO_MODEL = "No model at this address."
+
+
 @extend_schema(
     summary="A model's card",
     description="Its facets, its score, rank and tie on each active benchmark, and all its results.",
@@ -257,9 +262,10 @@ class ModelDetail(PublicAPI, generics.RetrieveAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_object(self) -> LanguageModel:
-        return get_object_or_404(
-            self.get_queryset(), namespace=self.kwargs["namespace"], address_name=self.kwargs["name"]
-        )
+        model = self.get_queryset().filter(namespace=self.kwargs["namespace"], address_name=self.kwargs["name"]).first()
+        if model is None:
+            raise Http404(NO_MODEL)
+        return model
 
     def get_queryset(self) -> QuerySet[LanguageModel]:
         scores = Score.objects.filter(benchmark__active=True).select_related("benchmark").order_by("benchmark__slug")
@@ -285,7 +291,7 @@ class ModelMoved(PublicAPI, APIView):
         visible = self.visible_models()
         model = visible.filter(slug=slug).first() or visible.merged_from(slug)  # a merged published row's too
         if model is None:
-            raise Http404
+            raise Http404(NO_MODEL)
         return HttpResponsePermanentRedirect(reverse("api:model-detail", args=model.address_parts))
 
 

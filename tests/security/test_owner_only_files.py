@@ -28,9 +28,11 @@ USUAL_UMASK = 0o022  # what a login shell gives: group and others may read what 
 
 
 def platform_environment(folder: Path) -> dict[str, str]:
-    """The embedded defaults with the database in its default place, ``var/biolm.sqlite3``."""
+    """The embedded defaults with the database in its default place, ``var/biolm.sqlite3``, and the static
+    files in theirs, ``var/staticfiles`` (not the test session's collection, which the environment names)."""
     env = environment(folder, PYTHONPATH=os.pathsep.join([str(ROOT / "platform"), str(ROOT)]))
     del env["DATABASE_URL"]
+    env.pop("STATIC_ROOT", None)
     return env
 
 
