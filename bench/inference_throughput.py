@@ -89,6 +89,9 @@ def _pipeline(pipe, texts, batch_size: int | None, dtype) -> dict:
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
     common.check_arms(config.arms, ARMS)
+    absent = common.missing_data(common.dataset_directory(config.dataset))
+    if absent:
+        return common.skipped(NAME, absent, config, out_dir)
     from transformers import pipeline
 
     task = common.load_task(config.dataset)

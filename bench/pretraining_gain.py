@@ -93,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--work", type=Path, default=common.ROOT / "var" / "pretraining_gain")
     args = parser.parse_args(argv)
+    absent = biomedical_corpus.missing() or common.missing_data(common.dataset_directory(args.dataset))
+    if absent:
+        print(f"skipped: {absent}", file=sys.stderr)
+        common.write_json(NAME, {"name": NAME, "skipped": absent, "settings": {**vars(args), "work": str(args.work)}})
+        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     if not (args.work / "corpus.txt").is_file():
         print(json.dumps(biomedical_corpus.write_corpus(args.work / "corpus.txt")), flush=True)
