@@ -231,6 +231,30 @@ def test_the_vectorised_ranking_equals_a_pair_by_pair_count(monkeypatch):
     assert len(set(expected)) > 5  # a real mixture of ties and separations, not all one rank
 
 
+def test_pairs_the_order_bounds_settle_are_ranked_as_a_full_count_ranks_them(monkeypatch):
+    """A leaderboard-like board (a resample effect every model shares, a small own noise, exact ties, a
+    NaN and an infinity) ranks exactly as counting every pair's resamples does, while the bounds settle
+    most pairs without counting them."""
+    monkeypatch.setattr(significance, "_BLOCK_BYTES", 7 * 33 * 200)  # many slices, and threads
+    rng = np.random.default_rng(7)
+    models, resamples = 160, 200
+    shared = rng.normal(0, 2.0, resamples)
+    means = np.sort(rng.normal(70, 3, models))[::-1]
+    matrix = means[:, None] + shared[None, :] + rng.normal(0, 0.3, (models, resamples))
+    matrix[41] = matrix[40]  # identical vectors: neither beats the other
+    matrix[90, :3] = np.nan
+    matrix[120, 5] = np.inf
+    needed = math.ceil(0.95 * resamples - 1e-9)
+    wins = np.count_nonzero(matrix[:, None, :] > matrix[None, :, :], axis=2)
+    expected = wins >= needed
+    np.fill_diagonal(expected, False)
+    better, open_pairs, _ = significance._order_bounds(matrix, needed)
+    assert np.array_equal(significance._significantly_better(matrix, needed), expected)
+    assert open_pairs.sum() < 0.25 * models * models  # the bounds did most of the work
+    assert not (better & ~expected).any()  # and every pair they settled as better is better
+    assert 10 < len(set(rank(list(means), list(matrix)).ranks)) < models  # ties and separations
+
+
 def test_a_private_model_is_placed_among_the_public_ones_without_moving_them():
     noise = np.random.default_rng(6).normal(0, 1, size=400)
     public = [90 + noise, 80 + noise, 70 + noise]
