@@ -3,11 +3,32 @@
 Honest ranks (:mod:`biolm.significance`) compare models on the same resamples of each dataset's
 test examples. This module turns one job's stored per-example test predictions (its
 ``results.json``) into that job's vector: on resample ``r``, every run's predictions are scored
-on the resampled rows by the formulation's own ``score`` (rebuilt exactly as the platform
-rebuilds it to score withheld predictions, :func:`workers.engine.withheld.gold_scoring`), and the
-runs are combined as :mod:`jobs.recording` combines them into the recorded value. So resample
-``r`` is "what the leaderboard would show had the test set been resample ``r``", with no second
-implementation of any metric to drift from the first.
+as the formulation's own ``score`` would score the resampled rows (rebuilt exactly as the
+platform rebuilds it to score withheld predictions, :func:`workers.engine.withheld.gold_scoring`),
+and the runs are combined as :mod:`jobs.recording` combines them into the recorded value. So
+resample ``r`` is "what the leaderboard would show had the test set been resample ``r``", with no
+second implementation of any metric to drift from the first.
+
+Scoring a thousand resamples by calling ``score`` a thousand times costs minutes on a real test
+set (BC5-chem: 4,797 sentences, about 9 CPU-minutes per 5-seed result), so each run is scored
+once, on all its rows, with the metric spec's implementation wrapped to see exactly the gold,
+predictions and options the formulation hands it. Then:
+
+* a metric that decomposes (entity, relation and micro F1, precision, recall, accuracy, macro and
+  token macro F1, HoC's micro F1; marked with :func:`workers.engine.metrics.common.decomposes`)
+  returns its per-example sufficient statistics, computed by the metric module's own counting
+  function, the one whose summed rows give the metric's value. Resample ``r`` drawing example
+  ``i`` ``counts[r, i]`` times scores ``value(counts @ statistics)``: the same formula on the
+  same sums, so the same number (exactly, for counts; to rounding, for SQuAD-style F1 sums);
+* a metric that does not (Pearson, ROC AUC; marked with
+  :func:`~workers.engine.metrics.common.vectorised`) is computed on all resamples at once by its
+  module's row-wise form, undefined exactly where the metric raises;
+* anything else (a plugin's metric, BLUE's HoC F1, a formulation whose metric inputs are not one
+  item per resampled unit) is scored resample by resample with ``score``, as before.
+
+Each fast run's first resample is checked against ``score`` on the resampled rows; a mismatch
+falls back to the exact path for that run (and is logged), so the shortcut can never change a
+rank. ``exact=True`` forces the exact path: the reference the fast path is tested against.
 
 Combining the runs, per resample, is the recorded value's own computation,
 :func:`biolm.protocols.combine` with the protocol's statistic: seeds within a fold, then folds. A
@@ -21,9 +42,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +55,11 @@ from biolm.dataset_io import LoadedDataset
 from biolm.protocols import STATISTICS, RunValue, combine
 from biolm.significance import RESAMPLES, resample_indices
 from workers.engine.formulations.extractive_qa import ExtractiveQA, question_key
+from workers.engine.metrics.common import Sufficient
 from workers.engine.withheld import GoldScoring, gold_scoring
 
 Data = LoadedDataset | Mapping[int, LoadedDataset]
+logger = logging.getLogger(__name__)
 
 
 def resampled_values(
@@ -46,6 +71,7 @@ def resampled_values(
     dataset_key: str,
     resamples: int = RESAMPLES,
     progress: Callable[[int, int], None] | None = None,
+    exact: bool = False,
 ) -> np.ndarray:
     """The job's ``metric`` on each of the dataset's shared test resamples: ``(resamples,)``, NaN where undefined.
 
@@ -58,7 +84,8 @@ def resampled_values(
     :func:`~biolm.significance.resample_indices`: every model scored under the same key is scored
     on the same resamples. The unit resampled is what the metric averages over: a test row, except
     for BioASQ-style factoid QA, which scores questions, where a question's snippets are drawn
-    together. ``progress(done, total)`` is called after each resample of each fold.
+    together. ``progress(done, total)`` is called after each resample of each fold. ``exact``
+    scores every resample with the formulation's ``score`` (the reference path; see the module).
     """
     statistic = results.statistic
     if statistic not in STATISTICS:
@@ -79,7 +106,7 @@ def resampled_values(
     values: list[np.ndarray] = []
     for key, withheld_copy, gold_copy, run_keys in parts:
         scoring = _scoring_only(gold_scoring(results, tokenizer_dir, withheld_copy, gold_copy), metric)
-        values.append(_resampled_runs(scoring, results, run_keys, metric, key, resamples, tick))
+        values.append(_resampled_runs(scoring, results, run_keys, metric, key, resamples, tick, exact))
         keys += run_keys
     return _combine(keys, np.concatenate(values), statistic, resamples)
 
@@ -133,22 +160,127 @@ def _resampled_runs(
     key: str,
     resamples: int,
     tick: Callable[[], None],
+    exact: bool = False,
 ) -> np.ndarray:
-    """``(runs, resamples)``: each run's ``metric`` on each resample of ``scoring``'s rows, NaN where undefined."""
+    """``(runs, resamples)``: each run's ``metric`` on each resample of ``scoring``'s rows, NaN where undefined.
+
+    Runs the fast paths can score are scored all at once; the others resample by resample.
+    """
     inputs = [scoring.run_inputs(results, run) for run in run_keys]
     units = _units(scoring)
-    values = np.full((len(run_keys), resamples), np.nan)
     count = len(scoring.rows) if units is None else len(units)
-    for r, drawn in enumerate(resample_indices(key, count, resamples)):
-        picked, rows = _drawn(scoring.rows, units, drawn)
-        for n, (predicted, logits) in enumerate(inputs):
-            scored = scoring.formulation.score(
-                rows, [predicted[i] for i in picked], [logits[i] for i in picked] if logits else []
-            )
-            if scored[metric] is not None:
-                values[n, r] = scored[metric]
+    indices = resample_indices(key, count, resamples)
+    values = np.full((len(run_keys), resamples), np.nan)
+    slow = list(range(len(run_keys)))
+    if not exact:
+        fast = [_fast_values(scoring, metric, predicted, logits, indices, units) for predicted, logits in inputs]
+        slow = [n for n, vector in enumerate(fast) if vector is None]
+        for n, vector in enumerate(fast):
+            if vector is not None:
+                values[n] = vector
+    for r, drawn in enumerate(indices):
+        for n in slow:
+            values[n, r] = _score_resample(scoring, metric, *inputs[n], units, drawn)
         tick()
     return values
+
+
+def _score_resample(
+    scoring: GoldScoring, metric: str, predicted: list, logits: list, units: list[list[int]] | None, drawn: np.ndarray
+) -> float:
+    """One run's ``metric`` on one resample, by the formulation's ``score`` on the resampled rows; NaN if undefined."""
+    picked, rows = _drawn(scoring.rows, units, drawn)
+    scored = scoring.formulation.score(
+        rows, [predicted[i] for i in picked], [logits[i] for i in picked] if logits else []
+    )
+    return np.nan if scored[metric] is None else scored[metric]
+
+
+class _Capture:
+    """A metric's implementation that records the inputs ``score`` hands it, and its statistics when it decomposes."""
+
+    def __init__(self, function: Callable[..., float]) -> None:
+        self.function = function
+        self.inputs: tuple[Any, Any, dict, Sufficient | None] | None = None
+
+    def __call__(self, gold: Any, pred: Any, **options: Any) -> float:
+        self.inputs = (gold, pred, options, None)
+        statistics = getattr(self.function, "sufficient_statistics", None)
+        sufficient = statistics(gold, pred, **options) if statistics is not None else None
+        if sufficient is None:
+            return self.function(gold, pred, **options)
+        self.inputs = (gold, pred, options, sufficient)
+        return sufficient.total()  # the metric's own value, computed as the metric computes it
+
+
+def _capture(scoring: GoldScoring, metric: str, predicted: list, logits: list) -> _Capture | None:
+    """``score`` all rows once with ``metric``'s implementation wrapped; None when ``score`` never reached it.
+
+    The formulation is copied with its task's metric spec replaced, never changed.
+    """
+    formulation = scoring.formulation
+    task = formulation.task
+    spec = task.metric(metric)
+    capture = _Capture(spec.resolve())
+    wrapped = copy.copy(formulation)
+    metrics = {**task.metrics, metric: dataclasses.replace(spec, implementation=capture)}
+    wrapped.task = dataclasses.replace(task, metrics=metrics)
+    try:
+        wrapped.score(scoring.rows, predicted, logits)
+    except ValueError:  # a formulation that refuses the whole split: the exact path says what it does per resample
+        return None
+    return capture if capture.inputs is not None else None
+
+
+def _fast_values(
+    scoring: GoldScoring,
+    metric: str,
+    predicted: list,
+    logits: list,
+    indices: np.ndarray,
+    units: list[list[int]] | None,
+) -> np.ndarray | None:
+    """One run's ``(resamples,)`` values from sufficient statistics or a vectorised metric; None: score each resample.
+
+    The metric's inputs must be one item per resampled unit (row, or factoid question) for the
+    draws to index them; the first resample is scored by ``score`` too, and must agree.
+    """
+    capture = _capture(scoring, metric, predicted, logits)
+    if capture is None:
+        return None
+    gold, pred, options, sufficient = capture.inputs
+    if len(gold) != indices.shape[1]:
+        return None
+    try:
+        if sufficient is not None:
+            vector = sufficient.resampled(_draw_counts(indices))
+        elif hasattr(capture.function, "resampled"):
+            vector = np.asarray(capture.function.resampled(gold, pred, indices, **options), dtype=np.float64)
+        else:
+            return None
+    except ValueError:
+        return None
+    check = _score_resample(scoring, metric, predicted, logits, units, indices[0])
+    if not _agree(vector[0], check):
+        logger.warning("metric %s: the fast bootstrap gave %r where score() gives %r; scoring each resample", metric,
+                       vector[0], check)  # fmt: skip
+        return None
+    return vector
+
+
+def _draw_counts(indices: np.ndarray) -> np.ndarray:
+    """``(resamples, units)`` float64: how many times each resample drew each unit (``np.bincount`` per row)."""
+    resamples, units = indices.shape
+    offsets = (np.arange(resamples, dtype=np.int64) * units)[:, None]
+    counts = np.bincount((indices + offsets).ravel(), minlength=resamples * units)
+    return counts.reshape(resamples, units).astype(np.float64)
+
+
+def _agree(fast: float, exact: float) -> bool:
+    """Both undefined, or equal to rounding (1e-9 on the 0-100 scale)."""
+    if math.isnan(fast) or math.isnan(exact):
+        return math.isnan(fast) and math.isnan(exact)
+    return abs(fast - exact) <= 1e-9
 
 
 def _units(scoring: GoldScoring) -> list[list[int]] | None:

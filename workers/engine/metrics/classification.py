@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from workers.engine.metrics.common import Counts, check_aligned, prf, sets_to_matrix, total
+from workers.engine.metrics.common import (
+    Counts,
+    Sufficient,
+    check_aligned,
+    decomposes,
+    mean_f1_value,
+    prf,
+    prf_value,
+    sets_to_matrix,
+    vectorised,
+)
 
 
 def _is_multilabel(values: Any) -> bool:
@@ -68,25 +78,27 @@ def _positive_labels(seen: Iterable[Hashable], positive: Any, negative: Any, lab
     raise ValueError(f"say which classes are positive (positive=, negative= or labels=); labels seen: {sorted(seen)}")
 
 
-def _positive_counts(gold: Any, pred: Any, positive: Any, negative: Any, labels: Any) -> tuple[Any, Any, Any]:
-    """(TP, #predicted positive, #gold positive) as METRICS.md defines them for ChemProt/DDI/GAD.
+def _positive_counts(gold: Any, pred: Any, positive: Any, negative: Any, labels: Any) -> np.ndarray:
+    """``(examples, 3)``: each example's (TP, #predicted positive, #gold positive), as METRICS.md defines them.
 
-    The pooled :func:`class_counts`: micro scores and the per-class figures come from one count.
+    ChemProt/DDI/GAD pool these over the positive classes: the summed rows are the pooled
+    :func:`class_counts`, so micro scores and the per-class figures come from one count.
     """
     if (_is_multilabel(gold) or _is_multilabel(pred)) and (positive is not None or negative is not None):
         raise ValueError("multi-label rows have no negative class: every label is positive; use labels=")
-    return tuple(total(class_counts(gold, pred, positive=positive, negative=negative, labels=labels).values()))
+    return class_statistics(gold, pred, positive=positive, negative=negative, labels=labels)[1].sum(axis=2)
 
 
-def class_counts(
+def class_statistics(
     gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None
-) -> dict[Hashable, Counts]:
-    """Each counted class's (TP, #predicted, #gold), the parts the positive-class metrics pool or average.
+) -> tuple[list[Hashable], np.ndarray]:
+    """(classes, ``(examples, 3, classes)``): each example's (TP, #predicted, #gold) per counted class.
 
-    Single-label: the classes :func:`_positive_labels` picks (ChemProt's relation types without
-    ``false``), in the order of ``labels`` when given; a predicted negative is a miss of the gold
-    class, as in the micro score. Multi-label rows (HoC): every label, named by the label sets or,
-    for a 0/1 matrix, by column number; ``negative`` leaves names out, as macro F1 does.
+    The classes are :func:`class_counts`'s, which are these rows summed. Single-label: the classes
+    :func:`_positive_labels` picks (ChemProt's relation types without ``false``), in the order of
+    ``labels`` when given; a predicted negative is a miss of the gold class, as in the micro score.
+    Multi-label rows (HoC): every label, named by the label sets or, for a 0/1 matrix, by column
+    number; ``negative`` leaves names out, as macro F1 does.
     """
     if _is_multilabel(gold) or _is_multilabel(pred):
         if positive is not None:
@@ -98,68 +110,130 @@ def class_counts(
         else:
             g, p = _indicator(gold, pred, labels)
             names = list(range(g.shape[1]))
-        tp, n_pred, n_gold = (g & p).sum(0), p.sum(0), g.sum(0)
-        return {name: Counts(int(tp[j]), int(n_pred[j]), int(n_gold[j])) for j, name in enumerate(names)}
+        return names, np.stack([g & p, p, g], axis=1).astype(np.int64)
     g, p, vocabulary = _encode(gold, pred)
     wanted = _positive_labels(vocabulary, positive, negative, labels)
     ordered = [x for x in dict.fromkeys([*(labels if labels is not None else ()), *vocabulary]) if x in wanted]
     ordered += sorted(wanted - set(ordered), key=str)  # a positive= class never seen
-    size = len(vocabulary) + 1
-    tp, n_pred, n_gold = (np.bincount(x, minlength=size) for x in (g[g == p], p, g))
+    return ordered, _one_hot_counts(g, p, vocabulary, ordered)
+
+
+def _one_hot_counts(g: np.ndarray, p: np.ndarray, vocabulary: list[Hashable], names: list[Hashable]) -> np.ndarray:
+    """``(examples, 3, names)`` 0/1 (TP, predicted, gold) of single-label codes; a name never seen counts 0."""
     index = {x: j for j, x in enumerate(vocabulary)}
-    column = {name: index.get(name, size - 1) for name in ordered}  # the extra, always empty bin: never seen
-    return {
-        name: Counts(int(tp[column[name]]), int(n_pred[column[name]]), int(n_gold[column[name]])) for name in ordered
-    }
+    ids = np.array([index.get(name, -1) for name in names], dtype=np.int64)  # -1 matches no code
+    gold_is, pred_is = g[:, None] == ids, p[:, None] == ids
+    return np.stack([gold_is & pred_is, pred_is, gold_is], axis=1).astype(np.int64)
 
 
+def class_counts(
+    gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None
+) -> dict[Hashable, Counts]:
+    """Each counted class's (TP, #predicted, #gold), the parts the positive-class metrics pool or average.
+
+    The summed :func:`class_statistics`, which says which classes count and how.
+    """
+    names, per_example = class_statistics(gold, pred, positive=positive, negative=negative, labels=labels)
+    sums = per_example.sum(0)
+    return {name: Counts(int(sums[0, j]), int(sums[1, j]), int(sums[2, j])) for j, name in enumerate(names)}
+
+
+def _pooled_sufficient(which: int) -> Callable[..., Sufficient]:
+    """The sufficient statistics of micro precision (0), recall (1) or F1 (2) over the positive classes.
+
+    The positive classes are fixed by the options or by the labels seen: a resample sees a subset
+    of them, and the classes it does not see add nothing to the pooled counts.
+    """
+
+    def statistics(
+        gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None
+    ) -> Sufficient:
+        return Sufficient(_positive_counts(gold, pred, positive, negative, labels), prf_value(which))
+
+    return statistics
+
+
+@decomposes(_pooled_sufficient(2))
 def micro_f1(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:
     """Micro F1 over the positive classes (BLURB's ChemProt, DDI, GAD; LitCovid's multi-label rows)."""
-    return float(prf(*_positive_counts(gold, pred, positive, negative, labels))[2])
+    return _pooled_sufficient(2)(gold, pred, positive=positive, negative=negative, labels=labels).total()
 
 
+@decomposes(_pooled_sufficient(0))
 def precision(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:
     """Micro precision over the positive classes: of a binary task, the positive class's precision."""
-    return float(prf(*_positive_counts(gold, pred, positive, negative, labels))[0])
+    return _pooled_sufficient(0)(gold, pred, positive=positive, negative=negative, labels=labels).total()
 
 
+@decomposes(_pooled_sufficient(1))
 def recall(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:
     """Micro recall over the positive classes: of a binary task, the positive class's recall."""
-    return float(prf(*_positive_counts(gold, pred, positive, negative, labels))[1])
+    return _pooled_sufficient(1)(gold, pred, positive=positive, negative=negative, labels=labels).total()
 
 
-def binary_f1(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:
-    """F1 of the one positive class (GAD, EU-ADR: 1; n2c2 ADE: ``positive="ADE-Drug"``)."""
+def _binary_sufficient(
+    gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None
+) -> Sufficient:
+    """binary_f1's statistics: the micro F1 statistics of its one positive class."""
     seen = set(gold) | set(pred)
     wanted = _positive_labels(seen, positive, negative, labels)
     if len(wanted) > 1:
         raise ValueError(f"binary-f1 needs one positive class, got {sorted(wanted, key=str)}; use micro-f1")
-    return micro_f1(gold, pred, positive=wanted)
+    return _pooled_sufficient(2)(gold, pred, positive=wanted)
 
 
+@decomposes(_binary_sufficient)
+def binary_f1(gold: Any, pred: Any, *, positive: Any = None, negative: Any = None, labels: Any = None) -> float:
+    """F1 of the one positive class (GAD, EU-ADR: 1; n2c2 ADE: ``positive="ADE-Drug"``)."""
+    return _binary_sufficient(gold, pred, positive=positive, negative=negative, labels=labels).total()
+
+
+def _macro_sufficient(
+    gold: Any, pred: Any, *, labels: Sequence[Hashable] | None = None, negative: Any = None
+) -> Sufficient:
+    """macro_f1's statistics: per example, its (TP, #predicted, #gold) of each averaged class, flattened."""
+    named = labels is not None
+    if _is_multilabel(gold) or _is_multilabel(pred):
+        sets = any(len(rows) and isinstance(rows[0], (set, frozenset)) for rows in (gold, pred))
+        if negative is not None:  # label sets only: 0/1 matrices have no names to drop
+            names = labels if labels is not None else sorted(set().union(*gold, *pred), key=str)
+            labels = [x for x in names if x not in _as_set(negative)]
+        g, p = _indicator(gold, pred, labels)
+        per_example, only_present = np.stack([g & p, p, g], axis=1).astype(np.int64), sets and not named
+    else:
+        g, p, vocabulary = _encode(gold, pred)
+        names = [x for x in (labels if labels is not None else vocabulary) if x not in _as_set(negative)]
+        per_example, only_present = _one_hot_counts(g, p, vocabulary, names), not named
+    classes = per_example.shape[2]
+    return Sufficient(per_example.reshape(len(per_example), 3 * classes), mean_f1_value(classes, only_present))
+
+
+@decomposes(_macro_sufficient)
 def macro_f1(gold: Any, pred: Any, *, labels: Sequence[Hashable] | None = None, negative: Any = None) -> float:
     """Unweighted mean of per-class F1 (Lewis et al.'s ChemProt and HoC), as scikit-learn's macro.
 
     Classes default to every label in gold or pred; ``negative`` drops classes from the mean.
     """
-    if _is_multilabel(gold) or _is_multilabel(pred):
-        if negative is not None:  # label sets only: 0/1 matrices have no names to drop
-            names = labels if labels is not None else sorted(set().union(*gold, *pred), key=str)
-            labels = [x for x in names if x not in _as_set(negative)]
-        g, p = _indicator(gold, pred, labels)
-        return float(prf((g & p).sum(0), p.sum(0), g.sum(0))[2].mean()) if g.shape[1] else 0.0
-    g, p, vocabulary = _encode(gold, pred)
-    names = [x for x in (labels if labels is not None else vocabulary) if x not in _as_set(negative)]
-    if not names:
-        return 0.0
-    index = {x: j for j, x in enumerate(vocabulary)}
-    ids = np.array([index.get(x, -1) for x in names])  # -1: the extra, always empty bin (a label never seen)
-    size = len(vocabulary) + 1
-    tp = np.bincount(g[g == p], minlength=size)[ids]
-    n_pred, n_gold = np.bincount(p, minlength=size)[ids], np.bincount(g, minlength=size)[ids]
-    return float(prf(tp, n_pred, n_gold)[2].mean())
+    return _macro_sufficient(gold, pred, labels=labels, negative=negative).total()
 
 
+def _average_micro_sufficient(
+    gold: Any, pred: Any, *, definition: Literal["micro", "blue"] = "micro"
+) -> Sufficient | None:
+    """average_micro_f1's statistics under ``micro`` (per abstract: TP, #predicted, #gold labels); None for ``blue``.
+
+    BLUE's definition averages per-abstract ratios and takes F1 of the means: not a formula of
+    summed counts, so the bootstrap scores it with the metric itself.
+    """
+    if definition == "blue":
+        return None
+    if definition != "micro":
+        raise ValueError(f"definition must be 'micro' or 'blue', not {definition!r}")
+    g, p = _indicator(gold, pred)
+    return Sufficient(np.stack([(g & p).sum(1), p.sum(1), g.sum(1)], axis=1).astype(np.int64), prf_value(2))
+
+
+@decomposes(_average_micro_sufficient)
 def average_micro_f1(gold: Any, pred: Any, *, definition: Literal["micro", "blue"] = "micro") -> float:
     """HoC's "average micro F1" over abstracts (rows are abstract-level labels, see pool_by_document).
 
@@ -169,11 +243,10 @@ def average_micro_f1(gold: Any, pred: Any, *, definition: Literal["micro", "blue
     abstract without gold labels; here a per-abstract ratio with an empty denominator counts 0, the
     convention BLUE itself uses for an abstract with no predicted label.
     """
+    sufficient = _average_micro_sufficient(gold, pred, definition=definition)
+    if sufficient is not None:
+        return sufficient.total()
     g, p = _indicator(gold, pred)
-    if definition == "micro":
-        return float(prf((g & p).sum(), p.sum(), g.sum())[2])
-    if definition != "blue":
-        raise ValueError(f"definition must be 'micro' or 'blue', not {definition!r}")
     if not len(g):
         return 0.0
     doc_p, doc_r, _ = prf((g & p).sum(1), p.sum(1), g.sum(1))
@@ -190,21 +263,69 @@ def pool_by_document(document_ids: Sequence[Hashable], label_sets: Sequence[Iter
     return [frozenset(v) for v in pooled.values()]
 
 
-def accuracy(gold: Any, pred: Any) -> float:
-    """Share of exact matches (PubMedQA, BioASQ yes/no, MedNLI); multi-label rows must match whole."""
+def _share(sums: np.ndarray) -> np.ndarray:
+    """100 x correct / examples from summed (correct, examples); NaN without examples."""
+    sums = np.asarray(sums, dtype=np.float64)
+    return 100 * np.divide(sums[..., 0], sums[..., 1], out=np.full(sums.shape[:-1], np.nan), where=sums[..., 1] > 0)
+
+
+def _accuracy_sufficient(gold: Any, pred: Any) -> Sufficient:
+    """accuracy's statistics: per example, (1 if it matches whole, 1)."""
     check_aligned(gold, pred)
     if not len(gold):
         raise ValueError("accuracy of no examples is undefined")
     if _is_multilabel(gold) or _is_multilabel(pred):
         g, p = _indicator(gold, pred)
-        return float(100 * (g == p).all(1).mean())
-    g, p, _ = _encode(gold, pred)
-    return float(100 * (g == p).mean())
+        correct = (g == p).all(1)
+    else:
+        g, p, _ = _encode(gold, pred)
+        correct = g == p
+    return Sufficient(np.stack([correct, np.ones_like(correct)], axis=1).astype(np.int64), _share)
+
+
+@decomposes(_accuracy_sufficient)
+def accuracy(gold: Any, pred: Any) -> float:
+    """Share of exact matches (PubMedQA, BioASQ yes/no, MedNLI); multi-label rows must match whole."""
+    return _accuracy_sufficient(gold, pred).total()
 
 
 # --- real-valued outputs -------------------------------------------------------------------------
 
 
+RESAMPLE_BLOCK = 64  # resamples gathered at once by the vectorised metrics: (64, examples) floats at a time
+
+
+def _in_blocks(drawn: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``compute`` over ``drawn``'s resamples a block at a time, so memory stays ``RESAMPLE_BLOCK x examples``."""
+    drawn = np.asarray(drawn)
+    return np.concatenate([compute(drawn[i : i + RESAMPLE_BLOCK]) for i in range(0, len(drawn), RESAMPLE_BLOCK)])
+
+
+def pearson_resampled(gold: Sequence[float], pred: Sequence[float], drawn: np.ndarray) -> np.ndarray:
+    """:func:`pearson` on each resample (rows of ``drawn``), NaN where it raises: the same steps on rows.
+
+    Each row is centred by its own mean (numpy sums a row as it sums a vector), so constant gold
+    is undefined and constant predictions score 0 on exactly the resamples where :func:`pearson`
+    says so; the correlation itself sums products row-wise instead of ``np.dot``, which moves it by
+    rounding only (tested to 1e-9 against :func:`pearson`).
+    """
+    g, p = np.asarray(gold, dtype=float), np.asarray(pred, dtype=float)
+    check_aligned(g, p)
+
+    def block(rows: np.ndarray) -> np.ndarray:
+        if rows.shape[1] < 2:
+            return np.full(len(rows), np.nan)
+        x, y = g[rows], p[rows]
+        x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        defined, flat = x.any(axis=1), ~y.any(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+        return np.where(defined, np.where(flat, 0.0, 100 * np.clip(r, -1.0, 1.0)), np.nan)
+
+    return _in_blocks(drawn, block)
+
+
+@vectorised(pearson_resampled)
 def pearson(gold: Sequence[float], pred: Sequence[float]) -> float:
     """Pearson r x 100 (BIOSSES, clinical STS). Constant predictions carry no signal: 0, not NaN."""
     g, p = np.asarray(gold, dtype=float), np.asarray(pred, dtype=float)
@@ -232,6 +353,68 @@ def _auc(truth: np.ndarray, scores: np.ndarray) -> float:
     return float((rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def _auc_rows(truth: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """:func:`_auc` of each row of ``(rows, examples)`` truth and scores, NaN where a row holds one class.
+
+    Midranks are half-integers and their sums exact in float64, so each row's value is exactly
+    :func:`_auc`'s: a tie group spanning sorted positions ``first..last`` has midrank
+    ``(first + last) / 2 + 1``, which is ``cumsum(counts) - (counts - 1) / 2``.
+    """
+    order = np.argsort(scores, axis=1, kind="stable")
+    ranked, positive = np.take_along_axis(scores, order, 1), np.take_along_axis(truth, order, 1)
+    n = ranked.shape[1]
+    position = np.broadcast_to(np.arange(n), ranked.shape)
+    starts = np.ones(ranked.shape, dtype=bool)
+    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    ends = np.ones(ranked.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    rank_sum = np.where(positive, (first + last) / 2 + 1, 0.0).sum(axis=1)
+    n_pos = positive.sum(axis=1)
+    n_neg = n - n_pos
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return np.where((n_pos > 0) & (n_neg > 0), auc, np.nan)
+
+
+def roc_auc_resampled(
+    gold: Any, pred: Any, drawn: np.ndarray, *, positive: Any = None, average: Literal["weighted", "macro"] = "weighted"
+) -> np.ndarray:
+    """:func:`roc_auc` on each resample (rows of ``drawn``), NaN where it raises, ranks computed per row.
+
+    The positive class is read from all of ``gold`` (a resample sees a subset of its labels, which
+    picks the same class); if that raises, so does this, and the caller scores resample by resample.
+    """
+    scores = np.asarray(pred, dtype=float)
+    if scores.ndim == 1:
+        truth = np.asarray(gold)
+        check_aligned(truth, scores)
+        is_positive = np.isin(truth, list(_positive_labels(set(truth.tolist()), positive, None, None)))
+        return _in_blocks(drawn, lambda rows: 100 * _auc_rows(is_positive[rows], scores[rows]))
+    g = np.asarray(gold).astype(bool)
+    if g.shape != scores.shape:
+        raise ValueError(f"gold {g.shape} and scores {scores.shape} must have one shape")
+    if average not in ("weighted", "macro"):
+        raise ValueError(f"average must be 'weighted' or 'macro', not {average!r}")
+    return _in_blocks(drawn, lambda rows: _label_average_rows(g[rows], scores[rows], average))
+
+
+def _label_average_rows(truth: np.ndarray, scores: np.ndarray, average: str) -> np.ndarray:
+    """Per resample (axis 0), :func:`roc_auc`'s mean over labels (axis 2) of each label's AUC; NaN where it raises."""
+    aucs = np.stack([_auc_rows(truth[:, :, j], scores[:, :, j]) for j in range(truth.shape[2])], axis=1)
+    if average == "macro":
+        return 100 * aucs.mean(axis=1)  # NaN as soon as one label's AUC is undefined, where roc_auc raises
+    support = truth.sum(axis=1)
+    counted = support > 0
+    undefined = ~counted.any(axis=1) | (counted & np.isnan(aucs)).any(axis=1)
+    weights = np.where(counted, support, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = 100 * (np.where(counted, aucs, 0.0) * weights).sum(axis=1) / weights.sum(axis=1)
+    return np.where(undefined, np.nan, value)
+
+
+@vectorised(roc_auc_resampled)
 def roc_auc(gold: Any, pred: Any, *, positive: Any = None, average: Literal["weighted", "macro"] = "weighted") -> float:
     """ROC AUC of scores (MIMIC-AKI); for multi-label rows the mean over labels (OpenI, Li et al. 2022).
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 
-from workers.engine.metrics.common import PRF, Counts, check_aligned, scores_of, sets_to_matrix, total
+from workers.engine.metrics.common import (
+    PRF,
+    Counts,
+    Sufficient,
+    check_aligned,
+    decomposes,
+    mean_f1_value,
+    prf_value,
+    scores_of,
+    sets_to_matrix,
+)
 
 # strict schemes: (allowed prefixes, one-token entity prefix, closing prefix an entity must end with)
 _SCHEMES = {
@@ -95,6 +105,16 @@ def _extractor(mode: str, scheme: str | None) -> Callable[[Sequence[str]], set]:
     raise ValueError(f"mode must be 'conlleval' or 'strict', not {mode!r}")
 
 
+def _sentence_entities(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], extract: Callable[[Sequence[str]], set]
+) -> Iterator[tuple[int, set, set]]:
+    """``(sentence number, gold entities, predicted entities)`` per sentence, every sentence checked for alignment."""
+    check_aligned(gold, pred, "sentences")
+    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        check_aligned(g, p, f"tags in sentence {k}")
+        yield k, extract(g), extract(p)
+
+
 def entity_counts(
     gold: Sequence[Sequence[str]],
     pred: Sequence[Sequence[str]],
@@ -116,17 +136,14 @@ def entity_counts(
     recall of each type's mentions can be told.
     """
     extract = _extractor(mode, scheme)
-    check_aligned(gold, pred, "sentences")
     if typed_gold is not None:
         check_aligned(gold, typed_gold, "sentences of typed gold")
     tp: dict[str, int] = {}
     n_gold: dict[str, int] = {}
     n_pred: dict[str, int] = {}
-    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        check_aligned(g, p, f"tags in sentence {k}")
-        gold_entities, pred_entities = extract(g), extract(p)
+    for k, gold_entities, pred_entities in _sentence_entities(gold, pred, extract):
         if typed_gold is not None:
-            check_aligned(g, typed_gold[k], f"typed tags in sentence {k}")
+            check_aligned(gold[k], typed_gold[k], f"typed tags in sentence {k}")
             gold_entities = extract(typed_gold[k])
             spans = {(start, end) for _, start, end in pred_entities}
             matched = {entity for entity in gold_entities if entity[1:] in spans}
@@ -142,6 +159,37 @@ def entity_counts(
     return {t: Counts(tp.get(t, 0), n_pred.get(t, 0), n_gold.get(t, 0)) for t in types}
 
 
+def entity_statistics(
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    *,
+    mode: Literal["conlleval", "strict"] = "conlleval",
+    scheme: str | None = None,
+) -> np.ndarray:
+    """``(sentences, 3)``: each sentence's (TP, #predicted, #gold) entity mentions, all types pooled.
+
+    The micro entity scores are these columns summed (:func:`entity_scores`), so they are the
+    scores' sufficient statistics: a bootstrap resample of sentences sums the rows it drew.
+    """
+    found = [(len(g & p), len(p), len(g)) for _, g, p in _sentence_entities(gold, pred, _extractor(mode, scheme))]
+    return np.array(found, dtype=np.int64).reshape(len(found), 3)
+
+
+def _entity_sufficient(which: int) -> Callable[..., Sufficient]:
+    """The sufficient statistics of entity precision (0), recall (1) or F1 (2)."""
+
+    def statistics(
+        gold: Sequence[Sequence[str]],
+        pred: Sequence[Sequence[str]],
+        *,
+        mode: Literal["conlleval", "strict"] = "conlleval",
+        scheme: str | None = None,
+    ) -> Sufficient:
+        return Sufficient(entity_statistics(gold, pred, mode=mode, scheme=scheme), prf_value(which))
+
+    return statistics
+
+
 def entity_scores(
     gold: Sequence[Sequence[str]],
     pred: Sequence[Sequence[str]],
@@ -153,24 +201,29 @@ def entity_scores(
 
     ``conlleval`` is seqeval's default and what the BLURB reference scripts report; ``strict``
     with a scheme gives lower numbers on the same predictions (METRICS.md: record the mode).
-    Words, not sub-tokens: pass one tag per word. The pooled :func:`entity_counts`.
+    Words, not sub-tokens: pass one tag per word. The summed :func:`entity_statistics`, which
+    pool :func:`entity_counts`.
     """
-    return scores_of(total(entity_counts(gold, pred, mode=mode, scheme=scheme).values()))
+    tp, n_pred, n_gold = (int(v) for v in entity_statistics(gold, pred, mode=mode, scheme=scheme).sum(0))
+    return scores_of(Counts(tp, n_pred, n_gold))
 
 
+@decomposes(_entity_sufficient(2))
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
     """BLURB's NER metric (BC5-chem, BC5-disease, NCBI-disease, BC2GM, JNLPBA); options as entity_scores."""
-    return entity_scores(gold, pred, **options).f1
+    return _entity_sufficient(2)(gold, pred, **options).total()
 
 
+@decomposes(_entity_sufficient(0))
 def entity_precision(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
     """Share of predicted entities that are gold entities; options as entity_scores."""
-    return entity_scores(gold, pred, **options).precision
+    return _entity_sufficient(0)(gold, pred, **options).total()
 
 
+@decomposes(_entity_sufficient(1))
 def entity_recall(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], **options: Any) -> float:
     """Share of gold entities predicted exactly; options as entity_scores."""
-    return entity_scores(gold, pred, **options).recall
+    return _entity_sufficient(1)(gold, pred, **options).total()
 
 
 # --- word level (EBM PICO) -----------------------------------------------------------------------
@@ -179,6 +232,60 @@ def entity_recall(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], 
 def _element(tag: str) -> str:
     """``I-PAR`` -> ``PAR``: EBM PICO's files are IO-tagged, so the prefix carries no information."""
     return tag[2:] if len(tag) > 2 and tag[1] == "-" and tag[0] in "BIESUL" else tag
+
+
+def _element_words(
+    gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]], labels: Iterable[str] | None, outside: str
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(element names, gold and predicted ``(words, elements)`` boolean matrices): how every word is read."""
+    check_aligned(gold, pred, "sentences")
+    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        check_aligned(g, p, f"words in sentence {k}")
+    gold_words = [w if isinstance(w, str) else frozenset(w) for s in gold for w in s]
+    pred_words = [w if isinstance(w, str) else frozenset(w) for s in pred for w in s]
+    elements = {}  # each distinct word value (a tag, or a set of elements) -> its elements
+    for w in {*gold_words, *pred_words}:
+        members = [w] if isinstance(w, str) else w
+        elements[w] = frozenset(_element(x) for x in members if x != outside)
+    names = sorted(set().union(*elements.values())) if labels is None else labels
+    names = list(dict.fromkeys(_element(x) for x in names if x != outside))
+    if any(len(e) > 1 for e in elements.values()):
+        return (
+            names,
+            sets_to_matrix([elements[w] for w in gold_words], names),
+            sets_to_matrix([elements[w] for w in pred_words], names),
+        )
+    # one element per word at most: integer codes compared with each element (400k words in milliseconds)
+    column = {name: j for j, name in enumerate(names)}
+    other = len(names)  # outside words and elements not in names
+    code = {w: column.get(next(iter(e)), other) if e else other for w, e in elements.items()}
+    g = np.fromiter((code[w] for w in gold_words), dtype=np.int64, count=len(gold_words))
+    p = np.fromiter((code[w] for w in pred_words), dtype=np.int64, count=len(pred_words))
+    each = np.arange(other)
+    return names, g[:, None] == each, p[:, None] == each
+
+
+def element_statistics(
+    gold: Sequence[Sequence[Any]],
+    pred: Sequence[Sequence[Any]],
+    *,
+    labels: Iterable[str] | None = None,
+    outside: str = "O",
+) -> tuple[list[str], np.ndarray]:
+    """(element names, ``(sentences, 3, elements)``): each sentence's (TP, #predicted, #gold) words per element.
+
+    Summed over sentences they are :func:`element_counts`; a bootstrap resample of sentences sums
+    the rows it drew, so the word-level macro F1 of any resample follows from these alone.
+    """
+    names, g, p = _element_words(gold, pred, labels, outside)
+    ends = np.cumsum([len(sentence) for sentence in gold], dtype=np.int64)
+    starts = ends - np.array([len(sentence) for sentence in gold], dtype=np.int64)
+    parts = []
+    for matrix in (g & p, p, g):  # per-sentence sums as differences of running totals: exact, and empty sentences are 0
+        running = np.zeros((len(matrix) + 1, len(names)), dtype=np.int64)
+        np.cumsum(matrix, axis=0, out=running[1:])
+        parts.append(running[ends] - running[starts])
+    return names, np.stack(parts, axis=1)
 
 
 def element_counts(
@@ -193,35 +300,29 @@ def element_counts(
     A word is a tag (``I-PAR``; prefixes are stripped, ``outside`` means no element) or a
     collection of elements, for corpora where one word belongs to several. ``labels`` fixes the
     elements counted (``I-PAR``-style names are accepted); by default those seen, minus
-    ``outside``. An element in ``labels`` that never occurs counts zero everywhere.
+    ``outside``. An element in ``labels`` that never occurs counts zero everywhere. The summed
+    :func:`element_statistics`.
     """
-    check_aligned(gold, pred, "sentences")
-    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        check_aligned(g, p, f"words in sentence {k}")
-    gold_words = [w if isinstance(w, str) else frozenset(w) for s in gold for w in s]
-    pred_words = [w if isinstance(w, str) else frozenset(w) for s in pred for w in s]
-    elements = {}  # each distinct word value (a tag, or a set of elements) -> its elements
-    for w in {*gold_words, *pred_words}:
-        members = [w] if isinstance(w, str) else w
-        elements[w] = frozenset(_element(x) for x in members if x != outside)
-    names = sorted(set().union(*elements.values())) if labels is None else labels
-    names = list(dict.fromkeys(_element(x) for x in names if x != outside))
-    if any(len(e) > 1 for e in elements.values()):
-        g, p = (
-            sets_to_matrix([elements[w] for w in gold_words], names),
-            sets_to_matrix([elements[w] for w in pred_words], names),
-        )
-        tp, n_pred, n_gold = (g & p).sum(0), p.sum(0), g.sum(0)
-    else:  # one element per word at most: integer codes and bincount (400k words in milliseconds)
-        column = {name: j for j, name in enumerate(names)}
-        other = len(names)  # the last bin collects outside words and elements not in names
-        code = {w: column.get(next(iter(e)), other) if e else other for w, e in elements.items()}
-        g = np.fromiter((code[w] for w in gold_words), dtype=np.int64, count=len(gold_words))
-        p = np.fromiter((code[w] for w in pred_words), dtype=np.int64, count=len(pred_words))
-        tp, n_pred, n_gold = (np.bincount(x, minlength=other + 1)[:other] for x in (g[g == p], p, g))
-    return {name: Counts(int(tp[j]), int(n_pred[j]), int(n_gold[j])) for j, name in enumerate(names)}
+    names, per_sentence = element_statistics(gold, pred, labels=labels, outside=outside)
+    sums = per_sentence.sum(0)
+    return {name: Counts(int(sums[0, j]), int(sums[1, j]), int(sums[2, j])) for j, name in enumerate(names)}
 
 
+def _token_macro_sufficient(
+    gold: Sequence[Sequence[Any]],
+    pred: Sequence[Sequence[Any]],
+    *,
+    labels: Iterable[str] | None = None,
+    outside: str = "O",
+) -> Sufficient:
+    """Per sentence, its (TP, #predicted, #gold) words of each element, flattened: token_macro_f1's statistics."""
+    names, per_sentence = element_statistics(gold, pred, labels=labels, outside=outside)
+    return Sufficient(
+        per_sentence.reshape(len(per_sentence), 3 * len(names)), mean_f1_value(len(names), only_present=False)
+    )
+
+
+@decomposes(_token_macro_sufficient)
 def token_macro_f1(
     gold: Sequence[Sequence[Any]],
     pred: Sequence[Sequence[Any]],
@@ -234,7 +335,4 @@ def token_macro_f1(
     The elements' counts are :func:`element_counts` (which says how words and ``labels`` are
     read); an element in ``labels`` that never occurs scores 0, as in scikit-learn.
     """
-    counts = element_counts(gold, pred, labels=labels, outside=outside)
-    if not counts:
-        return 0.0
-    return float(np.mean([scores_of(c).f1 for c in counts.values()]))
+    return _token_macro_sufficient(gold, pred, labels=labels, outside=outside).total()
