@@ -36,6 +36,7 @@ from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
+from workers.engine.formulations.base import PristineWeights
 from workers.engine.run_store import RunStore, checkpoint_identity
 from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
@@ -102,16 +103,18 @@ def check_code(spec: FinetuneSpec) -> None:
     contract.check(spec.job.code).require()
 
 
-def prepare(spec: FinetuneSpec, *, fold: Path | None = None) -> Prepared:
+def prepare(spec: FinetuneSpec, *, fold: Path | None = None, weights: PristineWeights | None = None) -> Prepared:
     """Data, tokenizer, formulation and features for ``spec``; ``fold``: one cross-validation fold's directory.
 
-    Refused, it leaves no ``--out`` directory that it created (:func:`preflight.output_directory`).
+    ``weights``: the job's checkpoint weights held in memory, so that every run's model is built
+    from them rather than read from disk again (:class:`PristineWeights`). Refused, it leaves no
+    ``--out`` directory that it created (:func:`preflight.output_directory`).
     """
     with preflight.output_directory(spec.out):
-        return _prepare(spec, fold)
+        return _prepare(spec, fold, weights)
 
 
-def _prepare(spec: FinetuneSpec, fold: Path | None) -> Prepared:
+def _prepare(spec: FinetuneSpec, fold: Path | None, weights: PristineWeights | None = None) -> Prepared:
     if spec.model.model is not None:
         preflight.check_checkpoint(spec.model.model)
     manager, _, task = load_task(spec)
@@ -132,7 +135,7 @@ def _prepare(spec: FinetuneSpec, fold: Path | None) -> Prepared:
         vocab_size = int(build_config(*parse_architecture(spec.model.architecture)).vocab_size)
         tokenizer = train_wordpiece(task.schema.texts(data.splits["train"]), vocab_size)
         logger.info("trained a %d-entry WordPiece vocabulary on %s's training text", vocab_size, dataset.slug)
-    source = ModelSource(spec.model.model, spec.model.architecture, len(tokenizer))
+    source = ModelSource(spec.model.model, spec.model.architecture, len(tokenizer), weights=weights)
     formulation = formulation_for(task, labels, tokenizer, spec.job.task_options, spec.max_length, source)
     features = {split: formulation.encode(rows) for split, rows in data.splits.items()}
     plugins = efficiency.plugin_versions(manager)
@@ -275,10 +278,21 @@ def parameter_count(formulation: Formulation, source: ModelSource) -> int:
 
 
 class Runner:
-    """Runs of one invocation: each finished run stored in ``--out/runs`` and reused by the next invocation."""
+    """Runs of one invocation: each finished run stored in ``--out/runs`` and reused by the next invocation.
 
-    def __init__(self, spec: FinetuneSpec, device: torch.device, dtype: torch.dtype | None, progress_factory) -> None:
+    ``weights`` are the checkpoint's, read once for all the job's runs (None: each run reads them).
+    """
+
+    def __init__(
+        self,
+        spec: FinetuneSpec,
+        device: torch.device,
+        dtype: torch.dtype | None,
+        progress_factory,
+        weights: PristineWeights | None = None,
+    ) -> None:
         self.spec, self.device, self.dtype, self.progress_factory = spec, device, dtype, progress_factory
+        self.weights = weights
         self.stores: dict[int, tuple[RunStore, TrainingContext]] = {}
         # Which run of how many this invocation is at, for its progress report (a reused run counts too).
         self.planned, self.started = 0, 0
@@ -319,14 +333,22 @@ class Runner:
         return result
 
 
-def finetune(spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None = None) -> dict:
+def finetune(
+    spec: FinetuneSpec,
+    progress_factory: Callable[[str, int, int], ProgressCallback] | None = None,
+    *,
+    load_once: bool = True,
+) -> dict:
     """Fine-tune and evaluate by the job's protocol; returns (and writes) the results document, as JSON.
 
-    Refused (other code than the job pins, a bad checkpoint, an unknown dataset, no data), it leaves
-    no ``--out`` directory that it created (:func:`preflight.output_directory`).
+    ``load_once``: read the checkpoint from disk once for the whole job (its grid, seeds and
+    folds) and build every run's model from the weights kept in memory; False reads it for each
+    run, the older path, which gives the same results. Refused (other code than the job pins, a
+    bad checkpoint, an unknown dataset, no data), it leaves no ``--out`` directory that it created
+    (:func:`preflight.output_directory`).
     """
     with preflight.output_directory(spec.out):
-        return _finetune(spec, progress_factory)
+        return _finetune(spec, progress_factory, load_once)
 
 
 def job_plan(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Plan:
@@ -343,7 +365,9 @@ def job_plan(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Pl
     return plan
 
 
-def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None) -> dict:
+def _finetune(
+    spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None, load_once: bool = True
+) -> dict:
     check_code(spec)
     device = resolve_device(spec.run.device)
     dtype = resolve_dtype(spec.precision, device)
@@ -351,7 +375,8 @@ def _finetune(spec: FinetuneSpec, progress_factory: Callable[[str, int, int], Pr
     plan = job_plan(spec, contributions, task)
     seeds = [spec.first_seed + i for i in range(plan.seeds)]
     efficiency.reset_peak_memory(device)
-    runner = Runner(spec, device, dtype, progress_factory)
+    weights = PristineWeights(spec.model.model) if load_once and spec.model.model is not None else None
+    runner = Runner(spec, device, dtype, progress_factory, weights)
     if plan.cross_validation:
         body, prepared, all_runs = _cross_validate(spec, task, plan, seeds, runner)
     else:
@@ -405,7 +430,7 @@ def _dev_then_test(
     spec: FinetuneSpec, plan: Plan, seeds: list[int], runner: Runner
 ) -> tuple[dict, Prepared, list[RunResult]]:
     """Each point on dev with the first seed, then the other seeds at the best point; test scored for all."""
-    prepared = prepare(spec)
+    prepared = prepare(spec, weights=runner.weights)
     metric = spec.job.metric
     select = ("dev", metric)
     runner.planned = len(plan.points) + len(seeds) - 1  # each point on dev, then the other seeds
@@ -450,7 +475,9 @@ def _cross_validate(
     directories = fold_directories(task.dataset, root, canonical=canonical)
     first, *others = directories
     runner.planned = len(plan.points) + len(others) * len(seeds)  # each point on the first fold, then the rest
-    selecting = dataclasses.replace(prepare(spec, fold=directories[first]), test_gold_withheld=False)
+    selecting = dataclasses.replace(
+        prepare(spec, fold=directories[first], weights=runner.weights), test_gold_withheld=False
+    )
     select = ("test", metric)
     search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in plan.points]
     best = max(search, key=lambda r: _finite(r.metrics["test"].get(metric)))
@@ -459,7 +486,7 @@ def _cross_validate(
     runs, per_fold, data = [], {}, {first: _fold_data(selecting, directories[first], "selection")}
     prepared = selecting
     for fold in others:
-        prepared = prepare(spec, fold=directories[fold])
+        prepared = prepare(spec, fold=directories[fold], weights=runner.weights)
         data[fold] = _fold_data(prepared, directories[fold], "reported")
         fold_runs = [runner.run(prepared, fixed, seed, f"fold {fold} seed {seed}", select, ("test",)) for seed in seeds]
         for run in fold_runs:

@@ -12,21 +12,24 @@ adding a formulation touches no other.
 from __future__ import annotations
 
 import abc
+import json
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load_file
 from transformers import (
     AutoModel,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.models.auto.auto_factory import _get_model_class
 
 from biolm.contract.task_options import TaskOptions
 from biolm.errors import first_line
@@ -49,13 +52,68 @@ def declare_long_document_variant(formulation: type[Formulation], variant: type[
     LONG_DOCUMENT_VARIANTS[formulation] = variant
 
 
+WEIGHTS_FILE = "model.safetensors"
+WEIGHTS_INDEX = "model.safetensors.index.json"  # a sharded checkpoint's map of tensors to files
+
+
+def read_checkpoint_weights(model_dir: Path) -> dict[str, torch.Tensor] | None:
+    """Every tensor of a checkpoint's safetensors weights, read from disk into CPU memory.
+
+    None when the directory names its weights otherwise (the per-run path then lets transformers
+    find them). Sharded checkpoints are read shard by shard, as their index lists them.
+    """
+    index = Path(model_dir) / WEIGHTS_INDEX
+    if index.is_file():
+        files = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    elif (Path(model_dir) / WEIGHTS_FILE).is_file():
+        files = [WEIGHTS_FILE]
+    else:
+        return None
+    state: dict[str, torch.Tensor] = {}
+    for name in files:
+        state.update(load_file(Path(model_dir) / name, device="cpu"))
+    return state
+
+
+class PristineWeights:
+    """A checkpoint's weights read from disk once per job, and a fresh copy for each run's model.
+
+    A job trains the same checkpoint for every grid point, seed and fold; reading it again for
+    each run costs a BERT-base 440 MB of I/O and deserialisation per run. The first run reads it
+    (:func:`read_checkpoint_weights`), later runs copy the tensors kept in CPU memory. Each run
+    gets its own copy because transformers adopts a given state dict's tensors as the model's
+    parameters (no copy), and training would otherwise change the pristine weights.
+    """
+
+    def __init__(self, model_dir: Path) -> None:
+        self.model_dir = Path(model_dir)
+        self._state: dict[str, torch.Tensor] | None = None
+        self._unreadable = False
+
+    def fresh_state_dict(self) -> dict[str, torch.Tensor] | None:
+        """A copy of the pristine weights (read on first use); None if they are not in the standard files."""
+        if self._state is None and not self._unreadable:
+            self._state = read_checkpoint_weights(self.model_dir)
+            self._unreadable = self._state is None
+        if self._state is None:
+            return None
+        return {name: tensor.clone() for name, tensor in self._state.items()}
+
+
 @dataclass(frozen=True)
 class ModelSource:
-    """Where the encoder comes from: a local checkpoint directory or an architecture preset."""
+    """Where the encoder comes from: a local checkpoint directory or an architecture preset.
+
+    ``weights``, when given, holds the checkpoint's weights in memory for a whole job: each model
+    is then built from a copy of them instead of from disk, with the same head initialisation
+    (transformers loads a state dict and a file through the same path, initialising from the
+    global generator only what the checkpoint lacks).
+    """
 
     model_dir: Path | None = None
     architecture: str | None = None  # "bert:tiny"
     vocab_size: int | None = None  # the tokenizer's, for models built from scratch
+    weights: PristineWeights | None = field(default=None, compare=False, repr=False)
 
     def config(self, **overrides: Any) -> PretrainedConfig:
         """The encoder's config with the task's settings (labels, dropout 0.1 when built from scratch)."""
@@ -82,20 +140,33 @@ class ModelSource:
         attention = attention_implementation(config)
         # On the meta device (parameter counts) the checkpoint's config is enough: no weights are read.
         if self.model_dir is not None and torch.get_default_device().type != "meta":
+            options = {
+                "config": config,
+                "use_safetensors": True,  # a pickle is never unpickled, whatever transformers' defaults become
+                "ignore_mismatched_sizes": True,
+                "attn_implementation": attention,
+                **(model_kwargs or {}),
+            }
             try:
-                return auto_class.from_pretrained(
-                    str(self.model_dir),
-                    config=config,
-                    local_files_only=True,
-                    trust_remote_code=False,  # never the checkpoint's own code, and never a prompt asking
-                    use_safetensors=True,  # a pickle is never unpickled, whatever transformers' defaults become
-                    ignore_mismatched_sizes=True,
-                    attn_implementation=attention,
-                    **(model_kwargs or {}),
-                )
+                return self._pretrained(auto_class, options)
             except (OSError, RuntimeError, SafetensorError, pickle.UnpicklingError) as exc:  # truncated or foreign
                 raise ValueError(f"--model {self.model_dir}: its weights cannot be loaded: {first_line(exc)}") from exc
         return auto_class.from_config(config, attn_implementation=attention, **(model_kwargs or {}))
+
+    def _pretrained(self, auto_class: type, options: dict) -> PreTrainedModel:
+        """The checkpoint's model from the job's in-memory weights when it has them, else from disk."""
+        state = self.weights.fresh_state_dict() if self.weights is not None else None
+        model_class = _built_in_class(auto_class, options["config"])
+        if state is None or model_class is None:
+            return auto_class.from_pretrained(
+                str(self.model_dir),
+                local_files_only=True,
+                trust_remote_code=False,  # never the checkpoint's own code, and never a prompt asking
+                **options,
+            )
+        model = model_class.from_pretrained(None, state_dict=state, **options)
+        model.config.name_or_path = str(self.model_dir)  # as a load from the directory records it
+        return model
 
     def encoder(self, **overrides: Any) -> PreTrainedModel:
         """The bare encoder (``AutoModel``, no pooler), for formulations that bring their own head.
@@ -103,6 +174,16 @@ class ModelSource:
         Without the pooler every parameter gets a gradient, which distributed training needs.
         """
         return self.head_model(AutoModel, model_kwargs={"add_pooling_layer": False}, **overrides)
+
+
+def _built_in_class(auto_class: type, config: PretrainedConfig) -> type | None:
+    """The transformers class ``auto_class`` builds for ``config`` (never a checkpoint's own code); None if none."""
+    mapping = getattr(auto_class, "_model_mapping", None)
+    if mapping is None:
+        return auto_class  # already a concrete class
+    if type(config) not in mapping or config.sub_configs.get("text_config") is not None:
+        return None  # the load from disk says why in transformers' own words, or swaps the sub-config
+    return _get_model_class(config, mapping)
 
 
 class Formulation(abc.ABC):
