@@ -1,17 +1,96 @@
-"""The contamination report: which test examples of the registered datasets a pretraining corpus contains."""
+"""The contamination report: which test examples of the registered datasets a pretraining corpus contains.
+
+The scan is vectorised (issue 31); ``reference_contamination`` below is the implementation it
+replaced, kept verbatim apart from taking the test texts as word lists, and the new report must
+equal it on real text and on constructed edge cases.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pytest
 from official_data import official
 
 from biolm.plugins import collect_contributions, get_plugin_manager
-from workers.engine.pretrain.contamination import MIN_WORDS, collect_test_shingles, contamination, shingles, words
+from workers.engine.pretrain import contamination as scan
+from workers.engine.pretrain.contamination import (
+    MIN_WORDS,
+    collect_test_shingles,
+    contamination,
+    shingles,
+    dataset_shingles,
+    words,
+)
 
 DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
 FOLDERS = {"hoc": ("HoC", "blurb"), "ncbi-disease": ("NCBI-disease", "blurb")}  # under the official data folder
+
+
+# --- the implementation the vectorised scan replaced (Python tuple hashing), as the reference ------------------
+
+N = 13
+
+
+def _key(sequence: list[str]) -> int:
+    return hash(tuple(sequence))
+
+
+def reference_shingles(tokens: list[str], n: int = N) -> set[int]:
+    if len(tokens) < MIN_WORDS:
+        return set()
+    if len(tokens) <= n:
+        return {_key(tokens)}
+    return {_key(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+@dataclass
+class ReferenceShingles:
+    dataset: str
+    examples: list[set[int]]
+    short_lengths: set[int]
+
+
+def reference_test_shingles(dataset: str, texts: list[list[list[str]]]) -> ReferenceShingles:
+    examples = [set().union(*(reference_shingles(tokens) for tokens in row_texts)) for row_texts in texts]
+    short = {len(tokens) for row_texts in texts for tokens in row_texts if MIN_WORDS <= len(tokens) < N}
+    return ReferenceShingles(dataset, examples, short)
+
+
+def reference_contamination(documents, sets: list[ReferenceShingles], skipped=None) -> dict:
+    wanted: set[int] = set().union(*(s for test in sets for s in test.examples)) if sets else set()
+    short_lengths = sorted(set().union(*(test.short_lengths for test in sets))) if sets else []
+    seen: set[int] = set()
+    for document in documents:
+        tokens = words(document)
+        for i in range(max(len(tokens) - N + 1, 1)):
+            key = _key(tokens[i : i + N])
+            if key in wanted:
+                seen.add(key)
+        for length in short_lengths:
+            for i in range(len(tokens) - length + 1):
+                key = _key(tokens[i : i + length])
+                if key in wanted:
+                    seen.add(key)
+    report = {}
+    for test in sets:
+        hit = sum(1 for example in test.examples if example & seen)
+        judged = sum(1 for example in test.examples if example)
+        report[test.dataset] = {
+            "test_examples": len(test.examples),
+            "too_short_to_judge": len(test.examples) - judged,
+            "contaminated": hit,
+            "share": hit / judged if judged else None,
+        }
+    return {"n": N, "datasets": report, "skipped": dict(skipped or {})}
+
+
+def both_reports(texts: dict[str, list[list[list[str]]]], documents: list[str], **options) -> tuple[dict, dict]:
+    """The vectorised report and the reference's, for test sets given as word lists."""
+    new = contamination(documents, [dataset_shingles(slug, rows) for slug, rows in texts.items()], **options)
+    old = reference_contamination(documents, [reference_test_shingles(slug, rows) for slug, rows in texts.items()])
+    return new, old
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +149,119 @@ def test_datasets_whose_files_are_absent_are_listed_with_the_reason(tmp_path):
     found, skipped = collect_test_shingles({"hoc": DATASETS["hoc"]}, lambda spec: tmp_path / "nowhere")
     assert found == [] and skipped == {"hoc": f"files not found at {tmp_path / 'nowhere'}"}
     assert contamination(iter(["text"]), found, skipped)["skipped"] == skipped
+
+
+# --- the vectorised scan against the reference --------------------------------------------------------------
+
+LONG = words("the expression of tumour necrosis factor alpha was measured in the serum of treated mice")
+SHORT = words("aspirin reduced fever in most of the treated patients")  # 9 words: matched whole
+
+
+def test_short_texts_match_only_as_their_whole_word_sequence():
+    texts = {"toy": [[SHORT], [SHORT[:8]], ["methods", "section"]]}
+    documents = [
+        "Yesterday, aspirin reduced fever in most of the treated patients!",  # the 9 words, so also the 8
+        "aspirin reduced fever in most of the",  # 7 words of them: too few for either
+    ]
+    new, old = both_reports(texts, documents)
+    assert new == old
+    assert new["datasets"]["toy"] == {"test_examples": 3, "too_short_to_judge": 1, "contaminated": 2, "share": 1.0}
+    new, old = both_reports(texts, documents[1:])
+    assert new == old and new["datasets"]["toy"]["contaminated"] == 0
+
+
+@pytest.mark.parametrize("length", range(MIN_WORDS, 14))
+def test_a_text_of_each_short_length_and_of_thirteen_words_is_found_and_its_prefix_is_not(length):
+    text = LONG[:length]
+    texts = {"toy": [[text]]}
+    found, _ = both_reports(texts, ["Prefix words. " + " ".join(text) + " and after."])
+    missed, old = both_reports(texts, [" ".join(text[:-1])])
+    assert found["datasets"]["toy"]["contaminated"] == 1
+    assert missed == old and missed["datasets"]["toy"]["contaminated"] == 0
+
+
+def test_a_window_never_spans_two_documents():
+    texts = {"toy": [[LONG]]}
+    split = [" ".join(LONG[:7]), " ".join(LONG[7:])]  # every 13-word window of LONG crosses the boundary
+    new, old = both_reports(texts, split)
+    assert new == old and new["datasets"]["toy"]["contaminated"] == 0
+    new, _ = both_reports(texts, [" ".join(split)])
+    assert new["datasets"]["toy"]["contaminated"] == 1
+
+
+def test_unicode_words_are_split_and_lower_cased_as_words_does():
+    greek = "ο ΟΔΟΣ. ΑΣ.Β τελος ΣΑΣ αλφα caffè İstanbul \u212aelvin x\u00a0y tnf-α interleukin-1β"  # noqa: RUF001
+    text = [*greek.split(" "), "end", "end"]
+    texts = {"toy": [[words(" ".join(text))]]}
+    variants = [
+        " ".join(text).upper(),  # the final sigma and the dotted capital I lower-case by context and to two letters
+        " ".join(text).replace("\u00a0", " "),  # a no-break space is a separator like any other
+        " ".join(text).replace("ΟΔΟΣ.", "ΟΔΟΣ"),
+        " ".join(text),
+    ]
+    for document in variants:
+        new, old = both_reports(texts, [document])
+        assert new == old, document
+    assert both_reports(texts, [" ".join(text)])[0]["datasets"]["toy"]["contaminated"] == 1
+
+
+def test_duplicate_shingles_across_examples_and_documents_count_each_example_once():
+    texts = {"toy": [[LONG], [[*LONG, "again"]], [SHORT]], "other": [[[*LONG[1:], "x"]]]}
+    documents = [" ".join(LONG)] * 3 + [" ".join(LONG + LONG)]
+    new, old = both_reports(texts, documents)
+    assert new == old
+    assert new["datasets"]["toy"]["contaminated"] == 2 and new["datasets"]["other"]["contaminated"] == 1
+
+
+def test_words_longer_than_any_test_word_and_underscores_break_windows():
+    texts = {"toy": [[["snake_case", *LONG[1:]]]]}
+    documents = [
+        "snake_case " + " ".join(LONG[1:]),
+        "snake " + " ".join(LONG[1:]),
+        "snake_case_" + "x" * 300 + " " + " ".join(LONG[1:]),
+    ]
+    for document in documents:
+        new, old = both_reports(texts, [document])
+        assert new == old, document[:40]
+    assert both_reports(texts, documents[:1])[0]["datasets"]["toy"]["contaminated"] == 1
+
+
+def test_the_word_splitter_gives_the_ids_of_words_on_any_text():
+    text = "ΑΣ.Β naïve ﬁbre (5) x_1 \u212a ΣΑΣ'σ Straße 12.5% IL-2R\u03b1 \ud7ff end" * 3  # noqa: RUF001
+    vocabulary = scan._Vocabulary({*words(text[:60]), "end", "straße", "5"})
+    expected = [vocabulary.ids.get(word, 0) for word in words(text)]
+    assert vocabulary.encode(text).tolist() == expected
+    assert sum(expected) > 0
+
+
+def test_the_scan_keys_of_test_texts_are_the_shingles_of_their_words():
+    rows = [[LONG, SHORT], [LONG[:12]], [["too", "short"]]]
+    built = dataset_shingles("toy", rows)
+    assert built.examples == [shingles(LONG) | shingles(SHORT), shingles(LONG[:12]), set()]
+    assert built.short_lengths == {9, 12}
+
+
+def test_the_process_pool_finds_what_one_process_finds(monkeypatch):
+    texts = {"toy": [[LONG], [SHORT], [[*LONG[2:], "more", "words"]]]}
+    documents = [f"document {n} " + " ".join(LONG if n % 7 == 0 else SHORT[: n % 9]) for n in range(400)]
+    monkeypatch.setattr(scan, "CHUNK_CHARS", 2000)  # many chunks, so the pool starts
+    reported: list[int] = []
+    pooled, old = both_reports(texts, documents, workers=2, progress=reported.append)
+    alone, _ = both_reports(texts, documents, workers=1)
+    assert pooled == alone == old and pooled["datasets"]["toy"]["contaminated"] == 2
+    assert reported == sorted(reported) and reported[-1] == sum(len(d) + 1 for d in documents)
+
+
+def test_the_report_equals_the_reference_on_real_text(official_data):
+    from bench.biomedical_corpus import hoc_abstracts, ner_sentences
+
+    directories = {slug: official_data(*folder) for slug, folder in FOLDERS.items()}
+    directories["biosses"] = official_data("BIOSSES", "blurb")
+    texts = {slug: scan._test_texts(DATASETS[slug], lambda s: directories[s.slug])[0] for slug in directories}
+    data = official_data()
+    corpus = [d for d, _ in zip(hoc_abstracts(data), range(300), strict=False)]
+    corpus += [d for d, _ in zip(ner_sentences(data), range(300), strict=False)]
+    corpus += hoc_test_abstracts()[:20] + [" ".join(tokens) for tokens in ncbi_test_sentences()[:50]]
+    new, old = both_reports(texts, corpus)
+    assert new == old
+    assert new["datasets"]["hoc"]["contaminated"] >= 20 and new["datasets"]["ncbi-disease"]["contaminated"] >= 40
