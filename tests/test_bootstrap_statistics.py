@@ -29,7 +29,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.significance import resample_indices
 from workers.engine import bootstrap
 from workers.engine.bootstrap import resampled_values
-from workers.engine.metrics import classification, tagging
+from workers.engine.metrics import classification, qa, tagging
 from workers.engine.spec import FinetuneSpec
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
@@ -112,6 +112,29 @@ def pico_words(n: int, seed: int, sets: bool = False) -> tuple[list, list]:
 # -- metric level: decomposable metrics --------------------------------------------------------------
 
 
+def _answers(n: int = 300, seed: int = 26):
+    """SQuAD-style gold (one or two acceptable answers) and predictions overlapping them in part."""
+    rng = random.Random(seed)
+    words = ["aspirin", "daily", "81", "mg", "the", "chest", "pain", "metformin", "twice", "a"]
+    gold = [[" ".join(rng.choices(words, k=rng.randrange(1, 4))) for _ in range(rng.randrange(1, 3))] for _ in range(n)]
+    pred = [g[0] if rng.random() < 0.5 else " ".join(rng.choices(words, k=rng.randrange(1, 4))) for g in gold]
+    return gold, pred
+
+
+def _ranked(n: int = 300, seed: int = 27):
+    """BioASQ-style synonyms per question and five ranked answers, the right one anywhere or nowhere."""
+    rng = random.Random(seed)
+    gold = [[f"gene{i}", f"GENE{i}"] for i in range(n)]
+    pred = []
+    for i in range(n):
+        answers = [f"other{i}-{j}" for j in range(5)]
+        where = rng.randrange(7)
+        if where < 5:
+            answers[where] = f"Gene{i}"
+        pred.append(answers)
+    return gold, pred
+
+
 def _entities(n: int = 300):
     gold = tagged_sentences(n, 1)
     return gold, perturbed_tags(gold, 2)
@@ -143,7 +166,12 @@ DECOMPOSABLE = {
     "accuracy": (classification.accuracy, lambda: labels(300, 9, ["yes", "no", "maybe"]), {}),
     "accuracy-label-sets": (classification.accuracy, lambda: label_sets(300, 10, list("abc")), {}),
     "average-micro-f1": (classification.average_micro_f1, lambda: label_sets(300, 11, list("abcdefghij")), {}),
+    "exact-match": (qa.exact_match, _answers, {}),
+    "strict-accuracy": (qa.strict_accuracy, _ranked, {}),
+    "lenient-accuracy": (qa.lenient_accuracy, _ranked, {}),
 }
+# Question scores that are fractions: their sums run in another order than the metric's, so equal to rounding.
+ROUNDED = {"squad-f1": (qa.squad_f1, _answers, {}), "mrr": (qa.mrr, _ranked, {})}
 
 
 @pytest.mark.parametrize("case", sorted(DECOMPOSABLE))
@@ -156,6 +184,18 @@ def test_summed_statistics_of_a_resample_are_exactly_the_metric_on_that_resample
     fast = sufficient.resampled(counts)
     np.testing.assert_array_equal(fast, each_resample(metric, gold, pred, drawn, **options))
     assert len(set(fast.tolist())) > 20  # the resamples really differ
+
+
+@pytest.mark.parametrize("case", sorted(ROUNDED))
+def test_summed_fractional_question_scores_of_a_resample_are_the_metric_to_rounding(case):
+    metric, data, options = ROUNDED[case]
+    gold, pred = data()
+    drawn, counts = draws(len(gold))
+    sufficient = metric.sufficient_statistics(gold, pred, **options)
+    assert sufficient.total() == pytest.approx(metric(gold, pred, **options), abs=1e-12)
+    exact = each_resample(metric, gold, pred, drawn, **options)
+    np.testing.assert_allclose(sufficient.resampled(counts), exact, rtol=0, atol=1e-12)
+    assert len(set(exact.tolist())) > 20
 
 
 def test_resamples_without_any_gold_or_predicted_entity_score_as_the_metric_does():
@@ -366,8 +406,9 @@ def test_the_fast_paths_are_taken_for_every_built_in_formulation_of_a_decomposab
     scoring = bootstrap.gold_scoring(results, tokenizer_dir, data, data)
     predicted, logits = scoring.run_inputs(results, "42")
     indices = resample_indices("demo-relation", len(rows), 10)
-    assert bootstrap._fast_values(scoring, "micro-f1", predicted, logits, indices, None) is not None
-    assert bootstrap._fast_values(scoring, "accuracy", predicted, logits, indices, None) is not None
+    counts = bootstrap._draw_counts(indices)
+    for metric in ("micro-f1", "accuracy", "macro-f1"):
+        assert bootstrap._fast_values(scoring, metric, predicted, logits, indices, counts, None) is not None, metric
 
 
 @pytest.mark.official_data
@@ -382,3 +423,58 @@ def test_bc5_chem_real_test_set_five_seeds_fast_equals_exact(contributions, toke
     fast, exact = fast_and_exact(results, tokenizer_dir, data, "entity-f1", "bc5-chem", 8)
     np.testing.assert_array_equal(fast, exact)
     assert 80 < fast.mean() < 98
+
+
+def test_a_shortcut_that_disagrees_with_score_on_the_check_resample_is_not_used(contributions, tokenizer_dir):
+    rows = demo_rows("demo-relation")
+    wrong = [r["label"] if i % 3 else "CPR:9" for i, r in enumerate(rows)]  # a third of the pairs called CPR:9
+    results = job(tokenizer_dir, "demo-relation", {"42": wrong})
+    data = loaded(contributions.datasets["demo-relation"], rows)
+    scoring = bootstrap.gold_scoring(results, tokenizer_dir, data, data)
+    predicted, logits = scoring.run_inputs(results, "42")
+    sufficient = classification.micro_f1.sufficient_statistics([r["label"] for r in rows], predicted, negative="false")
+    right = lambda drawn, counts: sufficient.resampled(counts)  # noqa: E731
+    reversed_rows = lambda drawn, counts: sufficient.resampled(counts[:, ::-1])  # noqa: E731 -- misaligned units
+    assert bootstrap._checked(scoring, "micro-f1", predicted, logits, None, right)
+    assert not bootstrap._checked(scoring, "micro-f1", predicted, logits, None, reversed_rows)
+
+
+def test_the_benchmark_says_it_was_skipped_when_the_official_data_is_missing(tmp_path, monkeypatch):
+    from bench import honest_ranks
+
+    monkeypatch.setenv("BIOLM_DATA_DIR", str(tmp_path / "nowhere"))
+    result = honest_ranks.run(honest_ranks.Config(), out_dir=tmp_path)
+    assert "official data not found" in result["skipped"] and (tmp_path / "honest_ranks.json").is_file()
+
+
+@pytest.mark.official_data
+def test_the_benchmark_times_both_paths_on_bc5_chem_and_finds_them_identical(tmp_path, official_data):
+    from bench import honest_ranks
+
+    official_data("BC5-chem", "blurb")
+    config = honest_ranks.Config(seeds=2, resamples=100, exact_resamples=2)
+    result = honest_ranks.run(config, out_dir=tmp_path)
+    assert result["identical"] and result["exact"]["extrapolated"] and result["exact"]["measured"]["resamples"] == 2
+    assert result["data"]["test_sentences"] == 4797 and 85 < min(result["values"]["point_f1_per_seed"]) < 95
+    assert result["ratio"] > 1
+
+
+@pytest.mark.parametrize("metric", ["strict-accuracy", "lenient-accuracy", "mrr"])
+def test_factoid_questions_resampled_whole_score_as_the_exact_path(contributions, tokenizer_dir, metric):
+    rng = random.Random(28)
+    rows, predicted = [], []
+    for q in range(120):
+        answer, rank = f"GENE{q}", rng.randrange(7)  # the right answer ranked 1-5, or missing
+        ranked = [f"OTHER{q}-{j}" for j in range(5)]
+        if rank < 5:
+            ranked[rank] = answer
+        for n in range(rng.randrange(1, 4)):  # one to three snippets per question, predicted alike
+            context = f"Snippet {n}: the gene {answer} is mutated in this tumour."
+            rows.append({"id": f"q{q}_{n:03d}", "question": f"Which gene ({q})?", "context": context,
+                         "answers": {"text": [answer], "answer_start": [context.index(answer)]}})  # fmt: skip
+            predicted.append(ranked)
+    results = job(tokenizer_dir, "bioasq-factoid", {"42": predicted, "43": predicted[::-1][::-1]})
+    data = LoadedDataset(contributions.datasets["bioasq-factoid"], {"test": rows}, [], fingerprint_of({"test": rows}))
+    fast, exact = fast_and_exact(results, tokenizer_dir, data, metric, "bioasq-7b")
+    np.testing.assert_allclose(fast, exact, rtol=0, atol=1e-12)
+    assert len(set(fast.tolist())) > 5

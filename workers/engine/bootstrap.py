@@ -26,9 +26,10 @@ predictions and options the formulation hands it. Then:
 * anything else (a plugin's metric, BLUE's HoC F1, a formulation whose metric inputs are not one
   item per resampled unit) is scored resample by resample with ``score``, as before.
 
-Each fast run's first resample is checked against ``score`` on the resampled rows; a mismatch
-falls back to the exact path for that run (and is logged), so the shortcut can never change a
-rank. ``exact=True`` forces the exact path: the reference the fast path is tested against.
+Each fast run is first checked against ``score`` on a small resample of its own (64 units); a
+mismatch falls back to the exact path for that run (and is logged), so a formulation whose
+metric inputs the shortcut misreads cannot change a rank. ``exact=True`` forces the exact path:
+the reference the fast path is tested against.
 
 Combining the runs, per resample, is the recorded value's own computation,
 :func:`biolm.protocols.combine` with the protocol's statistic: seeds within a fold, then folds. A
@@ -173,7 +174,8 @@ def _resampled_runs(
     values = np.full((len(run_keys), resamples), np.nan)
     slow = list(range(len(run_keys)))
     if not exact:
-        fast = [_fast_values(scoring, metric, predicted, logits, indices, units) for predicted, logits in inputs]
+        counts = _draw_counts(indices)  # shared by every run's statistics
+        fast = [_fast_values(scoring, metric, *run, indices, counts, units) for run in inputs]
         slow = [n for n, vector in enumerate(fast) if vector is None]
         for n, vector in enumerate(fast):
             if vector is not None:
@@ -238,12 +240,14 @@ def _fast_values(
     predicted: list,
     logits: list,
     indices: np.ndarray,
+    counts: np.ndarray,
     units: list[list[int]] | None,
 ) -> np.ndarray | None:
     """One run's ``(resamples,)`` values from sufficient statistics or a vectorised metric; None: score each resample.
 
-    The metric's inputs must be one item per resampled unit (row, or factoid question) for the
-    draws to index them; the first resample is scored by ``score`` too, and must agree.
+    ``counts`` is :func:`_draw_counts` of ``indices``. The metric's inputs must be one item per
+    resampled unit (row, or factoid question) for the draws to index them: :func:`_checked` makes
+    sure of it before the values are used.
     """
     capture = _capture(scoring, metric, predicted, logits)
     if capture is None:
@@ -251,21 +255,47 @@ def _fast_values(
     gold, pred, options, sufficient = capture.inputs
     if len(gold) != indices.shape[1]:
         return None
-    try:
+
+    def values(drawn: np.ndarray, drawn_counts: np.ndarray) -> np.ndarray:
         if sufficient is not None:
-            vector = sufficient.resampled(_draw_counts(indices))
-        elif hasattr(capture.function, "resampled"):
-            vector = np.asarray(capture.function.resampled(gold, pred, indices, **options), dtype=np.float64)
-        else:
+            return sufficient.resampled(drawn_counts)
+        return np.asarray(capture.function.resampled(gold, pred, drawn, **options), dtype=np.float64)
+
+    if sufficient is None and not hasattr(capture.function, "resampled"):
+        return None
+    try:
+        if not _checked(scoring, metric, predicted, logits, units, values):
             return None
-    except ValueError:
+        return values(indices, counts)
+    except ValueError:  # undefined for all the examples in a way the metric decides per resample: score each
         return None
-    check = _score_resample(scoring, metric, predicted, logits, units, indices[0])
-    if not _agree(vector[0], check):
-        logger.warning("metric %s: the fast bootstrap gave %r where score() gives %r; scoring each resample", metric,
-                       vector[0], check)  # fmt: skip
-        return None
-    return vector
+
+
+CHECK_UNITS = 64  # units of the check resample: a shortcut that reads other inputs than score() shows up at once
+
+
+def _checked(
+    scoring: GoldScoring,
+    metric: str,
+    predicted: list,
+    logits: list,
+    units: list[list[int]] | None,
+    values: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> bool:
+    """Whether the shortcut gives ``score``'s value on a small resample of its own (drawn with a fixed seed).
+
+    A formulation whose metric inputs are not one item per unit in unit order (a plugin's, say)
+    would disagree here, and its run is then scored resample by resample instead (logged).
+    """
+    count = len(scoring.rows) if units is None else len(units)
+    drawn = resample_indices("bootstrap-check", count, 1)[:, :CHECK_UNITS]
+    fast = float(values(drawn, np.bincount(drawn[0], minlength=count)[None].astype(np.float64))[0])
+    exact = _score_resample(scoring, metric, predicted, logits, units, drawn[0])
+    if _agree(fast, exact):
+        return True
+    logger.warning("metric %s: the fast bootstrap gives %r where score() gives %r; scoring each resample", metric,
+                   fast, exact)  # fmt: skip
+    return False
 
 
 def _draw_counts(indices: np.ndarray) -> np.ndarray:

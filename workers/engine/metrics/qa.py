@@ -8,7 +8,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from workers.engine.metrics.common import check_aligned
+import numpy as np
+
+from workers.engine.metrics.common import Sufficient, check_aligned, decomposes
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -32,21 +34,44 @@ def _token_f1(prediction: str, answer: str) -> float:
     return 2 * same / (len(pred_tokens) + len(gold_tokens)) if same else 0.0
 
 
-def _mean_over_questions(gold: Sequence, pred: Sequence, score: Callable[[str, str], float]) -> float:
+def _question_scores(gold: Sequence, pred: Sequence, score: Callable[[str, str], float]) -> list[float]:
+    """Each question's score: its best over the question's gold answers."""
     check_aligned(gold, pred, "questions")
     if not len(gold):
         raise ValueError("no questions to score")
-    return 100 * sum(max(score(p, a) for a in _answers(g)) for g, p in zip(gold, pred, strict=True)) / len(gold)
+    return [max(score(p, a) for a in _answers(g)) for g, p in zip(gold, pred, strict=True)]
 
 
+def _mean(sums: np.ndarray) -> np.ndarray:
+    """100 x summed question scores / questions, from summed (score, 1) columns: every answer metric's formula."""
+    sums = np.asarray(sums, dtype=np.float64)
+    return 100 * sums[..., 0] / sums[..., 1]
+
+
+def _per_question(scores: Sequence[float]) -> Sufficient:
+    """The (score, 1) rows of the questions: a resample of questions sums the rows it drew (:func:`_mean`)."""
+    return Sufficient(np.column_stack([np.asarray(scores, dtype=np.float64), np.ones(len(scores))]), _mean)
+
+
+def _mean_of(scores: Sequence[float]) -> float:
+    """:func:`_mean` of the questions' scores, summed in order (Python's ``sum``, as the metrics always have)."""
+    return float(_mean(np.array([sum(scores), len(scores)], dtype=np.float64)))
+
+
+def _exact(prediction: str, answer: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(answer))
+
+
+@decomposes(lambda gold, pred: _per_question(_question_scores(gold, pred, _exact)))
 def exact_match(gold: Sequence[str | Iterable[str]], pred: Sequence[str]) -> float:
     """SQuAD v1.1 exact match, best over a question's gold answers (emrQA as in Li et al. 2022)."""
-    return _mean_over_questions(gold, pred, lambda p, a: float(normalize_answer(p) == normalize_answer(a)))
+    return _mean_of(_question_scores(gold, pred, _exact))
 
 
+@decomposes(lambda gold, pred: _per_question(_question_scores(gold, pred, _token_f1)))
 def squad_f1(gold: Sequence[str | Iterable[str]], pred: Sequence[str]) -> float:
     """SQuAD v1.1 token F1, best over gold answers. As in v1.1, two empty answers score F1 0 (EM 1)."""
-    return _mean_over_questions(gold, pred, _token_f1)
+    return _mean_of(_question_scores(gold, pred, _token_f1))
 
 
 def _synonyms(value: Any) -> set[str]:
@@ -73,19 +98,27 @@ def _first_correct_ranks(gold: Sequence[Any], pred: Sequence[Any], k: int) -> li
     return ranks
 
 
+def _hits(ranks: Sequence[int | None]) -> list[int]:
+    return [int(r is not None) for r in ranks]
+
+
+def _reciprocal(ranks: Sequence[int | None]) -> list[float]:
+    return [1 / r if r is not None else 0.0 for r in ranks]
+
+
+@decomposes(lambda gold, pred: _per_question(_hits(_first_correct_ranks(gold, pred, 1))))
 def strict_accuracy(gold: Sequence[Any], pred: Sequence[Any]) -> float:
     """BioASQ factoid strict accuracy: the top answer is a gold synonym (Bioformer, Fang et al. 2023)."""
-    ranks = _first_correct_ranks(gold, pred, 1)
-    return 100 * sum(r is not None for r in ranks) / len(ranks)
+    return _mean_of(_hits(_first_correct_ranks(gold, pred, 1)))
 
 
+@decomposes(lambda gold, pred, *, k=5: _per_question(_hits(_first_correct_ranks(gold, pred, k))))
 def lenient_accuracy(gold: Sequence[Any], pred: Sequence[Any], *, k: int = 5) -> float:
     """BioASQ factoid lenient accuracy: a gold synonym is among the top ``k`` (5) answers."""
-    ranks = _first_correct_ranks(gold, pred, k)
-    return 100 * sum(r is not None for r in ranks) / len(ranks)
+    return _mean_of(_hits(_first_correct_ranks(gold, pred, k)))
 
 
+@decomposes(lambda gold, pred, *, k=5: _per_question(_reciprocal(_first_correct_ranks(gold, pred, k))))
 def mrr(gold: Sequence[Any], pred: Sequence[Any], *, k: int = 5) -> float:
     """BioASQ factoid mean reciprocal rank over the top ``k`` (5) answers; a miss counts 0."""
-    ranks = _first_correct_ranks(gold, pred, k)
-    return 100 * sum(1 / r for r in ranks if r is not None) / len(ranks)
+    return _mean_of(_reciprocal(_first_correct_ranks(gold, pred, k)))
