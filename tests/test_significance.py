@@ -255,6 +255,22 @@ def test_pairs_the_order_bounds_settle_are_ranked_as_a_full_count_ranks_them(mon
     assert 10 < len(set(rank(list(means), list(matrix)).ranks)) < models  # ties and separations
 
 
+def test_each_rows_interval_to_the_row_above_is_what_it_gets_alone():
+    rng = np.random.default_rng(8)
+    vectors = [rng.normal(70 - 0.1 * i, rng.uniform(0.5, 2), 301) for i in range(60)]
+    vectors[5] = None
+    vectors[9][3] = np.nan
+    vectors[20][:] = np.nan
+    ranking = rank([70 - 0.1 * i for i in range(60)], vectors)
+    for i in range(1, 60):
+        if vectors[i] is None or vectors[i - 1] is None:
+            assert ranking.intervals[i] is None and ranking.above_shares[i] is None
+            continue
+        diff = vectors[i - 1] - vectors[i]
+        assert ranking.intervals[i] == significance._interval(diff, 0.95)  # one row's percentiles, bit for bit
+        assert ranking.above_shares[i] == np.count_nonzero(diff > 0) / diff.size
+
+
 def test_a_private_model_is_placed_among_the_public_ones_without_moving_them():
     noise = np.random.default_rng(6).normal(0, 1, size=400)
     public = [90 + noise, 80 + noise, 70 + noise]

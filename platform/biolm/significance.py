@@ -171,17 +171,7 @@ def rank(points: Sequence[float], vectors: Sequence[np.ndarray | None], confiden
     better_counts = better.sum(axis=0)
     worse_counts = better.sum(axis=1)
     ranks = [int(c) + 1 for c in better_counts]
-    intervals: list[tuple[float, float] | None] = [None]
-    shares: list[float | None] = [None]
-    for i in range(1, n):
-        above, this = vectors[i - 1], vectors[i]
-        if above is None or this is None:
-            intervals.append(None)
-            shares.append(None)
-            continue
-        diff = np.asarray(above, dtype=np.float64) - np.asarray(this, dtype=np.float64)
-        intervals.append(_interval(diff, confidence))
-        shares.append(float(np.count_nonzero(diff > 0)) / diff.size)
+    intervals, shares = _neighbour_intervals(vectors, confidence)
     return Ranking(
         ranks=ranks,
         tied=[False, *(ranks[i] == ranks[i - 1] for i in range(1, n))],
@@ -351,6 +341,37 @@ def _order_bounds(matrix: np.ndarray, needed: int) -> tuple[np.ndarray, np.ndarr
     np.fill_diagonal(open_pairs, False)
     level = np.where(finite, centred.mean(axis=1), 0.0)
     return better, open_pairs, level
+
+
+def _neighbour_intervals(
+    vectors: Sequence[np.ndarray | None], confidence: float
+) -> tuple[list[tuple[float, float] | None], list[float | None]]:
+    """Each row's interval and share of wins of "the row above minus this row" (None where either has no vector).
+
+    All rows at once: one percentile call over the stacked differences gives each row exactly what
+    :func:`_interval` gives it alone (a row with an undefined resample still goes through it), and a
+    call per row was most of a 5,000-model ranking's time.
+    """
+    n = len(vectors)
+    intervals: list[tuple[float, float] | None] = [None] * n
+    shares: list[float | None] = [None] * n
+    rows = [i for i in range(1, n) if vectors[i - 1] is not None and vectors[i] is not None]
+    if not rows:
+        return intervals, shares
+    diffs = _stack([vectors[i - 1] for i in rows]) - _stack([vectors[i] for i in rows])
+    wins = np.count_nonzero(diffs > 0, axis=1)
+    finite = np.isfinite(diffs).all(axis=1)
+    tail = 100 * (1 - confidence) / 2
+    bounds = np.percentile(diffs[finite], [tail, 100 - tail], axis=1) if finite.any() else np.empty((2, 0))
+    at = 0
+    for k, i in enumerate(rows):
+        shares[i] = float(wins[k]) / diffs.shape[1]
+        if finite[k]:
+            intervals[i] = (float(bounds[0, at]), float(bounds[1, at]))
+            at += 1
+        else:
+            intervals[i] = _interval(diffs[k], confidence)
+    return intervals, shares
 
 
 def _interval(diff: np.ndarray, confidence: float) -> tuple[float, float] | None:

@@ -199,16 +199,17 @@ class BenchmarkLeaderboard(PublicAPI, APIView):
         query = f"{request.get_host()}|{view.query()}|{paging['page']}|{paging['page_size']}"
 
         def answer() -> dict:
-            board = leaderboard_for(benchmark, self.visible_models(), view).as_json()
-            header = {key: value for key, value in board.items() if key != "rows"}
+            board = leaderboard_for(benchmark, self.visible_models(), view)
             paginator = self.pagination_class()
-            rows = paginator.paginate_queryset(board["rows"], request, view=self)
+            rows = paginator.paginate_queryset(board.rows, request, view=self)
+            data = board.as_json(list(rows))  # only this page's rows are serialised
+            header = {key: value for key, value in data.items() if key != "rows"}
             return {
                 **header,
                 "count": paginator.page.paginator.count,
                 "next": paginator.get_next_link(),
                 "previous": paginator.get_previous_link(),
-                "rows": list(rows),
+                "rows": data["rows"],
             }
 
         return Response(board_cache.cached("api", benchmark, request._request, query, answer))

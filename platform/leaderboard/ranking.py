@@ -34,7 +34,18 @@ def rank_benchmark(benchmark: Benchmark) -> Ranking:
     scores = list(
         Score.objects.filter(benchmark=benchmark)
         .select_related("language_model")
-        .only("pk", "score", "missing", "preview", "language_model__slug", "language_model__name", *RANK_FIELDS)
+        # visibility too: a model loaded without it fetches it alone (the post_init signal that remembers it
+        # for leaderboard.signals reads it), one query per model, most of a 5,000-model re-rank's time
+        .only(
+            "pk",
+            "score",
+            "missing",
+            "preview",
+            "language_model__slug",
+            "language_model__name",
+            "language_model__visibility",
+            *RANK_FIELDS,
+        )
         .annotate(is_public=Exists(public_model))
         .ranked()
     )

@@ -114,6 +114,11 @@ class LeaderboardSerializer(serializers.Serializer):
     columns = ColumnSerializer(many=True)
     rows = RowSerializer(many=True)
 
+    def _rows(self, board) -> list:
+        """The rows asked for in the context (a page of them), else every row of the board."""
+        rows = self.context.get("rows")
+        return board.rows if rows is None else rows
+
     def to_representation(self, board) -> dict:
         benchmark = board.benchmark
         ranking = board.ranking
@@ -137,5 +142,5 @@ class LeaderboardSerializer(serializers.Serializer):
             "view": board.view.params(),
             "total": board.total,
             "columns": [{"key": c.key, "label": c.label, "kind": c.kind, "title": c.title} for c in board.columns],
-            "rows": [RowSerializer(context=context).to_representation(row) for row in board.rows],
+            "rows": [RowSerializer(context=context).to_representation(row) for row in self._rows(board)],
         }

@@ -9,17 +9,24 @@ filters, sorts, searches and pins is a :class:`View` held in the URL's query str
 view is a deep link and the CSV/JSON exports give exactly the rows on screen. A model pretrained
 on biolm carries its contamination report.
 
-Whatever the number of models, building a board is a fixed handful of queries: the scores
-(models and architectures joined), the benchmark's entries and its ranking row.
+Whatever the number of models, building a board is a fixed handful of queries: the benchmark's
+entries, a light query of every score's rank, score and sort key (its order is the board's), the
+best value of each column (computed by the database), its ranking row, and the full rows (models
+and architectures joined) of only the rows read. A board of 5,000 models is sorted on those light
+rows; a page or an API answer then builds its 100 rows, not 5,000 (:class:`BoardRows`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 from urllib.parse import urlencode
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, FloatField, Max, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Cast
 
 from leaderboard.models import Ranking, Score
 from leaderboard.scoring import aggregation_from_json
@@ -194,10 +201,11 @@ class Row:
 class Leaderboard:
     benchmark: Benchmark
     columns: list[Column]
-    rows: list[Row]
+    rows: Sequence[Row]  # a BoardRows: each row built when read
     view: View = field(default_factory=View)
     ranking: Ranking | None = None
     total: int = 0  # rows before filtering: "12 of 40 models"
+    best_values: dict[str, float] = field(default_factory=dict)  # see best
 
     @property
     def primary_label(self) -> str:
@@ -234,46 +242,48 @@ class Leaderboard:
         return grouped + ([("", rest)] if rest else [])
 
     @property
+    def _full(self) -> list[Light]:
+        return [light for light in self.rows.lights if not light.preview]
+
+    @property
     def untested(self) -> int:
         """Ranked full-protocol rows ranked by their point score: reported in a paper, no predictions to test."""
-        return sum(1 for r in self.full_rows if r.rank is not None and r.rank_basis == "point")
+        return sum(1 for r in self._full if r.rank is not None and r.rank_basis == "point")
 
     @property
     def all_untested(self) -> bool:
         """Every ranked row is untested: the legend says so once, and no row needs a mark."""
-        return self.untested > 0 and self.untested == sum(1 for r in self.full_rows if r.rank is not None)
+        return self.untested > 0 and self.untested == sum(1 for r in self._full if r.rank is not None)
 
     @property
     def best(self) -> dict[str, float]:
-        """The best value of each column among the full-protocol rows shown (bold on the page).
+        """The best value of each column among the full-protocol rows shown (bold on the page), all pages.
 
         A preview's number is left out: one lucky seed must not take the bold from a protocol's mean.
         """
-        best: dict[str, float] = {}
-        full = self.full_rows
-        scores = [r.score for r in full if r.score is not None]
-        if scores:
-            best["score"] = max(scores)
-        for column in self.columns:
-            values = [r.values[column.key] for r in full if r.values.get(column.key) is not None]
-            if values:
-                best[column.key] = max(values)
-        return best
+        return self.best_values
 
     @property
-    def full_rows(self) -> list[Row]:
+    def points(self) -> list[Light]:
+        """The full-protocol rows' light figures (name, size, speed, score), in board order, for charts."""
+        return self._full
+
+    @property
+    def full_rows(self) -> BoardRows:
         """The full-protocol rows, ranked and unranked: the leaderboard proper."""
-        return [r for r in self.rows if not r.preview]
+        return self.rows.subset(lambda light: not light.preview)
 
     @property
-    def preview_rows(self) -> list[Row]:
+    def preview_rows(self) -> BoardRows:
         """Quick previews (one grid point, one seed each), never ranked: shown apart from the board."""
-        return [r for r in self.rows if r.preview]
+        return self.rows.subset(lambda light: light.preview)
 
-    def as_json(self) -> dict:
+    def as_json(self, rows: list[Row] | None = None) -> dict:
+        """The board as plain dicts (cached and pickled as they are), with ``rows`` only (default: every row):
+        a page or an API answer serialises the rows it shows, not the thousands it leaves out."""
         from leaderboard.serializers import LeaderboardSerializer
 
-        return LeaderboardSerializer().to_representation(self)  # plain dicts: cached and pickled as they are
+        return LeaderboardSerializer(context={"rows": rows}).to_representation(self)
 
 
 def primary_label(benchmark: Benchmark) -> str:
@@ -321,19 +331,77 @@ def test_overlap(model: LanguageModel, datasets: list[str]) -> dict[str, float]:
     return {slug: float(report[slug]["share"]) for slug in datasets if "share" in report.get(slug, {})}
 
 
-def _sort_value(row: Row, key: str):
+@dataclass(frozen=True)
+class Light:
+    """What ordering a board needs of one score, read without its JSON: the board is sorted on these."""
+
+    pk: int
+    rank: int | None
+    score: float | None
+    preview: bool
+    rank_basis: str
+    inference_per_s: float | None
+    name: str
+    slug: str
+    parameters: int | None
+    column: float | None  # the sorted column's value, when the view sorts by one
+    pinned: bool = False
+
+
+class BoardRows(Sequence[Row]):
+    """A board's rows in order, each built (one query per read, for every row it lacks) when first read.
+
+    Its length, slices and iteration are a list's; a page reading 100 of 5,000 rows builds 100.
+    Subsets (:meth:`subset`) share the rows already built.
+    """
+
+    def __init__(self, lights: list[Light], build: Callable[[list[Light]], list[Row]], built=None) -> None:
+        self.lights = lights
+        self._build = build
+        self._built: dict[int, Row] = {} if built is None else built
+
+    def __len__(self) -> int:
+        return len(self.lights)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._rows(self.lights[index])
+        return self._rows([self.lights[index]])[0]
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self._rows(self.lights))
+
+    def subset(self, keep: Callable[[Light], bool]) -> BoardRows:
+        return BoardRows([light for light in self.lights if keep(light)], self._build, self._built)
+
+    def _rows(self, lights: list[Light]) -> list[Row]:
+        missing = [light for light in lights if light.pk not in self._built]
+        if missing:
+            for light, row in zip(missing, self._build(missing), strict=True):
+                self._built[light.pk] = row
+        return [self._built[light.pk] for light in lights]
+
+
+_SOURCES = {"summary": "summaries", "group": "groups", "entry": "entries"}
+
+
+def _sort_value(light: Light, key: str):
     if key == "model":
-        return row.model.name.casefold()
+        return light.name.casefold()
     if key == "parameters":
-        return row.model.parameter_count
+        return light.parameters
     if key == "score":
-        return row.score
+        return light.score
     if key == "throughput":
-        return row.inference_per_s
-    return row.values.get(key)
+        return light.inference_per_s
+    return light.column
 
 
-def _sorted(rows: list[Row], view: View) -> list[Row]:
+def _sorted(rows: list[Light], view: View) -> list[Light]:
     """Sort by the view's column, missing values last whatever the direction."""
     key = view.sort_key
     if key == "rank" and not view.sort:
@@ -344,6 +412,47 @@ def _sorted(rows: list[Row], view: View) -> list[Row]:
     present = [r for r in rows if _sort_value(r, key) is not None]
     absent = [r for r in rows if _sort_value(r, key) is None]
     return sorted(present, key=lambda r: _sort_value(r, key), reverse=view.desc) + absent
+
+
+LIGHT_FIELDS = ("pk", "rank", "score", "preview", "rank_basis", "inference_per_s", "language_model__name",
+                "language_model__slug", "language_model__parameter_count")  # fmt: skip
+
+
+def _lights(scores: QuerySet[Score], columns: list[Column], view: View) -> list[Light]:
+    """Every score of the view in board order: ranked, unranked, then previews; pinned first."""
+    column = next((c for c in columns if c.key == view.sort_key), None)
+    extra = KeyTransform(column.key, _SOURCES[column.kind]) if column is not None else None
+    ordered = scores.order_by(
+        F("rank").asc(nulls_last=True), F("score").desc(nulls_last=True), "language_model__name", "pk"
+    )
+    if extra is not None:
+        ordered = ordered.annotate(sorted_column=extra)
+    fields = (*LIGHT_FIELDS, "sorted_column") if extra is not None else LIGHT_FIELDS
+    ranked: list[Light] = []
+    unranked: list[Light] = []
+    previews: list[Light] = []
+    for values in ordered.values_list(*fields):
+        value = values[9] if extra is not None else None
+        light = Light(*values[:9], column=value if isinstance(value, int | float) else None,
+                      pinned=values[7] in view.pins)  # fmt: skip
+        (previews if light.preview else ranked if light.rank is not None else unranked).append(light)
+    lights = _sorted(ranked, view) + _sorted(unranked, view) + _sorted(previews, view)
+    if view.pins:
+        lights = [r for r in lights if r.pinned] + [r for r in lights if not r.pinned]
+    return lights
+
+
+def _best(scores: QuerySet[Score], columns: list[Column]) -> dict[str, float]:
+    """The largest score and value of each column among the full-protocol rows (not previews), in one query."""
+    maxima = {"score": Max("score")}
+    for n, column in enumerate(columns):
+        maxima[f"c{n}"] = Max(Cast(KeyTextTransform(column.key, _SOURCES[column.kind]), FloatField()))
+    found = scores.filter(preview=False).aggregate(**maxima)
+    best = {"score": found["score"]} if found["score"] is not None else {}
+    for n, column in enumerate(columns):
+        if found[f"c{n}"] is not None:
+            best[column.key] = found[f"c{n}"]
+    return best
 
 
 def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None = None, view: View | None = None):
@@ -358,42 +467,46 @@ def leaderboard_for(benchmark: Benchmark, models: QuerySet[LanguageModel] | None
     shown = view.apply(models)
     if view.pins:  # a pinned model stays in sight whatever the filters
         shown = models.filter(Q(pk__in=shown.values("pk")) | Q(slug__in=view.pins))
-    scores = (
-        base.filter(language_model__in=shown)
-        .select_related("language_model", "language_model__architecture")
-        .order_by(F("rank").asc(nulls_last=True), F("score").desc(nulls_last=True), "language_model__name")
-    )
-    ranked: list[Row] = []
-    unranked: list[Row] = []
-    previews: list[Row] = []
-    for score in scores:
-        values: dict[str, float | None] = {}
-        for column in columns:
-            source = {"summary": score.summaries, "group": score.groups, "entry": score.entries}[column.kind]
-            values[column.key] = source.get(column.key)
-        model = score.language_model
-        row = Row(
-            score.rank,
-            model,
-            score.score,
-            values,
-            dict(score.entry_spread or {}),
-            list(score.missing),
-            test_overlap(model, datasets),
-            score.rank_tied,
-            score.rank_basis,
-            score.rank_interval,
-            score.inference_per_s,
-            model.slug in view.pins,
-            score.preview,
-        )
-        (previews if row.preview else ranked if row.rank is not None else unranked).append(row)
-    rows = _sorted(ranked, view) + _sorted(unranked, view) + _sorted(previews, view)
-    _cite_own_tables(benchmark, rows)
-    if view.pins:
-        rows = [r for r in rows if r.pinned] + [r for r in rows if not r.pinned]
+    scores = base.filter(language_model__in=shown)
+    lights = _lights(scores, columns, view)
+
+    def build(wanted: list[Light]) -> list[Row]:
+        found = {
+            score.pk: score
+            for score in Score.objects.filter(pk__in=[light.pk for light in wanted]).select_related(
+                "language_model", "language_model__architecture"
+            )
+        }
+        rows = [_row(found[light.pk], columns, datasets, view) for light in wanted]
+        _cite_own_tables(benchmark, rows)
+        return rows
+
     ranking = Ranking.objects.filter(benchmark=benchmark).first()
-    return Leaderboard(benchmark, columns, rows, view, ranking, total if total is not None else len(rows))
+    board_total = total if total is not None else len(lights)
+    return Leaderboard(benchmark, columns, BoardRows(lights, build), view, ranking, board_total, _best(scores, columns))
+
+
+def _row(score: Score, columns: list[Column], datasets: list[str], view: View) -> Row:
+    values: dict[str, float | None] = {}
+    for column in columns:
+        source = {"summary": score.summaries, "group": score.groups, "entry": score.entries}[column.kind]
+        values[column.key] = source.get(column.key)
+    model = score.language_model
+    return Row(
+        score.rank,
+        model,
+        score.score,
+        values,
+        dict(score.entry_spread or {}),
+        list(score.missing),
+        test_overlap(model, datasets),
+        score.rank_tied,
+        score.rank_basis,
+        score.rank_interval,
+        score.inference_per_s,
+        model.slug in view.pins,
+        score.preview,
+    )
 
 
 def _cite_own_tables(benchmark: Benchmark, rows: list[Row]) -> None:

@@ -83,43 +83,48 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
     view = View.from_params(request.GET)
     visible = LanguageModel.objects.visible_to(request.user)
     board = leaderboard_for(bench, visible, view)
-    data = board.as_json()
     architectures = Architecture.objects.filter(languagemodel__scores__benchmark=bench, languagemodel__in=visible)
     show_all = request.GET.get("rows") == "all"
-    table, previews = _table(board, data, preview=False), _table(board, data, preview=True)
     shown = None if show_all else ROWS_SHOWN
+    full, preview_rows = board.full_rows, board.preview_rows
+    # Only the rows on screen are built, serialised and laid out: at 5,000 models the rest was most of a render.
+    on_screen = full[:shown] + preview_rows[:shown]
+    data = board.as_json(on_screen)
+    table = _table(board, on_screen, data, preview=False)
+    previews = _table(board, on_screen, data, preview=True)
     context = {
         "benchmark": bench,
         "uninstalled": not bench.active,
         "board": board,
         "data": data,
-        "table": table[:shown],
-        "previews": previews[:shown],
+        "table": table,
+        "previews": previews,
         "preview_columns": board.preview_columns,
         "preview_groups": board.preview_groups,
         "preview_grouped": any(name for name, _ in board.preview_groups),
         # what a phone folds into each row's disclosure: the group scores when the benchmark shows them
         "fold_label": "Groups" if any(c.kind == "group" for c in board.visible_columns) else "Details",
-        "all_rows": len(table) + len(previews),
-        "hidden_rows": 0 if show_all else max(0, len(table) - ROWS_SHOWN) + max(0, len(previews) - ROWS_SHOWN),
+        "all_rows": len(full) + len(preview_rows),
+        "hidden_rows": 0 if show_all else max(0, len(full) - ROWS_SHOWN) + max(0, len(preview_rows) - ROWS_SHOWN),
         "all_rows_query": view.query() + ("&" if view.params() else "") + "rows=all",
         "view": view,
         "filters": _filter_choices(architectures.distinct().order_by("name")),
         "snapshots": list(Snapshot.objects.filter(benchmark=bench).values_list("date", flat=True)[:20]),
-        "pareto": _pareto_charts(board),
+        "pareto": _pareto_charts(board, on_screen),
         "max_pins": MAX_PINS,
     }
     return render(request, "leaderboard/benchmark.html", context).content.decode()
 
 
-def _table(board, data: dict, preview: bool) -> list[dict]:
+def _table(board, rows: list, data: dict, preview: bool) -> list[dict]:
     """The full-protocol rows' cells (or the previews': per-dataset columns always, none bold) as the page
-    prints them: "mean ± std", bold where best, "—" where missing. A preview's single seed has no spread."""
+    prints them: "mean ± std", bold where best, "—" where missing. A preview's single seed has no spread.
+    ``data`` is ``rows`` serialised (``Leaderboard.as_json(rows)``)."""
     precision = board.benchmark.precision
     best = {} if preview else {key: round(value, precision) for key, value in board.best.items()}
     columns = board.preview_columns if preview else board.visible_columns
     table = []
-    for row, shown in zip(board.rows, data["rows"], strict=True):
+    for row, shown in zip(rows, data["rows"], strict=True):
         if row.preview != preview:
             continue
         # "primary": the benchmark score, which a phone keeps in sight while the other summaries and the groups
@@ -165,30 +170,47 @@ def _filter_choices(architectures) -> list[dict]:
     ]
 
 
-def _pareto_charts(board) -> list[charts.Chart]:
-    """Score against size and against measured speed (Fang et al. 2023's question: what does small cost?)."""
+CHART_POINTS = 500  # above this many models, a chart draws the Pareto front and the models on screen
+
+
+def _pareto_charts(board, on_screen: list) -> list[charts.Chart]:
+    """Score against size and against measured speed (Fang et al. 2023's question: what does small cost?).
+
+    A board of thousands of models would put thousands of points (and a table of them) in the page:
+    above ``CHART_POINTS``, each chart keeps the front and the models on screen, and its title says so.
+    """
     label = board.primary_label
-    ranked = [r for r in board.full_rows if r.score is not None]  # a preview's one seed is no point on a frontier
-    by_size = [
-        {"name": r.model.name, "x": r.model.parameter_count, "y": r.score} for r in ranked if r.model.parameter_count
-    ]
-    by_speed = [{"name": r.model.name, "x": r.inference_per_s, "y": r.score} for r in ranked if r.inference_per_s]
+    ranked = [r for r in board.points if r.score is not None]  # a preview's one seed is no point on a frontier
+    by_size = [{"name": r.name, "x": r.parameters, "y": r.score} for r in ranked if r.parameters]
+    by_speed = [{"name": r.name, "x": r.inference_per_s, "y": r.score} for r in ranked if r.inference_per_s]
+    shown = {row.model.name for row in on_screen}
     made = []
     if by_size:
+        points, note = _charted(by_size, shown, maximise_x=False)
         made.append(
             charts.score_vs(
-                "parameters (count, log scale)", by_size, f"{label} (0-100)", maximise_x=False,
-                chart_id="pareto-size", title=f"{label} vs size",
+                "parameters (count, log scale)", points, f"{label} (0-100)", maximise_x=False,
+                chart_id="pareto-size", title=f"{label} vs size{note}",
             )
         )  # fmt: skip
     if by_speed:
+        points, note = _charted(by_speed, shown, maximise_x=True)
         made.append(
             charts.score_vs(
-                "test examples per second (log scale)", by_speed, f"{label} (0-100)",
-                maximise_x=True, chart_id="pareto-speed", title=f"{label} vs speed",
+                "test examples per second (log scale)", points, f"{label} (0-100)",
+                maximise_x=True, chart_id="pareto-speed", title=f"{label} vs speed{note}",
             )
         )  # fmt: skip
     return made
+
+
+def _charted(points: list[dict], shown: set[str], maximise_x: bool) -> tuple[list[dict], str]:
+    """The points a chart draws, and what its title adds when it leaves some out."""
+    if len(points) <= CHART_POINTS:
+        return points, ""
+    front = {id(p) for p in charts.pareto_front(points, maximise_x)}
+    kept = [p for p in points if id(p) in front or p["name"] in shown]
+    return kept, f" (the Pareto front and the models on screen: {len(kept)} of {len(points)})"
 
 
 EXPORT_FORMATS = ("csv", "json")
