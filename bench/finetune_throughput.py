@@ -20,7 +20,10 @@ token-classification head, the same seeded initialisation) on the same examples 
   progress bar or logging, collation in the main process (a worker process only competes
   with the two compute threads), and its default fused AdamW.
 * ``engine`` -- ``workers.engine.training.train``: length-grouped batches (mega-batches of 50
-  batches, against the Trainer's at most 50 and here 15), dynamic padding to a multiple of 8, bf16
+  batches, against the Trainer's at most 50 and here 15), padding-free steps
+  (``workers.engine.padding_free``: embeddings, projections, feed-forward layers, LayerNorm,
+  dropout and classifier run on the batch's real tokens only, Q/K/V as one product; attention per
+  sentence in a padded block, never across sentences), bf16
   autocast where the CPU has it natively, fused AdamW, and on CPUs the kernels of
   ``workers.engine.cpu_kernels`` (dropout masks from 32-bit lanes of the seeded generator instead
   of ``bernoulli_``, attention with dropout without SDPA's math-path guards). Tried and rejected,
@@ -52,7 +55,8 @@ from bench import common
 
 NAME = "finetune_throughput"
 ARMS = ("hf_default", "hf_best", "engine")
-GOALS = {"ratio_vs_default": 3.0, "ratio_vs_best": 1.5, "dev_f1_within_points": 1.0}
+GOALS = {"ratio_vs_default": 3.0, "ratio_vs_best": 2.0, "dev_f1_within_points": 1.0}
+GPU_MFU_GOAL = 0.30  # BERT-base on BC5-chem, padding-free with SDPA (measured only where a GPU is present)
 # "dev F1 within 1 point" is read as: the engine's speed costs no accuracy, i.e. its dev F1 is within
 # 1 point of each baseline's. The two Trainer arms differ from each other by batch size (8 vs 32)
 # and so by more than a point after two epochs; that spread is reported too, but it is not ours.
@@ -242,12 +246,29 @@ def _arm_settings(arm: str, config: Config, dtype) -> dict:
     }
     if arm == "hf_best":
         return {"runner": "transformers.Trainer (tuned)", **settings}
-    return {"runner": "workers.engine.training.train", **settings}
+    padding_free = "none in the dense layers (padding-free); attention per sentence, padded to the batch's longest"
+    return {"runner": "workers.engine.training.train", **settings, "padding": padding_free}
+
+
+def gpu_mfu() -> dict:
+    """The GPU goal's figure (>= 30% MFU for BERT-base on BC5-chem, padding-free with SDPA): measured only on a GPU.
+
+    This machine class has none; the engine's padding-free path is device-agnostic (SDPA picks
+    FlashAttention or memory-efficient kernels there), but no figure is claimed without a measurement.
+    """
+    if torch.cuda.is_available():
+        reason = "not measured: a GPU is present, but this benchmark has no GPU arm yet"
+    else:
+        reason = "not measured: no GPU"
+    return {"goal": GPU_MFU_GOAL, "measured": False, "reason": reason}
 
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
     common.check_arms(config.arms, ARMS, trainer=True)
+    absent = common.missing_data(common.dataset_directory(config.dataset))
+    if absent:
+        return common.skipped(NAME, absent, config, out_dir)
     from workers.engine.encoding import encode_token_tagging
 
     task = common.load_task(config.dataset)
@@ -271,6 +292,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "arms": arms,
         "flops": train_flops,
         "matmul_peaks": peaks,
+        "gpu_mfu": gpu_mfu(),
         "data": {
             "dataset": task.dataset,
             "fingerprint": task.fingerprint,

@@ -11,7 +11,8 @@ checkpoint and evaluates nothing in the loop.
 On CPUs the loop runs with :mod:`workers.engine.cpu_kernels`' dropout and attention, which
 draw dropout masks about twice as fast as ``bernoulli_``. Host-side work per step is kept
 small: the loss is read back only for the progress bar every few steps, and gradients are
-zeroed by setting them to None.
+zeroed by setting them to None. BERT token classifiers train and predict without padding
+(:mod:`workers.engine.padding_free`): their dense layers see only the batch's real tokens.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from workers.engine.batching import Collate, collate, iterate, length_grouped_ba
 from workers.engine.batching import computed_tokens as padded_batch_tokens
 from workers.engine.cpu_kernels import cpu_training_kernels
 from workers.engine.encoding import Feature
+from workers.engine.padding_free import loss_step, padded_token_logits, supports
 
 ProgressCallback = Callable[[int, int, float | None], None]
 
@@ -111,6 +113,7 @@ class TrainingContext:
     collate: Collate = collate
     computed_tokens: Callable[[dict[str, torch.Tensor]], int] = padded_batch_tokens
     eval_batch_size: int = 64
+    padding_free: bool = True  # train BERT token classifiers without padding (:mod:`workers.engine.padding_free`)
 
     @classmethod
     def for_formulation(
@@ -203,21 +206,23 @@ def train(
     if progress is not None:
         progress(0, last, None)  # start the clock of the caller's progress bar before the first step
     start = time.perf_counter()
+    step_loss, padding_free = loss_step(model, context.padding_free)
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
             batches = length_grouped_batches(lengths, hp.batch_size, rng)
             for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
                 batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
                 with autocast(device, dtype):
-                    loss = model(**batch).loss
+                    loss = step_loss(batch)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
-                real += sum(lengths[i] for i in batch_indices)
-                padded += context.computed_tokens(batch)
+                batch_real = sum(lengths[i] for i in batch_indices)
+                real += batch_real
+                padded += batch_real if padding_free else context.computed_tokens(batch)
                 if progress is not None and (step % 10 == 0 or step == last):
                     loss_value = float(loss.detach())
                     progress(step, last, loss_value)
@@ -263,11 +268,12 @@ def predict(
     outputs: list[np.ndarray | None] = [None] * len(features)
     start = time.perf_counter()
     batches = sorted_batches(lengths, context.eval_batch_size)
+    packed = context.padding_free and supports(model)
     for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
         batch.pop("labels", None)
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, dtype):
-            logits = model(**batch).logits
+            logits = padded_token_logits(model, batch) if packed else model(**batch).logits
         logits = logits.float().cpu().numpy()
         for row, index in enumerate(batch_indices):
             outputs[index] = logits[row, : lengths[index]] if logits.ndim == 3 else logits[row]
