@@ -18,9 +18,10 @@ resample as ``counts @ statistics``. The benchmark:
    linear in the resamples;
 5. checks that both give identical values on those resamples (``identical``: exact equality).
 
-Goal: the fast path under 5 s for the 1,000 resamples (``goals``). Timings on a shared machine
-are noisy: the ratio of the two, measured in the same run, is the figure to compare; the CPU
-seconds of each are recorded beside the wall time.
+Goal: the fast path under 5 s for the 1,000 resamples (``goals``: wall seconds, and CPU seconds,
+which is what the wall time would be on a quiet machine; ``cpu_share`` says how much of a core
+the process got). Timings on a shared machine are noisy: the ratio of the two paths, measured in
+the same run, is the figure to compare.
 """
 
 from __future__ import annotations
@@ -140,7 +141,15 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "ratio": exact["seconds"] / fast["seconds"],
         "ratio_cpu": exact["cpu_seconds"] / fast["cpu_seconds"],
         "unit": f"seconds to score one {config.seeds}-seed result on {config.resamples} resamples of the test set",
-        "goals": {**GOALS, "met": {"fast_seconds_under": fast["seconds"] < GOALS["fast_seconds_under"]}},
+        "goals": {
+            **GOALS,
+            "met": {
+                "fast_seconds_under": fast["seconds"] < GOALS["fast_seconds_under"],
+                # the same work on a quiet machine: wall time here includes what other processes took
+                "fast_cpu_seconds_under": fast["cpu_seconds"] < GOALS["fast_seconds_under"],
+            },
+        },
+        "cpu_share": fast["cpu_seconds"] / fast["seconds"],
         **figures,
     }
     return common.publish(NAME, result, config, __doc__, summary, out_dir)
@@ -156,7 +165,9 @@ def summary(result: dict) -> str:
     return "\n".join([
         common.table(["path", "resamples", "seconds", "cpu seconds"], rows),
         f"  {result['ratio']:.0f}x faster; identical on the measured resamples: {result['identical']}; "
-        f"goal under {GOALS['fast_seconds_under']:.0f} s met: {result['goals']['met']['fast_seconds_under']}",
+        f"goal under {GOALS['fast_seconds_under']:.0f} s met: {result['goals']['met']['fast_seconds_under']} "
+        f"(CPU seconds: {result['goals']['met']['fast_cpu_seconds_under']}; this process got "
+        f"{result['cpu_share']:.0%} of a core meanwhile)",
     ])  # fmt: skip
 
 

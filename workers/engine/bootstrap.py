@@ -15,11 +15,13 @@ once, on all its rows, with the metric spec's implementation wrapped to see exac
 predictions and options the formulation hands it. Then:
 
 * a metric that decomposes (entity, relation and micro F1, precision, recall, accuracy, macro and
-  token macro F1, HoC's micro F1; marked with :func:`workers.engine.metrics.common.decomposes`)
-  returns its per-example sufficient statistics, computed by the metric module's own counting
-  function, the one whose summed rows give the metric's value. Resample ``r`` drawing example
-  ``i`` ``counts[r, i]`` times scores ``value(counts @ statistics)``: the same formula on the
-  same sums, so the same number (exactly, for counts; to rounding, for SQuAD-style F1 sums);
+  token macro F1, HoC's micro F1, exact match, SQuAD F1, BioASQ's strict and lenient accuracy and
+  MRR; marked with :func:`workers.engine.metrics.common.decomposes`) returns its per-example (per
+  factoid question) sufficient statistics, computed by the metric module's own counting function,
+  the one whose summed rows give the metric's value. Resample ``r`` drawing example ``i``
+  ``counts[r, i]`` times scores ``value(counts @ statistics)``: the same formula on the same sums,
+  so the same number (exactly, for counts; to rounding, 1e-12, where question scores are fractions
+  or macro F1 averages the classes a resample saw);
 * a metric that does not (Pearson, ROC AUC; marked with
   :func:`~workers.engine.metrics.common.vectorised`) is computed on all resamples at once by its
   module's row-wise form, undefined exactly where the metric raises;
@@ -172,14 +174,12 @@ def _resampled_runs(
     count = len(scoring.rows) if units is None else len(units)
     indices = resample_indices(key, count, resamples)
     values = np.full((len(run_keys), resamples), np.nan)
-    slow = list(range(len(run_keys)))
-    if not exact:
-        counts = _draw_counts(indices)  # shared by every run's statistics
-        fast = [_fast_values(scoring, metric, *run, indices, counts, units) for run in inputs]
-        slow = [n for n, vector in enumerate(fast) if vector is None]
-        for n, vector in enumerate(fast):
-            if vector is not None:
-                values[n] = vector
+    plans = [None] * len(run_keys) if exact else [_fast_plan(scoring, metric, *run, indices, units) for run in inputs]
+    slow = [n for n, plan in enumerate(plans) if plan is None]
+    for n, plan in enumerate(plans):
+        if isinstance(plan, np.ndarray):
+            values[n] = plan
+    _sum_statistics(values, indices, {n: plan for n, plan in enumerate(plans) if isinstance(plan, Sufficient)})
     for r, drawn in enumerate(indices):
         for n in slow:
             values[n, r] = _score_resample(scoring, metric, *inputs[n], units, drawn)
@@ -234,26 +234,26 @@ def _capture(scoring: GoldScoring, metric: str, predicted: list, logits: list) -
     return capture if capture.inputs is not None else None
 
 
-def _fast_values(
+def _fast_plan(
     scoring: GoldScoring,
     metric: str,
     predicted: list,
     logits: list,
     indices: np.ndarray,
-    counts: np.ndarray,
     units: list[list[int]] | None,
-) -> np.ndarray | None:
-    """One run's ``(resamples,)`` values from sufficient statistics or a vectorised metric; None: score each resample.
+) -> Sufficient | np.ndarray | None:
+    """How to score one run without ``score`` per resample: its statistics, its values, or None (no shortcut).
 
-    ``counts`` is :func:`_draw_counts` of ``indices``. The metric's inputs must be one item per
-    resampled unit (row, or factoid question) for the draws to index them: :func:`_checked` makes
-    sure of it before the values are used.
+    A decomposable metric gives its :class:`Sufficient` (summed over the draws by
+    :func:`_sum_statistics`); a vectorised one its ``(resamples,)`` values at once. The metric's
+    inputs must be one item per resampled unit (row, or factoid question) for the draws to index
+    them: :func:`_checked` makes sure of it first.
     """
     capture = _capture(scoring, metric, predicted, logits)
     if capture is None:
         return None
     gold, pred, options, sufficient = capture.inputs
-    if len(gold) != indices.shape[1]:
+    if len(gold) != indices.shape[1] or (sufficient is None and not hasattr(capture.function, "resampled")):
         return None
 
     def values(drawn: np.ndarray, drawn_counts: np.ndarray) -> np.ndarray:
@@ -261,14 +261,29 @@ def _fast_values(
             return sufficient.resampled(drawn_counts)
         return np.asarray(capture.function.resampled(gold, pred, drawn, **options), dtype=np.float64)
 
-    if sufficient is None and not hasattr(capture.function, "resampled"):
-        return None
     try:
         if not _checked(scoring, metric, predicted, logits, units, values):
             return None
-        return values(indices, counts)
+        return sufficient if sufficient is not None else values(indices, np.empty(0))
     except ValueError:  # undefined for all the examples in a way the metric decides per resample: score each
         return None
+
+
+COUNT_BLOCK = 128  # resamples whose draw counts are held at once: 128 x test examples floats
+
+
+def _sum_statistics(values: np.ndarray, indices: np.ndarray, statistics: dict[int, Sufficient]) -> None:
+    """Fill ``values[n]`` with run ``n``'s metric on every resample, from its summed statistics.
+
+    The draw counts are built a block of resamples at a time and shared by every run, so memory
+    stays ``COUNT_BLOCK x examples`` however large the test set.
+    """
+    if not statistics:
+        return
+    for start in range(0, indices.shape[0], COUNT_BLOCK):
+        block = _draw_counts(indices[start : start + COUNT_BLOCK])
+        for n, sufficient in statistics.items():
+            values[n, start : start + len(block)] = sufficient.resampled(block)
 
 
 CHECK_UNITS = 64  # units of the check resample: a shortcut that reads other inputs than score() shows up at once

@@ -63,6 +63,16 @@ def conlleval_entities(seq: Sequence[str]) -> set[tuple[str, int, int]]:
     return entities
 
 
+@lru_cache(maxsize=1 << 16)
+def _conlleval_of(seq: tuple[str, ...]) -> frozenset[tuple[str, int, int]]:
+    """:func:`conlleval_entities` of one sentence, remembered.
+
+    A job's runs are scored against the same gold sentences, and a good model's predictions repeat
+    most of them, so the bootstrap's one pass per run reads each distinct sentence once.
+    """
+    return frozenset(conlleval_entities(seq))
+
+
 def _strict_entities(seq: Sequence[str], scheme: str) -> set[tuple[str, int, int]]:
     """Chunks as seqeval's strict mode reads them: only well-formed entities of the scheme count.
 
@@ -91,12 +101,12 @@ def _strict_entities(seq: Sequence[str], scheme: str) -> set[tuple[str, int, int
     return entities
 
 
-def _extractor(mode: str, scheme: str | None) -> Callable[[Sequence[str]], set]:
+def _extractor(mode: str, scheme: str | None) -> Callable[[Sequence[str]], set | frozenset]:
     """The chunk reader of ``mode`` (and ``scheme``), or ValueError naming what is wrong."""
     if mode == "conlleval":
         if scheme is not None:
             raise ValueError("scheme applies to mode='strict' only; conlleval mode reads any of B/I/E/S/U/L")
-        return conlleval_entities
+        return lambda seq: _conlleval_of(tuple(seq))
     if mode == "strict":
         name = _SCHEME_ALIASES.get((scheme or "IOB2").upper(), (scheme or "IOB2").upper())
         if name not in _SCHEMES:
