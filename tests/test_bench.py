@@ -157,13 +157,18 @@ class TestLeaderboard:
         assert written["api_p95_ms"] == (api["p95_ms"] if api["all_ok"] else None)
         data = written["data"]
         assert data["results"] == 12 * 4 - 1 and data["runs"] == 2 * data["results"] == 2 * data["jobs"]
+        # Result vectors where the ranking reads them: the newcomer's and the checked models' (here all 12).
         assert data["result_resamples"] == data["results"] and data["scores"] == 12
+        checked = written["fixture_check"]
+        assert checked["models"] == 11 and checked["identical"] is True and checked["recompute_scores_s"] > 0
         # A fixed handful of queries, whatever the number of models on the board.
         queries = written["queries"]["page"]
         assert queries["small_board"]["status"] == queries["all_models"]["status"] == 200
         assert queries["small_board"]["queries"] == queries["all_models"]["queries"] == written["queries_per_page"] > 0
         assert queries["small_board"]["cached_queries"] == written["queries_per_page_cached"] > 0
         assert written["load"]["cache_miss"]["page"]["statuses"] == {"200": 2} and written["page_miss_p95_ms"] > 0
+        assert written["load"]["cache_miss"]["api"]["statuses"] == {"200": 2} and written["api_miss_p95_ms"] > 0
+        assert written["queries"]["api"]["small_board"]["queries"] == written["queries_per_api_answer"] > 0
         # The new result completed its model, whose score was bootstrap-ranked among the public ones.
         significance = written["significance"]
         assert significance["before"]["rank"] is None and significance["before"]["missing"]
@@ -172,7 +177,10 @@ class TestLeaderboard:
         assert sum(written["significance_split_s"].values()) == pytest.approx(
             written["significance_recompute_s"], abs=0.05
         )
-        assert set(written["goals"]["met"]) == {"page_p95_under_100_ms", "significance_recompute_under_60_s"}
+        goals = {"page_p95_under_50_ms", "api_p95_under_50_ms", "cache_miss_under_1_s",
+                 "significance_recompute_under_30_s", "queries_per_page_constant"}  # fmt: skip
+        assert set(written["goals"]["met"]) == goals
+        assert written["goals"]["met"]["queries_per_page_constant"]
 
 
 def test_runner_takes_names_and_settings(tmp_path, capsys):
