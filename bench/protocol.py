@@ -4,7 +4,10 @@ A model is submitted the way a user submits it (``manage.py submit --model DIR -
 --datasets D --overrides JSON``) to a whole platform in real processes (:mod:`bench.harness`: its
 own PostgreSQL database and Redis, the web app, the CPU worker that scores and records, and one
 GPU worker running the real engine), with the production timings (heartbeats every 5 s, a tick
-every 5 s). Every dataset runs BLURB's full protocol (Gu et al. 2021, section 6.2, as
+every 5 s) but for the silence that counts as death: 300 s, since a score job heartbeats only
+when claimed and when done, and one longer than production's 30 s is reaped and retried.
+
+Every dataset runs BLURB's full protocol (Gu et al. 2021, section 6.2, as
 ``plugins/protocols/papers.py`` contributes it): the six points of the learning rate {1e-5, 3e-5,
 5e-5} x batch {16, 32} grid at the task type's epochs (20 for NER, 10 for relation extraction,
 30 for sentence similarity, 20 for document classification and QA), each scored on dev with the
@@ -111,8 +114,8 @@ class Config:
     benchmark: str = "blurb"
     model: str = ""  # a checkpoint directory; empty: MiniLM-L6 (bench.common.model_dir())
     database_server: str = "postgres://postgres@127.0.0.1:5432"
-    heartbeat_s: int = 5  # the production defaults
-    stale_s: int = 30
+    heartbeat_s: int = 5  # the production defaults, but for stale_s (production: 30): a score job
+    stale_s: int = 300  # heartbeats only when claimed and when done, so a longer one is reaped as silent
     tick_s: int = 5
     engine_threads: int = 0  # the GPU worker's torch threads; 0: every core
     matmul_size: int = 2048
