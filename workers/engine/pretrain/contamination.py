@@ -162,7 +162,7 @@ _WORD_BYTE = np.zeros(256, dtype=bool)
 _WORD_BYTE[list(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")] = True  # \w in ASCII
 _SPACE_BYTE = np.zeros(256, dtype=bool)
 _SPACE_BYTE[list(b" \t\n\r\x0b\x0c")] = True
-_LOWER_BYTE = np.arange(256, dtype=np.uint64)
+_LOWER_BYTE = np.arange(256, dtype=np.uint8)
 _LOWER_BYTE[65:91] += 32
 BYTE_BASES = (0x100000001B3, 0x5BD1E9955BD1E995, 0x9E3779B97F4A7C15)  # odd; the first without a clash is used
 
@@ -239,11 +239,14 @@ class _Vocabulary:
         first, size = starts[order], lengths[order]
         active = np.searchsorted(-size, -np.arange(int(size[0])), side="left")  # words longer than k, per column k
         keys = np.zeros(len(order), dtype=np.uint64)
+        lowered = _LOWER_BYTE[codes]
         with np.errstate(over="ignore"):
             for column, count in enumerate(active.tolist()):
                 part = keys[:count]
                 np.multiply(part, self.base, out=part)
-                np.add(part, _LOWER_BYTE[codes[first[:count] + column]], out=part)
+                np.add(part, lowered[first[:count]], out=part)
+                if column + 1 < len(active):
+                    first[: active[column + 1]] += 1  # the next column of the words that reach it
         self._look_up(_mix(keys), size, order, ids)
         return ids
 
@@ -357,8 +360,10 @@ class ScanTable:
         breaks = np.concatenate(([0], np.cumsum(ids == 0, dtype=np.int64)))
         found: set[int] = set()
         shift = np.uint64(64 - FILTER_BITS)
+        top = np.empty(len(ids), dtype=np.uint64)
         for length, first, second in _window_keys(ids, self.vocabulary.hashes, self.lengths):
-            positions = np.flatnonzero(self.filter[(first >> shift).astype(np.intp)])
+            index = np.right_shift(first, shift, out=top[: len(first)]).view(np.int64)  # < 2**24: no sign
+            positions = np.flatnonzero(self.filter[index])
             positions = positions[breaks[positions + length] == breaks[positions]]  # no break inside the window
             keys = first[positions]
             at = np.minimum(np.searchsorted(self.firsts, keys), len(self.firsts) - 1)
