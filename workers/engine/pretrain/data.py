@@ -19,14 +19,62 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from itertools import chain, islice
 from pathlib import Path
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-TOKENIZE_BATCH = 256
+logger = logging.getLogger("biolm.pretrain")
+TOKENIZE_BATCH = 2048  # documents per call: large, so the tokenizers library's Rust threads share the work
+Progress = Callable[[int], None]  # called with the characters (documents and newlines) prepared so far
+
+
+class CorpusProgress:
+    """A pass over a corpus file, reported as it goes: throughput and ETA in the log, and in the progress file.
+
+    Called with the characters read so far (documents and their newlines, after the recipe's
+    preprocessors); the ETA reads them against the file's size in bytes, which is exact for
+    ASCII text and close for biomedical text, and absent for a gzipped corpus. A line is
+    logged at most every ``interval_s`` seconds; ``BIOLM_PROGRESS_FILE``, when set, gets the
+    same state (``label``, ``step`` = characters, ``total`` = bytes, ``mb_per_second``,
+    ``eta_seconds``) for the job runner's heartbeats.
+    """
+
+    def __init__(self, label: str, path: Path, interval_s: float = 10.0) -> None:
+        from workers.engine.progress_file import ProgressFile
+
+        self.label, self.interval_s = label, interval_s
+        self.total = None if Path(path).suffix == ".gz" else Path(path).stat().st_size
+        self.file = ProgressFile.from_environment()
+        self.started = self.logged = time.perf_counter()
+        self.done = 0
+
+    def __call__(self, done: int) -> None:
+        self.done = done
+        now = time.perf_counter()
+        if now - self.logged >= self.interval_s:
+            self.logged = now
+            self.report()
+
+    def report(self) -> dict:
+        """Log the state now and write it to the progress file; the figures."""
+        seconds = max(time.perf_counter() - self.started, 1e-9)
+        rate = self.done / seconds
+        eta = max(self.total - self.done, 0) / rate if self.total and rate else None
+        of = f" of {self.total / 1e6:,.1f}" if self.total else ""
+        logger.info(
+            "%s: %.1f%s MB, %.1f MB/s%s", self.label, self.done / 1e6, of, rate / 1e6,
+            f", ETA {eta:.0f} s" if eta is not None else "",
+        )  # fmt: skip
+        if self.file is not None:
+            total = self.total or self.done
+            self.file.write(self.label, min(self.done, total), total, None, mb_per_second=rate / 1e6, eta_seconds=eta)
+        return {"characters": self.done, "seconds": seconds, "mb_per_second": rate / 1e6}
 
 
 @dataclass
@@ -53,38 +101,96 @@ def is_heldout(text: str, share: float) -> bool:
     return int.from_bytes(digest, "big") / 2**64 < share
 
 
+def batch_encoder(tokenizer: PreTrainedTokenizerBase) -> Callable[[list[str]], list[tuple[list[int], list]]]:
+    """Texts to (piece ids, word ids) without special tokens, as ``tokenizer(texts)`` gives them.
+
+    A fast tokenizer is called through its Rust ``encode_batch`` on a copy of its backend with
+    truncation and padding off (what ``tokenizer(texts, add_special_tokens=False)`` sets): the
+    same pieces and words, without the wrapper's per-text Python work, and spread over the cores
+    unless ``TOKENIZERS_PARALLELISM`` is false. A slow (Python) tokenizer is called as it is.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+
+        def slow(texts: list[str]) -> list[tuple[list[int], list]]:
+            encoded = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
+            return [(encoded["input_ids"][i], encoded.word_ids(i)) for i in range(len(texts))]
+
+        return slow
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+
+    def fast(texts: list[str]) -> list[tuple[list[int], list]]:
+        return [(encoding.ids, encoding.word_ids) for encoding in copy.encode_batch(texts, add_special_tokens=False)]
+
+    return fast
+
+
 class BlockWriter:
-    """Packs tokenized documents into blocks and appends them to ``<prefix>.ids`` / ``<prefix>.words``."""
+    """Packs tokenized documents into blocks and appends them to ``<prefix>.ids`` / ``<prefix>.words``.
+
+    Packing is done on numpy arrays a batch of documents at a time: the pieces of the batch in
+    one array, a separator after each document, word numbers continued across documents, then
+    every full block cut, renumbered and written at once.
+    """
 
     def __init__(self, prefix: Path, block_size: int, cls_id: int, sep_id: int) -> None:
         self.prefix, self.block_size, self.cls_id, self.sep_id = prefix, block_size, cls_id, sep_id
         self.body = block_size - 2
-        self.ids: list[int] = []
-        self.words: list[int] = []
+        self.ids = np.zeros(0, dtype=np.int32)  # the pieces not yet in a block
+        self.words = np.zeros(0, dtype=np.int64)
         self.next_word = 0
         self.blocks = 0
         self.tokens = 0
         self._ids_file = open(f"{prefix}.ids", "wb")  # noqa: SIM115 - closed in close()
         self._words_file = open(f"{prefix}.words", "wb")  # noqa: SIM115
 
-    def add(self, ids: list[int], word_ids: list[int | None]) -> None:
-        base = self.next_word
-        self.ids.extend(ids)
-        self.words.extend(base + w if w is not None else -1 for w in word_ids)
-        self.next_word = base + (max((w for w in word_ids if w is not None), default=-1) + 1)
-        self.ids.append(self.sep_id)  # documents are separated, as RoBERTa's FULL-SENTENCES packing does
-        self.words.append(-1)
-        self.tokens += len(ids)
-        while len(self.ids) >= self.body:
-            self._emit(self.ids[: self.body], self.words[: self.body])
-            del self.ids[: self.body], self.words[: self.body]
+    def add(self, documents: list[tuple[list[int], list]]) -> None:
+        """Documents' (piece ids, word ids) in order; each is followed by the separator, as RoBERTa's
+        FULL-SENTENCES packing does, and its words are numbered after the previous document's."""
+        if not documents:
+            return
+        lengths = np.fromiter((len(ids) for ids, _ in documents), dtype=np.int64, count=len(documents))
+        pieces = int(lengths.sum())
+        ids = np.fromiter(chain.from_iterable(ids for ids, _ in documents), dtype=np.int32, count=pieces)
+        words = np.array([w for _, word_ids in documents for w in word_ids], dtype=np.float64).reshape(-1)
+        words = np.where(np.isnan(words), -1, words).astype(np.int64)  # None (a special token): -1
+        document = np.repeat(np.arange(len(documents)), lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        maxima = np.full(len(documents), -1, dtype=np.int64)
+        filled = lengths > 0
+        maxima[filled] = np.maximum.reduceat(words, starts[filled]) if pieces else maxima[filled]
+        bases = self.next_word + np.concatenate(([0], np.cumsum(maxima + 1)[:-1]))
+        self.next_word = int(bases[-1] + maxima[-1] + 1)
+        stream_ids = np.full(pieces + len(documents), self.sep_id, dtype=np.int32)
+        stream_words = np.full(pieces + len(documents), -1, dtype=np.int64)
+        at = np.arange(pieces) + document  # each document's pieces shifted past the separators before it
+        stream_ids[at] = ids
+        stream_words[at] = np.where(words >= 0, words + bases[document], -1)
+        self.tokens += pieces
+        self.ids = np.concatenate((self.ids, stream_ids))
+        self.words = np.concatenate((self.words, stream_words))
+        self._emit()
 
-    def _emit(self, ids: list[int], words: list[int]) -> None:
-        first = min((w for w in words if w >= 0), default=0)
-        local = [w - first if w >= 0 else -1 for w in words]  # word numbers from 0 within the block
-        np.asarray([self.cls_id, *ids, self.sep_id], dtype=np.int32).tofile(self._ids_file)
-        np.asarray([-1, *local, -1], dtype=np.int32).tofile(self._words_file)
-        self.blocks += 1
+    def _emit(self) -> None:
+        count = len(self.ids) // self.body
+        if not count:
+            return
+        ids = self.ids[: count * self.body].reshape(count, self.body)
+        words = self.words[: count * self.body].reshape(count, self.body)
+        numbered = words >= 0
+        first = np.where(numbered, words, np.iinfo(np.int64).max).min(axis=1)
+        local = np.where(numbered, words - np.where(first == np.iinfo(np.int64).max, 0, first)[:, None], -1)
+        framed = np.empty((count, self.block_size), dtype=np.int32)
+        framed[:, 0], framed[:, -1], framed[:, 1:-1] = self.cls_id, self.sep_id, ids
+        framed.tofile(self._ids_file)
+        framed[:, 0], framed[:, -1], framed[:, 1:-1] = -1, -1, local  # word numbers from 0 within the block
+        framed.tofile(self._words_file)
+        self.blocks += count
+        self.ids, self.words = self.ids[count * self.body :].copy(), self.words[count * self.body :].copy()
 
     def close(self) -> None:
         # the tail shorter than a block is dropped, as run_mlm.py's group_texts does
@@ -99,24 +205,28 @@ def write_blocks(
     *,
     block_size: int,
     heldout_share: float,
+    progress: Progress | None = None,
 ) -> CorpusStats:
     """Stream ``documents`` into ``directory``/{train,heldout}.{ids,words}; their statistics."""
     directory.mkdir(parents=True, exist_ok=True)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     writers = {part: BlockWriter(directory / part, block_size, cls_id, sep_id) for part in ("train", "heldout")}
+    encode = batch_encoder(tokenizer)
     digest = hashlib.sha256()
     counts = {"documents": 0, "heldout": 0, "characters": 0}
     try:
         for batch in _batches(documents, TOKENIZE_BATCH):
-            for text in batch:
-                digest.update(text.encode("utf-8") + b"\n")
-            encoded = tokenizer(batch, add_special_tokens=False, return_attention_mask=False)
-            for index, text in enumerate(batch):
-                part = "heldout" if is_heldout(text, heldout_share) else "train"
-                writers[part].add(encoded["input_ids"][index], encoded.word_ids(index))
-                counts["documents"] += 1
-                counts["heldout"] += part == "heldout"
-                counts["characters"] += len(text)
+            digest.update(("\n".join(batch) + "\n").encode("utf-8"))
+            encoded = encode(batch)
+            heldout = [is_heldout(text, heldout_share) for text in batch]
+            writers["train"].add([pair for pair, held in zip(encoded, heldout, strict=True) if not held])
+            writers["heldout"].add([pair for pair, held in zip(encoded, heldout, strict=True) if held])
+            counts["documents"] += len(batch)
+            counts["heldout"] += sum(heldout)
+            characters = sum(map(len, batch))
+            counts["characters"] += characters
+            if progress is not None:
+                progress(counts["characters"] + counts["documents"])
     finally:
         for writer in writers.values():
             writer.close()
@@ -263,6 +373,7 @@ def write_pair_blocks(
     heldout_share: float,
     task: str,
     seed: int = 42,
+    progress: Progress | None = None,
 ) -> CorpusStats:
     """Sentence-pair instances of ``task`` (``nsp`` or ``sop``) for the training and held-out parts."""
     if task not in PAIR_TASKS:
@@ -274,27 +385,26 @@ def write_pair_blocks(
     }
     digest = hashlib.sha256()
     counts = {"documents": 0, "heldout": 0, "characters": 0, "sentences": 0}
+    encode = batch_encoder(tokenizer)
     try:
         for batch in _batches(documents, TOKENIZE_BATCH):
             sentences = [text.split("\n") for text in batch]
-            flat = [sentence for document in sentences for sentence in document]
-            encoded = tokenizer(flat, add_special_tokens=False, return_attention_mask=False)
-            position = 0
+            encoded = iter(encode([sentence for document in sentences for sentence in document]))
             for text, document in zip(batch, sentences, strict=True):
                 digest.update(text.encode("utf-8") + b"\n")
                 pieces, first_word = [], 0
-                for _ in document:
-                    word_ids = encoded.word_ids(position)
+                for ids, word_ids in islice(encoded, len(document)):
                     words = [first_word + w if w is not None else -1 for w in word_ids]
                     first_word = max(words, default=first_word - 1) + 1
-                    pieces.append((encoded["input_ids"][position], words))
-                    position += 1
+                    pieces.append((ids, words))
                 part = "heldout" if is_heldout(text, heldout_share) else "train"
                 writers[part].add(pieces)
                 counts["documents"] += 1
                 counts["heldout"] += part == "heldout"
                 counts["characters"] += len(text)
                 counts["sentences"] += len(document)
+            if progress is not None:
+                progress(counts["characters"] + counts["documents"])
     finally:
         for writer in writers.values():
             writer.close()
