@@ -26,6 +26,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from biolm.errors import first_line
+from workers.engine.word_counts import count_words
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CONTINUATION = "##"
@@ -35,13 +36,15 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool = Tru
     """A BERT-style WordPiece tokenizer learned on ``texts``; the same texts give the same ids in any process."""
     normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    words: Counter[str] = Counter()
-    for text in texts:
-        words.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
-    vocab = learn_wordpiece_vocabulary(words, vocab_size)
+    words = count_words(texts, normalizer, pre_tokenizer, byte_level=False)
+    return wordpiece_tokenizer(learn_wordpiece_vocabulary(words, vocab_size), lowercase=lowercase)
+
+
+def wordpiece_tokenizer(vocab: list[str], *, lowercase: bool = True) -> PreTrainedTokenizerFast:
+    """BERT's WordPiece tokenizer around ``vocab`` (ids in list order): its normaliser, pre-tokenizer and template."""
     tokenizer = Tokenizer(models.WordPiece({token: i for i, token in enumerate(vocab)}, unk_token="[UNK]"))
-    tokenizer.normalizer = normalizer
-    tokenizer.pre_tokenizer = pre_tokenizer
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     cls_id, sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",

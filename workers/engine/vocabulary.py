@@ -7,9 +7,12 @@ share of a term list that stays one token, and the mean pieces per term) and the
 per word of a corpus; :func:`compare` sets a new vocabulary beside the one a continual run
 starts from.
 
-Two kinds are learned, both deterministically (the ``tokenizers`` trainers break ties between
-equally frequent merges by hash-map order, so the same corpus gave different vocabularies from
-process to process):
+Two kinds are learned, both deterministically (the ``tokenizers`` trainers as shipped break ties
+between equally frequent merges by hash-map order, so the same corpus gave different vocabularies
+from process to process), by learner 1 (words counted at ``str.split`` speed with the library's
+own normaliser and pre-tokenizer, :mod:`workers.engine.word_counts`; greedy merges in Python,
+ties by text) or learner 2 (the Rust trainers made deterministic,
+:mod:`workers.engine.vocabulary_trainer`):
 
 * ``wordpiece``: BERT, Bioformer and PubMedBERT style, cased or uncased, ``##`` continuations
   (:func:`workers.engine.tokenization.train_wordpiece`);
@@ -21,15 +24,27 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from workers.engine.tokenization import greedy_merges, train_wordpiece
+from workers.engine.vocabulary_trainer import (
+    LEARNER_VERSION,
+    train_byte_level_bpe_from_files,
+    train_from_texts,
+    train_wordpiece_from_files,
+)
+from workers.engine.word_counts import count_words
 
 KINDS = ("wordpiece", "byte-bpe")
+# 1: counts by str.split + the library's normaliser and pre-tokenizer per distinct token, greedy merges
+# in Python, ties by text (every vocabulary biolm has learned); 2: the Rust trainers, made deterministic
+LEARNERS = (1, LEARNER_VERSION)
+DEFAULT_LEARNER = 1
 BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
 # Gu et al. 2021, Table 1: common biomedical terms, and the categories the paper gives them.
@@ -56,28 +71,52 @@ DEFAULT_TERMS: tuple[str, ...] = tuple(term for term, _ in PUBMEDBERT_TABLE_1_TE
 
 
 def train_vocabulary(
-    texts: Iterable[str], kind: str, size: int, *, lowercase: bool | None = None
+    texts: Iterable[str], kind: str, size: int, *, lowercase: bool | None = None, learner: int = DEFAULT_LEARNER
 ) -> PreTrainedTokenizerFast:
     """A ``kind`` vocabulary of ``size`` entries learned on ``texts``; the same texts give the same ids anywhere.
 
     ``lowercase`` defaults to each kind's original: uncased WordPiece (BERT-uncased, PubMedBERT),
-    cased byte-level BPE (RoBERTa).
+    cased byte-level BPE (RoBERTa). ``learner`` picks the vocabulary learner: 1 (the default)
+    merges in Python after a fast exact count (:mod:`workers.engine.word_counts`), 2 the
+    ``tokenizers`` Rust trainers made deterministic (:mod:`workers.engine.vocabulary_trainer`),
+    whose merges are faster but whose count is slower, and whose ties fall differently.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if learner not in LEARNERS:
+        raise ValueError(f"unknown vocabulary learner {learner!r}; expected one of {', '.join(map(str, LEARNERS))}")
+    lower = True if lowercase is None and kind == "wordpiece" else bool(lowercase)
+    if learner == 2:
+        return train_from_texts(texts, kind, size, lowercase=lower)
     if kind == "wordpiece":
-        return train_wordpiece(texts, size, lowercase=True if lowercase is None else lowercase)
-    return train_byte_level_bpe(texts, size, lowercase=bool(lowercase))
+        return train_wordpiece(texts, size, lowercase=lower)
+    return train_byte_level_bpe(texts, size, lowercase=lower)
+
+
+def train_vocabulary_from_files(
+    paths: Sequence[Path], kind: str, size: int, *, lowercase: bool | None = None, learner: int = DEFAULT_LEARNER
+) -> PreTrainedTokenizerFast:
+    """A ``kind`` vocabulary of ``size`` entries over the text files ``paths`` (one text per line), streamed."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {', '.join(KINDS)}")
+    lower = True if lowercase is None and kind == "wordpiece" else bool(lowercase)
+    if learner == LEARNER_VERSION:
+        learn = train_wordpiece_from_files if kind == "wordpiece" else train_byte_level_bpe_from_files
+        return learn(paths, size, lowercase=lower)
+    return train_vocabulary(_lines(paths), kind, size, lowercase=lower, learner=learner)
+
+
+def _lines(paths: Sequence[Path]) -> Iterator[str]:
+    for path in paths:
+        with Path(path).open(encoding="utf-8") as handle:
+            yield from (line.rstrip("\n") for line in handle)
 
 
 def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bool = False) -> PreTrainedTokenizerFast:
-    """A RoBERTa-style byte-level BPE tokenizer: 256 byte symbols, then greedy merges, ties by text."""
+    """A RoBERTa-style byte-level BPE tokenizer: 256 byte symbols, then greedy merges, ties by text (learner 1)."""
     pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     normalizer = normalizers.Lowercase() if lowercase else None
-    words: Counter[str] = Counter()
-    for text in texts:
-        text = normalizer.normalize_str(text) if normalizer else text
-        words.update(word for word, _ in pre_tokenizer.pre_tokenize_str(text))
+    words = count_words(texts, normalizer, pre_tokenizer, byte_level=True)
     vocab = [*BPE_SPECIAL_TOKENS, *sorted(pre_tokenizers.ByteLevel.alphabet())]
     if vocab_size < len(vocab):
         raise ValueError(f"a byte-level BPE vocabulary needs at least {len(vocab)} entries, not {vocab_size}")
@@ -91,10 +130,17 @@ def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bo
                 vocab.append(merged)
                 if len(vocab) >= vocab_size:
                     break
+    return byte_level_bpe_tokenizer(vocab, merges, lowercase=lowercase)
+
+
+def byte_level_bpe_tokenizer(
+    vocab: list[str], merges: list[tuple[str, str]], *, lowercase: bool = False
+) -> PreTrainedTokenizerFast:
+    """RoBERTa's byte-level BPE tokenizer around ``vocab`` (ids in list order) and ``merges`` (in rank order)."""
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(vocab)}, merges))
-    if normalizer is not None:
-        tokenizer.normalizer = normalizer
-    tokenizer.pre_tokenizer = pre_tokenizer
+    if lowercase:
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.RobertaProcessing(
         ("</s>", vocab.index("</s>")), ("<s>", vocab.index("<s>")), trim_offsets=True, add_prefix_space=False
