@@ -29,7 +29,7 @@ from django.db import DatabaseError
 from biolm import contract, plugin_set
 from biolm.broker import GPU_TASK
 from biolm.plugin_faults import PluginFault, blame
-from jobs import dispatch, handlers, lifecycle
+from jobs import dispatch, handlers, keepalive, lifecycle
 from jobs.models import Job
 from registry.sync import load_contributions
 
@@ -114,7 +114,8 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
         lifecycle.heartbeat(job.pk, token, delivery, log=f"reloaded the plugins, which changed: {'; '.join(changes)}\n")
     try:
         contract.check(job.contract.code).require()
-        line = handlers.handler_for(job.kind)(job)
+        with keepalive.heartbeats(job.pk, token, delivery):
+            line = handlers.handler_for(job.kind)(job)
         lifecycle.heartbeat(job.pk, token, delivery, log=line + "\n")
     except contract.CodeMissing as exc:  # another worker may have the plugin: the platform's, retried
         lifecycle.fail(job.pk, token, delivery, f"{exc} on {worker}: {INSTALL_HINT}", Job.Cause.PLATFORM)
