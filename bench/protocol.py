@@ -4,8 +4,8 @@ A model is submitted the way a user submits it (``manage.py submit --model DIR -
 --datasets D --overrides JSON``) to a whole platform in real processes (:mod:`bench.harness`: its
 own PostgreSQL database and Redis, the web app, the CPU worker that scores and records, and one
 GPU worker running the real engine), with the production timings (heartbeats every 5 s, a tick
-every 5 s) but for the silence that counts as death: 300 s, since a score job heartbeats only
-when claimed and when done, and one longer than production's 30 s is reaped and retried.
+every 5 s, 30 s of silence counted as death: a score job heartbeats while it scores,
+:mod:`jobs.keepalive`).
 
 Every dataset runs BLURB's full protocol (Gu et al. 2021, section 6.2, as
 ``plugins/protocols/papers.py`` contributes it): the six points of the learning rate {1e-5, 3e-5,
@@ -114,8 +114,8 @@ class Config:
     benchmark: str = "blurb"
     model: str = ""  # a checkpoint directory; empty: MiniLM-L6 (bench.common.model_dir())
     database_server: str = "postgres://postgres@127.0.0.1:5432"
-    heartbeat_s: int = 5  # the production defaults, but for stale_s (production: 30): a score job
-    stale_s: int = 300  # heartbeats only when claimed and when done, so a longer one is reaped as silent
+    heartbeat_s: int = 5  # the production defaults
+    stale_s: int = 30
     tick_s: int = 5
     engine_threads: int = 0  # the GPU worker's torch threads; 0: every core
     matmul_size: int = 2048
