@@ -105,6 +105,15 @@ def prepare_corpus(config: Config, tokenizer, work: Path) -> Corpus:
     return Corpus(arrays["train"], arrays["heldout"], stats.to_dict(), path)
 
 
+def missing_data(config: Config) -> str | None:
+    """Why the benchmark cannot run here: its ``--set corpus`` file or the official data (``BIOLM_DATA_DIR``) absent."""
+    if config.corpus:
+        return None if Path(config.corpus).is_file() else f"corpus not found: {config.corpus}"
+    from bench import biomedical_corpus
+
+    return biomedical_corpus.missing()
+
+
 def tokenizer():
     from transformers import AutoTokenizer
 
@@ -293,6 +302,9 @@ def _arm_settings(arm: str, dtype) -> dict:
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     config = config or Config()
     common.check_arms(config.arms, ARMS, trainer=True)
+    reason = missing_data(config)
+    if reason:
+        return common.skipped(NAME, reason, config, out_dir)
     tok = tokenizer()
     dtype = common.resolve_engine_dtype(config.precision)
     peaks = common.matmul_peaks(dtype, config.matmul_size)

@@ -37,7 +37,9 @@ from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
 from workers.engine.pretrain.mlm import masked_lm_loss
+from workers.engine.pretrain.packing import check_packable, pack
 
+OPTIMIZER_KERNELS = ("auto", "fused", "foreach", "default")
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
 CHECKPOINT = "checkpoint"
 
@@ -59,10 +61,16 @@ class LoopSettings:
     checkpoint_every: int = 100
     eval_every: int = 50
     eval_blocks: int = 256
+    unpadded: bool = False  # pack padded sequences without padding (packing.py); MLM and NSP/SOP only
+    compile: bool = False  # torch.compile the encoder (opt-in: on a CPU its compilation outweighs short runs)
+    optimizer_kernel: str = "auto"  # AdamW's kernel: fused where the device has one, else foreach; "default": torch's
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.accumulation < 1:
             raise ValueError("steps, batch size and accumulation must be positive")
+        if self.optimizer_kernel not in OPTIMIZER_KERNELS:
+            known = ", ".join(OPTIMIZER_KERNELS)
+            raise ValueError(f"optimizer_kernel {self.optimizer_kernel!r}: expected one of {known}")
         if self.batch_size % self.accumulation:
             raise ValueError(f"batch size {self.batch_size} is not a multiple of accumulation {self.accumulation}")
 
@@ -131,6 +139,8 @@ def heldout_loss(model, blocks, masker: Masker, settings: LoopSettings, device, 
     for start in range(0, count, settings.micro_batch):
         rows = np.arange(start, min(start + settings.micro_batch, count))
         batch = masker(blocks, rows, settings.mask_rate, generator, settings.whole_word)
+        if settings.unpadded:
+            batch = pack(batch, model, masker.pad_id)
         batch = {k: v.to(device) for k, v in batch.items()}
         masked = int((batch["labels"] != IGNORE).sum())
         total += float(masked_lm_loss(model, batch, 1, device, dtype, pair_weight=0.0))  # the MLM part only
@@ -165,8 +175,11 @@ def pretrain_loop(
         raise ValueError(
             f"the corpus gives {n_blocks} training blocks, fewer than one micro-batch of {settings.micro_batch}"
         )
+    _check_fast_paths(model, settings, distillation, adversarial)
     model.to(device)
     model.train()
+    if settings.compile:
+        model.base_model.compile()  # in place: the state dict's names (checkpoints) stay the model's own
     trained: list[torch.nn.Module] = [model]
     if distillation is not None:
         distillation.to(device)
@@ -181,7 +194,7 @@ def pretrain_loop(
         rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
         micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
         loss_sum, step_tokens = _accumulate_gradients(
-            model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial
+            model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial, masker.pad_id
         )
         real_tokens += step_tokens
         if world > 1:
@@ -213,9 +226,40 @@ def _optimizer_and_schedule(trained: list[torch.nn.Module], settings: LoopSettin
     One optimiser for all of them, so a checkpoint's single optimiser state resumes them all.
     """
     groups = [group for module in trained for group in parameter_groups(module, settings.weight_decay)]
-    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps)
+    kernel = optimizer_kernel(settings.optimizer_kernel, next(trained[0].parameters()).device)
+    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps, **kernel)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
     return optimizer, scheduler
+
+
+def optimizer_kernel(choice: str, device: torch.device) -> dict:
+    """AdamW's keyword for ``choice``: ``fused`` (one kernel for every parameter) where ``device`` has it, else
+    ``foreach`` (a few batched kernels); ``default`` leaves torch's choice (a loop over parameters on a CPU).
+
+    The kernels compute the same update up to the order of floating-point operations.
+    """
+    if choice == "default":
+        return {}
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+        fused_devices = set(_get_fused_kernels_supported_devices())
+    except ImportError:  # a torch that moved it: the devices fused AdamW has run on since 2.4
+        fused_devices = {"cuda", "cpu"}
+    if choice == "fused" and device.type not in fused_devices:
+        raise ValueError(f"optimizer_kernel fused: torch has no fused AdamW on {device.type}")
+    if choice in ("auto", "fused") and device.type in fused_devices:
+        return {"fused": True}
+    return {"foreach": True}
+
+
+def _check_fast_paths(model, settings: LoopSettings, distillation, adversarial) -> None:
+    """Refuse ``unpadded`` where it cannot apply, rather than train padded under a setting that says otherwise."""
+    if not settings.unpadded:
+        return
+    if distillation is not None or adversarial is not None:
+        raise ValueError("unpadded pretraining serves MLM (with NSP/SOP); distillation and ALUM run padded")
+    check_packable(model)
 
 
 def _resume_or_seed(
@@ -252,18 +296,23 @@ def step_micro_batches(train_blocks: dict, masker: Masker, settings: LoopSetting
 
 def _accumulate_gradients(
     model, micro_batches: list[dict], step: int, settings: LoopSettings, device, dtype, rank: int, world: int,
-    distillation: Distillation | None, adversarial: Adversarial | None,
+    distillation: Distillation | None, adversarial: Adversarial | None, pad_id: int,
 ) -> tuple[float, int]:  # fmt: skip
-    """Backward this process's share of every micro-batch; (its summed loss, the tokens it ran).
+    """Backward this process's share of every micro-batch; (its summed loss, the real tokens it ran).
 
     Each loss is divided by the whole step's masked (and real) token counts, not the share's, so
-    the gradients summed over micro-batches and processes are exactly one big batch's.
+    the gradients summed over micro-batches and processes are exactly one big batch's. With
+    ``unpadded`` each share is packed (after the split, so every process packs only its rows).
     """
     masked = max(sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches), 1)
     tokens = max(sum(int(batch["attention_mask"].sum()) for batch in micro_batches), 1)
     loss_sum, real_tokens = 0.0, 0
     for batch in micro_batches:
-        share = {k: v[rank::world].to(device, non_blocking=True) for k, v in batch.items()}
+        share = {k: v[rank::world] for k, v in batch.items()}
+        real_tokens += int(share["attention_mask"].sum())
+        if settings.unpadded:
+            share = pack(share, model, pad_id)
+        share = {k: v.to(device, non_blocking=True) for k, v in share.items()}
         if distillation is not None:
             loss = distillation.loss(model, share, masked, tokens, device, dtype)
         elif adversarial is not None:
@@ -272,7 +321,6 @@ def _accumulate_gradients(
             loss = masked_lm_loss(model, share, masked, device, dtype, rows=settings.batch_size)
         loss.backward()
         loss_sum += float(loss.detach())
-        real_tokens += int(share["input_ids"].numel())
     return loss_sum, real_tokens
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.packing import PACKED_KEY, SEGMENTS_KEY, attention_mask
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):
@@ -48,17 +49,31 @@ def mlm_forward(model, batch: dict, device, dtype, *, pairs: bool = True) -> tup
     """The vocabulary logits at the masked positions, and the sentence-pair logits when the batch has pairs.
 
     The vocabulary projection runs on the masked positions only (15% of them), which saves most
-    of its cost; the encoder runs on everything.
+    of its cost (MosaicBERT, Portes et al. 2023); the encoder runs on everything. A packed batch
+    (:mod:`.packing`) runs with its block-diagonal mask and per-sequence positions, and the
+    sentence-pair head reads each packed sequence's own [CLS].
     """
     selected = batch["labels"] != IGNORE
     head = output_head(model)
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
+    packed = PACKED_KEY in batch
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "position_ids") if k in batch}
+    if packed:
+        inputs["attention_mask"] = attention_mask(model, batch[SEGMENTS_KEY])
     with autocast(device, dtype):
         outputs = model.base_model(**inputs)
         # BERT-family heads hold the MLM part as ``predictions`` (beside ``seq_relationship`` when pretraining)
         logits = getattr(head, "predictions", head)(outputs[0][selected])
-        pair_logits = head.seq_relationship(outputs[1]) if pairs and "next_sentence_label" in batch else None
+        pair_logits = None
+        if pairs and "next_sentence_label" in batch:
+            pooled = _packed_pooled(model, outputs[0], batch[PACKED_KEY]) if packed else outputs[1]
+            pair_logits = head.seq_relationship(pooled)
     return logits, pair_logits
+
+
+def _packed_pooled(model, hidden: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """The pooler's output for each packed sequence: it reads the first token given, here that sequence's [CLS]."""
+    first = hidden.reshape(-1, hidden.shape[-1])[starts]
+    return model.base_model.pooler(first.unsqueeze(1))
 
 
 def mlm_loss_from_logits(

@@ -1,0 +1,224 @@
+"""Unpadded MLM + NSP: packed rows compute what padded rows compute, and attention never crosses sequences.
+
+Real sentence pairs (PubMedQA's contexts, split into sentences and paired as BERT's
+create_pretraining_data pairs them), a real learned WordPiece vocabulary and a real BERT with
+its pretraining heads; the packed path is compared with today's padded path on the same batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForPreTraining
+
+from biolm.corpus import apply_preprocessors
+from biolm.plugins import collect_contributions, get_plugin_manager
+from workers.engine.architectures import build_config
+from workers.engine.pretrain.data import open_pairs, write_pair_blocks
+from workers.engine.pretrain.loop import LoopSettings, Masker, heldout_loss, optimizer_kernel, pretrain_loop
+from workers.engine.pretrain.masking import IGNORE, masking_generator
+from workers.engine.pretrain.mlm import masked_lm_loss, mlm_forward
+from workers.engine.pretrain.packing import PACKED_KEY, check_packable, first_fit_layout, pack
+from workers.engine.tokenization import train_wordpiece
+
+BLOCK = 128
+
+
+@pytest.fixture(scope="module")
+def pairs(official_data, tmp_path_factory):
+    """NSP pairs of PubMedQA's first training fold, and the tokenizer learned on it."""
+    entries = json.loads(official_data("PubMedQA", "blurb", "pqal_fold0", "train_set.json").read_text())
+    texts = [" ".join(entry["CONTEXTS"]) for entry in list(entries.values())[:200]]
+    sentences = collect_contributions(get_plugin_manager(load_entrypoints=False)).preprocessors["sentences"]
+    segmented = list(apply_preprocessors(texts, [sentences]))
+    tokenizer = train_wordpiece([text.replace("\n", " ") for text in segmented], 1500)
+    directory = tmp_path_factory.mktemp("pairs")
+    write_pair_blocks(iter(segmented), tokenizer, directory, block_size=BLOCK, heldout_share=0.1, task="nsp")
+    return tokenizer, open_pairs(directory, "train", BLOCK), open_pairs(directory, "heldout", BLOCK)
+
+
+def bert(tokenizer, attention: str = "sdpa", dropout: float = 0.0) -> torch.nn.Module:
+    config = build_config(
+        "bert:tiny", vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, max_position_embeddings=BLOCK,
+        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return AutoModelForPreTraining.from_config(config, attn_implementation=attention)
+
+
+def masker(tokenizer) -> Masker:
+    specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
+    return Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
+
+
+def shortest(pairs, count: int) -> np.ndarray:
+    """The ``count`` most padded training instances (in corpus order): rows that packing merges."""
+    lengths = (np.asarray(pairs[1]["ids"]) != pairs[0].pad_token_id).sum(axis=1)
+    return np.sort(np.argsort(lengths, kind="stable")[:count])
+
+
+def batch_of(pairs, rows, seed: int = 0) -> dict:
+    tokenizer, train, _ = pairs
+    return masker(tokenizer)(train, np.asarray(rows), 0.15, masking_generator(seed, 0), True)
+
+
+def test_the_pair_blocks_are_padded_so_packing_has_work_to_do(pairs):
+    everything = batch_of(pairs, range(len(pairs[1]["ids"])))
+    assert everything["attention_mask"].float().mean() < 0.99  # some instances are padded
+    batch = batch_of(pairs, shortest(pairs, 32))
+    packed = pack(batch, bert(pairs[0]), pairs[0].pad_token_id)
+    assert packed["input_ids"].shape[0] < 32  # fewer rows than sequences
+    assert packed["input_ids"].numel() >= int(batch["attention_mask"].sum())
+    assert sorted(packed["input_ids"][packed["input_ids"] != pairs[0].pad_token_id].tolist()) == sorted(
+        batch["input_ids"][batch["attention_mask"].bool()].tolist()
+    )  # every real token once, no padding token among them
+
+
+def test_first_fit_packs_longest_first_without_overflowing_a_row():
+    lengths = torch.tensor([90, 10, 50, 40, 96, 5, 45])
+    layout = first_fit_layout(lengths, 96)
+    ends = layout.start + lengths
+    assert int(ends.max()) <= 96
+    for row in range(layout.rows):  # no two sequences of a row overlap
+        spans = sorted(zip(layout.start[layout.row == row].tolist(), ends[layout.row == row].tolist(), strict=True))
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    assert layout.rows == 4  # 96 | 90+5 | 50+45 | 40+10: the first-fit-decreasing answer
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_the_packed_forward_gives_each_sequence_the_padded_forwards_logits_and_loss(pairs, attention):
+    model = bert(pairs[0], attention).eval()
+    batch = batch_of(pairs, shortest(pairs, 48))
+    packed = pack(batch, model, pairs[0].pad_token_id)
+    assert packed["input_ids"].shape[0] < 48  # rows hold several sequences
+    cpu = torch.device("cpu")
+    with torch.no_grad():
+        padded_logits, padded_pairs = mlm_forward(model, batch, cpu, None)
+        packed_logits, packed_pairs = mlm_forward(model, packed, cpu, None)
+        total = int((batch["labels"] != IGNORE).sum())
+        padded_loss = masked_lm_loss(model, batch, total, cpu, None, rows=48)
+        packed_loss = masked_lm_loss(model, packed, total, cpu, None, rows=48)
+    # the masked positions come in another order: match them by (sequence, position)
+    order = torch.argsort(_masked_keys(batch, packed))
+    torch.testing.assert_close(packed_logits[order], padded_logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(packed_pairs, padded_pairs, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(packed_loss, padded_loss, rtol=1e-5, atol=1e-5)
+
+
+def _masked_keys(batch: dict, packed: dict) -> torch.Tensor:
+    """For each masked slot of the packed batch (in its order), the padded flat index it came from."""
+    width = batch["input_ids"].shape[1]
+    lengths = batch["attention_mask"].sum(dim=1).tolist()
+    origin = torch.full((packed["labels"].numel(),), -1)
+    for index, (length, start) in enumerate(zip(lengths, packed[PACKED_KEY].tolist(), strict=True)):
+        origin[start : start + length] = index * width + torch.arange(length)
+    return origin[packed["labels"].reshape(-1) != IGNORE]
+
+
+def test_changing_one_packed_sequence_leaves_every_other_sequences_outputs_unchanged(pairs):
+    model = bert(pairs[0]).eval()
+    batch = batch_of(pairs, shortest(pairs, 32))
+    packed = pack(batch, model, pairs[0].pad_token_id)
+    victim = int(torch.argmin(batch["attention_mask"].sum(dim=1)))  # a short one: it shares its row
+    start, length = int(packed[PACKED_KEY][victim]), int(batch["attention_mask"][victim].sum())
+    neighbours = _row_neighbours(packed, victim, start)
+    assert neighbours, "the shortest sequence shares its row with another"
+    changed = {**packed, "input_ids": packed["input_ids"].clone()}
+    flat = changed["input_ids"].view(-1)
+    flat[start + 1 : start + length - 1] = torch.randint(5, len(pairs[0]), (length - 2,))
+    with torch.no_grad():
+        before = model.base_model(**_encoder_inputs(model, packed))[0].reshape(-1, model.config.hidden_size)
+        after = model.base_model(**_encoder_inputs(model, changed))[0].reshape(-1, model.config.hidden_size)
+    assert not torch.allclose(before[start : start + length], after[start : start + length])
+    for other_start, other_length in neighbours:
+        torch.testing.assert_close(before[other_start : other_start + other_length],
+                                   after[other_start : other_start + other_length], rtol=0, atol=1e-6)  # fmt: skip
+
+
+def _row_neighbours(packed: dict, victim: int, start: int) -> list[tuple[int, int]]:
+    width = packed["input_ids"].shape[1]
+    segments = packed["segments"].view(-1)
+    found = []
+    for index, other in enumerate(packed[PACKED_KEY].tolist()):
+        if index != victim and other // width == start // width:
+            found.append((other, int((segments == index).sum())))
+    return found
+
+
+def _encoder_inputs(model, packed: dict) -> dict:
+    from workers.engine.pretrain.packing import attention_mask
+
+    keys = ("input_ids", "token_type_ids", "position_ids")
+    return {**{k: packed[k] for k in keys}, "attention_mask": attention_mask(model, packed["segments"])}
+
+
+def test_unpadded_training_matches_padded_training_in_held_out_loss(pairs, tmp_path):
+    """Dropout draws differ between the layouts, so the runs are not bit for bit; their held-out losses agree."""
+    tokenizer, train, heldout = pairs
+    cpu, losses = torch.device("cpu"), {}
+    for unpadded in (False, True):
+        model = bert(tokenizer, dropout=0.1)
+        settings = LoopSettings(steps=30, batch_size=16, learning_rate=1e-3, whole_word=True, eval_every=30,
+                                checkpoint_every=30, eval_blocks=64, unpadded=unpadded)  # fmt: skip
+        summary = pretrain_loop(model, train, heldout, masker(tokenizer), settings, tmp_path / str(unpadded),
+                                device=cpu, dtype=None)  # fmt: skip
+        padded_eval = dataclasses.replace(settings, unpadded=False)
+        losses[unpadded] = heldout_loss(model, heldout, masker(tokenizer), padded_eval, cpu, None)
+        assert summary["heldout_loss"] == pytest.approx(losses[unpadded], abs=1e-4)  # the packed eval agrees
+    initial = heldout_loss(bert(tokenizer), heldout, masker(tokenizer), padded_eval, cpu, None)
+    assert losses[True] < initial - 0.3  # it learned
+    assert abs(losses[True] - losses[False]) < 0.02
+
+
+def test_unpadded_is_refused_where_it_cannot_restrict_attention(pairs, tmp_path):
+    config = build_config("longformer:tiny", vocab_size=len(pairs[0]), pad_token_id=pairs[0].pad_token_id)
+    from transformers import AutoModelForMaskedLM
+
+    with pytest.raises(ValueError, match=r"unpadded pretraining needs an encoder .* longformer"):
+        check_packable(AutoModelForMaskedLM.from_config(config))
+
+
+def test_adamw_runs_fused_where_the_device_has_a_fused_kernel():
+    assert optimizer_kernel("auto", torch.device("cpu")) == {"fused": True}
+    assert optimizer_kernel("foreach", torch.device("cpu")) == {"foreach": True}
+    assert optimizer_kernel("default", torch.device("cpu")) == {}
+    with pytest.raises(ValueError, match="optimizer_kernel 'slow'"):
+        LoopSettings(steps=1, optimizer_kernel="slow")
+
+
+# --- the benchmark -------------------------------------------------------------------------------
+
+
+def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_them_alike(tmp_path, official_data):
+    from bench import biomedical_corpus, pretrain_unpadded
+
+    official_data("HoC", "blurb", "train.tsv")
+    corpus = tmp_path / "corpus.txt"  # the benchmark's corpus, its first 400 documents (the whole takes minutes)
+    corpus.write_text("\n".join(itertools.islice(biomedical_corpus.documents(), 400)) + "\n", encoding="utf-8")
+    config = pretrain_unpadded.Config(corpus=str(corpus), size="tiny", steps=4, batch_size=4, block_sizes=("128",),
+                                      warm_steps=1, eval_blocks=8, matmul_size=128, device="cpu")  # fmt: skip
+    result = pretrain_unpadded.run(config, tmp_path)
+    written = json.loads((tmp_path / "pretrain_unpadded.json").read_text())
+    block = written["blocks"]["128"]
+    assert set(block["arms"]) == {"padded", "unpadded"} and 0 < block["padding_share"] < 0.5
+    padded, unpadded = block["arms"]["padded"], block["arms"]["unpadded"]
+    assert padded["real_tokens"] == unpadded["real_tokens"] > 0  # the same instances, padding not counted
+    assert padded["flops"] == unpadded["flops"]
+    assert unpadded["settings"] == {"unpadded": True, "optimizer_kernel": "auto", "compile": False, "batch_size": 4}
+    assert block["heldout_loss_gap"] == pytest.approx(unpadded["heldout_loss"] - padded["heldout_loss"])
+    assert 0 < unpadded["utilisation"]["mfu"] < 1
+    assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
+
+
+def test_the_unpadded_benchmark_is_marked_skipped_when_the_data_is_missing(tmp_path, monkeypatch):
+    from bench import pretrain_unpadded
+
+    monkeypatch.setenv("BIOLM_DATA_DIR", str(tmp_path / "absent"))
+    result = pretrain_unpadded.run(pretrain_unpadded.Config(), tmp_path)
+    assert result["skipped"].startswith(f"official data not found: {tmp_path / 'absent'}")
+    assert json.loads((tmp_path / "pretrain_unpadded.json").read_text())["skipped"] == result["skipped"]
