@@ -17,4 +17,8 @@ BENCHMARKS = (
     "leaderboard",
     "submission_store",
     "pages",
+    "honest_ranks",
+    "vocabulary",
+    "corpus_prep",
+    "protocol",
 )
