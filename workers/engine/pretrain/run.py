@@ -34,7 +34,14 @@ from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
 from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
-from workers.engine.pretrain.data import is_heldout, open_blocks, open_pairs, write_blocks, write_pair_blocks
+from workers.engine.pretrain.data import (
+    CorpusProgress,
+    is_heldout,
+    open_blocks,
+    open_pairs,
+    write_blocks,
+    write_pair_blocks,
+)
 from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
 from workers.engine.pretrain.mlm import has_pair_head
@@ -46,7 +53,7 @@ logger = logging.getLogger("biolm.pretrain")
 
 LOOP_KEYS = {
     "batch_size", "accumulation", "learning_rate", "warmup_ratio", "weight_decay", "checkpoint_every",
-    "eval_every", "eval_blocks", "seed", "unpadded", "compile", "optimizer_kernel",
+    "eval_every", "eval_blocks", "seed",
 }  # fmt: skip
 
 
@@ -147,7 +154,7 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     )  # fmt: skip
     if rank != 0:
         return {"training": summary, "rank": rank}
-    contamination_report = _contamination(contributions, settings, documents)
+    contamination_report = _contamination(contributions, settings, documents, args.corpus)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
     report = {
@@ -254,11 +261,14 @@ def _corpus_blocks(
     data_dir = args.out / "data"
     stats_path = data_dir / "corpus.json"
     if rank == 0 and not (args.resume and stats_path.is_file()):
+        progress = CorpusProgress("corpus blocks", args.corpus)
         if objective.pairs:
             write_pair_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
-                              task=objective.pairs, seed=int(settings.get("seed", 42)))  # fmt: skip
+                              task=objective.pairs, seed=int(settings.get("seed", 42)), progress=progress)  # fmt: skip
         else:
-            write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share)
+            write_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
+                         progress=progress)  # fmt: skip
+        progress.report()
     _barrier(world)  # the other processes read the blocks process 0 wrote
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
     opener = open_pairs if objective.pairs else open_arrays
@@ -290,8 +300,12 @@ def _barrier(world: int) -> None:
         dist.barrier()
 
 
-def _contamination(contributions, settings: dict, documents) -> dict:
-    """Seed-independent 13-gram overlap of the corpus with the test splits of the registered datasets."""
+def _contamination(contributions, settings: dict, documents, corpus: Path) -> dict:
+    """Seed-independent 13-gram overlap of the corpus with the test splits of the registered datasets.
+
+    The scan's progress (throughput, ETA from the characters read over the file's size) is logged
+    and written to the progress file as it goes.
+    """
     from workers.engine.finetune import data_directory
 
     wanted = settings.get("contamination_datasets", "all")
@@ -303,7 +317,11 @@ def _contamination(contributions, settings: dict, documents) -> dict:
             raise ValueError(f"contamination_datasets names unknown datasets: {', '.join(unknown)}")
         datasets = {slug: contributions.datasets[slug] for slug in wanted}
     sets, skipped = collect_test_shingles(datasets, lambda spec: data_directory(spec.adapter.default_path))
-    return contamination(documents(), sets, skipped)
+    progress = CorpusProgress("contamination scan", corpus)
+    report = contamination(documents(), sets, skipped, progress=progress)
+    if sets:
+        progress.report()
+    return report
 
 
 def _preprocessor(contributions, slug: str):
