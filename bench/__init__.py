@@ -12,6 +12,7 @@ BENCHMARKS = (
     "finetune_throughput",
     "inference_throughput",
     "pretrain_throughput",
+    "pretrain_unpadded",
     "jobs",
     "checkpoint_intake",
     "leaderboard",
