@@ -30,7 +30,8 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger("biolm.pretrain")
-TOKENIZE_BATCH = 2048  # documents per call: large, so the tokenizers library's Rust threads share the work
+TOKENIZE_BATCH = 2048  # documents per call at most: many, so the tokenizers library's Rust threads share the work
+TOKENIZE_CHARS = 1 << 18  # characters per call at most: the pieces of a batch stay a few MB (a corpus streams)
 Progress = Callable[[int], None]  # called with the characters (documents and newlines) prepared so far
 
 
@@ -263,13 +264,16 @@ def open_blocks(directory: Path, part: str, block_size: int) -> tuple[np.ndarray
     return arrays[0], arrays[1]
 
 
-def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
+def _batches(items: Iterable[str], size: int, chars: int = TOKENIZE_CHARS) -> Iterator[list[str]]:
+    """``items`` in lists of ``size``, or fewer once they hold ``chars`` characters."""
     batch: list[str] = []
+    held = 0
     for item in items:
         batch.append(item)
-        if len(batch) == size:
+        held += len(item)
+        if len(batch) == size or held >= chars:
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 
