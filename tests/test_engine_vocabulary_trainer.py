@@ -164,12 +164,17 @@ def test_the_rust_learner_breaks_ties_its_own_way_so_it_is_a_separate_learner(ti
 
 @pytest.mark.official_data
 @pytest.mark.slow
-def test_table_1_coverage_is_the_same_by_either_learner_on_the_real_text(official_data):
-    """Gu et al. 2021's Table 1 terms: the same ones stay whole whichever learner learns the vocabulary."""
+def test_table_1_coverage_is_unchanged_by_the_fast_count_on_the_real_text(official_data):
+    """Gu et al. 2021's Table 1 report of a 30,000-entry WordPiece: the same vocabulary, so the same report.
+
+    (Learner 2 is not held to this: its ties fall by id, and on this text it keeps ``RecA`` whole.)
+    """
     from bench.biomedical_corpus import documents
+    from workers.engine.tokenization import learn_wordpiece_vocabulary, wordpiece_tokenizer
 
     texts = list(documents(official_data("HoC", "blurb", "train.tsv").parents[2]))
-    for kind, size in (("wordpiece", 30000), ("byte-bpe", 50000)):
-        first = coverage(train_vocabulary(texts, kind, size), DEFAULT_TERMS)
-        second = coverage(train_vocabulary(texts, kind, size, learner=2), DEFAULT_TERMS)
-        assert second.whole_terms == first.whole_terms, kind
+    words = count_words_reference(texts, normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer())
+    before = wordpiece_tokenizer(learn_wordpiece_vocabulary(words, 30000))
+    now = train_vocabulary(texts, "wordpiece", 30000)
+    assert now.backend_tokenizer.to_str() == before.backend_tokenizer.to_str()
+    assert coverage(now, DEFAULT_TERMS) == coverage(before, DEFAULT_TERMS)
