@@ -19,8 +19,8 @@ from workers.engine.pretrain.contamination import (
     MIN_WORDS,
     collect_test_shingles,
     contamination,
-    shingles,
     dataset_shingles,
+    shingles,
     words,
 )
 
