@@ -130,12 +130,12 @@ def _registered_test_sets():
     """Every registered dataset's test texts (word lists) whose files load, as ``pretrain`` finds them."""
     from biolm.plugins import collect_contributions, get_plugin_manager
     from workers.engine.finetune import data_directory
-    from workers.engine.pretrain.contamination import _test_texts
+    from workers.engine.pretrain.contamination import test_texts_of
 
     datasets = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
     texts, skipped = {}, {}
     for slug, spec in sorted(datasets.items()):
-        rows, reason = _test_texts(spec, lambda s: data_directory(s.adapter.default_path))
+        rows, reason = test_texts_of(spec, lambda s: data_directory(s.adapter.default_path))
         if rows is None:
             skipped[slug] = reason
         else:

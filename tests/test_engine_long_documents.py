@@ -29,9 +29,8 @@ from workers.engine.formulations.long_document import (
 )
 from workers.engine.formulations.sequence import SequenceClassification
 from workers.engine.task import Task
-from workers.engine.tokenization import train_wordpiece
+from workers.engine.tokenization import roberta_style, train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext, predict, train
-from workers.engine.vocabulary import roberta_style
 
 CLINICAL_FIXTURES = Path(__file__).parent / "fixtures" / "clinical"
 WORDS = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(6) for j in range(6)]  # 36 words, one token each

@@ -257,7 +257,7 @@ def test_the_report_equals_the_reference_on_real_text(official_data):
 
     directories = {slug: official_data(*folder) for slug, folder in FOLDERS.items()}
     directories["biosses"] = official_data("BIOSSES", "blurb")
-    texts = {slug: scan._test_texts(DATASETS[slug], lambda s: directories[s.slug])[0] for slug in directories}
+    texts = {slug: scan.test_texts_of(DATASETS[slug], lambda s: directories[s.slug])[0] for slug in directories}
     data = official_data()
     corpus = [d for d, _ in zip(hoc_abstracts(data), range(300), strict=False)]
     corpus += [d for d, _ in zip(ner_sentences(data), range(300), strict=False)]

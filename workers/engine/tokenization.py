@@ -146,3 +146,35 @@ def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
     if not tokenizer.is_fast:
         raise ValueError(f"{directory}: the engine needs a fast tokenizer (word alignment for token tasks)")
     return tokenizer
+
+
+BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+def byte_level_bpe_tokenizer(
+    vocab: list[str], merges: list[tuple[str, str]], *, lowercase: bool = False
+) -> PreTrainedTokenizerFast:
+    """RoBERTa's byte-level BPE tokenizer around ``vocab`` (ids in list order) and ``merges`` (in rank order)."""
+    tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(vocab)}, merges))
+    if lowercase:
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", vocab.index("</s>")), ("<s>", vocab.index("<s>")), trim_offsets=True, add_prefix_space=False
+    )
+    return roberta_style(tokenizer)
+
+
+def roberta_style(backend: Tokenizer) -> PreTrainedTokenizerFast:
+    """A fast tokenizer with RoBERTa's special tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<mask>``)."""
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )

@@ -28,10 +28,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from workers.engine.tokenization import greedy_merges, train_wordpiece
+from workers.engine.tokenization import (
+    BPE_SPECIAL_TOKENS,
+    byte_level_bpe_tokenizer,
+    greedy_merges,
+    train_wordpiece,
+)
 from workers.engine.vocabulary_trainer import (
     LEARNER_VERSION,
     train_byte_level_bpe_from_files,
@@ -45,7 +50,6 @@ KINDS = ("wordpiece", "byte-bpe")
 # in Python, ties by text (every vocabulary biolm has learned); 2: the Rust trainers, made deterministic
 LEARNERS = (1, LEARNER_VERSION)
 DEFAULT_LEARNER = 1
-BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
 # Gu et al. 2021, Table 1: common biomedical terms, and the categories the paper gives them.
 PUBMEDBERT_TABLE_1_TERMS: tuple[tuple[str, str], ...] = (
@@ -131,35 +135,6 @@ def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bo
                 if len(vocab) >= vocab_size:
                     break
     return byte_level_bpe_tokenizer(vocab, merges, lowercase=lowercase)
-
-
-def byte_level_bpe_tokenizer(
-    vocab: list[str], merges: list[tuple[str, str]], *, lowercase: bool = False
-) -> PreTrainedTokenizerFast:
-    """RoBERTa's byte-level BPE tokenizer around ``vocab`` (ids in list order) and ``merges`` (in rank order)."""
-    tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(vocab)}, merges))
-    if lowercase:
-        tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.post_processor = processors.RobertaProcessing(
-        ("</s>", vocab.index("</s>")), ("<s>", vocab.index("<s>")), trim_offsets=True, add_prefix_space=False
-    )
-    return roberta_style(tokenizer)
-
-
-def roberta_style(backend: Tokenizer) -> PreTrainedTokenizerFast:
-    """A fast tokenizer with RoBERTa's special tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<mask>``)."""
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token="<s>",
-        eos_token="</s>",
-        sep_token="</s>",
-        cls_token="<s>",
-        unk_token="<unk>",
-        pad_token="<pad>",
-        mask_token="<mask>",
-    )
 
 
 def pieces(tokenizer: PreTrainedTokenizerBase, word: str) -> list[str]:

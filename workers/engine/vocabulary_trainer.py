@@ -47,6 +47,8 @@ import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from workers.engine.tokenization import BPE_SPECIAL_TOKENS, byte_level_bpe_tokenizer
+
 LEARNER_VERSION = 2
 CHUNK_BYTES = 1 << 24
 _ASCII = bytes(range(128))
@@ -80,8 +82,6 @@ def train_byte_level_bpe_from_files(
     paths: Sequence[Path], vocab_size: int, *, lowercase: bool = False
 ) -> PreTrainedTokenizerFast:
     """A RoBERTa-style byte-level BPE of ``vocab_size`` entries over the text of ``paths``, the same anywhere."""
-    from workers.engine.vocabulary import BPE_SPECIAL_TOKENS, byte_level_bpe_tokenizer
-
     minimum = len(BPE_SPECIAL_TOKENS) + len(pre_tokenizers.ByteLevel.alphabet())
     if vocab_size < minimum:
         raise ValueError(f"a byte-level BPE vocabulary needs at least {minimum} entries, not {vocab_size}")

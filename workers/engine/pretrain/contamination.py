@@ -102,7 +102,7 @@ def collect_test_shingles(
     """The test examples' shingles of every dataset whose files load; the others with the reason."""
     found, skipped = [], {}
     for slug, spec in sorted(datasets.items()):
-        texts, reason = _test_texts(spec, directory_of)
+        texts, reason = test_texts_of(spec, directory_of)
         if texts is None:
             skipped[slug] = reason
             continue
@@ -110,7 +110,7 @@ def collect_test_shingles(
     return found, skipped
 
 
-def _test_texts(spec: DatasetSpec, directory_of) -> tuple[list[list[list[str]]] | None, str]:
+def test_texts_of(spec: DatasetSpec, directory_of) -> tuple[list[list[list[str]]] | None, str]:
     """Each test example's texts as word lists, or None and why they cannot be read."""
     if spec.adapter is None:
         return None, "no adapter"
