@@ -14,6 +14,7 @@ import time
 
 import pytest
 from contract_documents import finetune_spec, score_spec
+from django.db import connection
 from web_fixture import sync_builtin_plugins
 
 from jobs import handlers, keepalive, lifecycle, tasks
@@ -40,11 +41,11 @@ def test_a_handler_running_past_the_allowed_silence_is_not_reaped_and_succeeds(s
     settings.BIOLM_HEARTBEAT_STALE_S = SILENCE_S
     reaped: list[list[int]] = []
 
-    def slow_handler(job: Job) -> str:  # stands for a long scoring: the reaper runs meanwhile, as the tick does
+    def slow_handler(job: Job) -> handlers.Writer:  # a long scoring: the reaper runs meanwhile, as the tick does
         for _ in range(4):
             time.sleep(SILENCE_S)
             reaped.append(lifecycle.reap(stale_after_s=SILENCE_S, queue_limit_s=3600))
-        return "scored"
+        return lambda: "scored"
 
     monkeypatch.setattr(handlers, "handler_for", lambda kind: slow_handler)
     assert tasks.execute_platform_job(score_job.pk, score_job.token, "d1", CPU) == Job.Status.SUCCEEDED
@@ -68,3 +69,29 @@ def test_the_beats_stop_once_the_delivery_no_longer_holds_the_job(score_job):
         time.sleep(0.3)
         running = {thread.name for thread in threading.enumerate()}
     assert f"heartbeat-job-{score_job.pk}" not in running  # it returned at its first STOP, before the block ended
+
+
+def test_the_beats_go_on_after_their_database_connection_is_dropped(score_job):
+    """A terminated connection stays broken for its thread until closed: the next beat must reconnect.
+
+    On PostgreSQL only, where a server can end a connection under a client (``pg_terminate_backend``),
+    as the fault test that drops every connection while a submission runs does.
+    """
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL, which can end another client's connection")
+    lifecycle.claim(score_job.pk, score_job.token, "d1", CPU)
+
+    def last_beat():
+        return Job.objects.values_list("last_heartbeat", flat=True).get(pk=score_job.pk)
+
+    with keepalive.heartbeats(score_job.pk, score_job.token, "d1", every_s=0.1):
+        time.sleep(0.3)
+        with connection.cursor() as cursor:  # every connection to this database but the test's own
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert cursor.fetchall(), "the heartbeat thread's connection was not there to drop"
+        dropped_at = last_beat()
+        time.sleep(1.0)
+        assert last_beat() > dropped_at

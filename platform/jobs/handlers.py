@@ -5,9 +5,14 @@ The jobs app claims, runs, heartbeats and finishes platform jobs (:mod:`jobs.tas
 leaderboard registers its handler when it is ready (:func:`register`), so this app never imports
 the leaderboard.
 
-A handler takes the claimed job and returns the line its log gets. It raises :class:`JobRefused`
-when the job's inputs are the submission's fault (its uploaded predictions cannot be scored);
-anything else it raises is the platform's, unless a plugin's code raised it.
+A handler takes the claimed job and does its work outside any transaction (reading, scoring), then
+returns a *writer*: the function that writes what it found and returns the line the job's log
+gets. The jobs app calls the writer in the one transaction that also marks the job succeeded
+(:func:`jobs.lifecycle.succeeding`), so a job never ends failed beside results it wrote, and the
+transaction lasts as long as the writes, not the work (on SQLite a transaction holds the write lock).
+A handler raises :class:`JobRefused` when the job's inputs are the submission's fault (its
+uploaded predictions cannot be scored); anything else it raises is the platform's, unless a
+plugin's code raised it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from collections.abc import Callable
 
 from jobs.models import Job
 
-Handler = Callable[[Job], str]
+Writer = Callable[[], str]
+Handler = Callable[[Job], Writer]
 _handlers: dict[str, Handler] = {}
 
 

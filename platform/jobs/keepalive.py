@@ -46,6 +46,9 @@ def heartbeats(job_id: int, token: str, delivery: str, every_s: float | None = N
                         return
                 except DatabaseError:
                     logger.warning("job #%s: a heartbeat failed; the next one follows in %.0f s", job_id, interval)
+                    # A dropped connection stays broken for this thread until closed: the next beat reconnects.
+                    with contextlib.suppress(DatabaseError):
+                        connection.close()
         finally:
             connection.close()  # the thread's own connection, never the handler's
 

@@ -19,8 +19,9 @@ refunded, and is counted against the plugin (``blamed_plugin``). Every change is
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.core.cache import cache
@@ -43,6 +44,10 @@ class Verdict:
 
     CONTINUE = "continue"
     STOP = "stop"
+
+
+class DeliveryLost(Exception):
+    """The delivery no longer held its job when it came to record success: what it wrote is rolled back."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,24 @@ def succeed(job_id: int, token: str, delivery: str) -> bool:
     if done:
         follow_submissions([job_id])
     return bool(done)
+
+
+@contextlib.contextmanager
+def succeeding(job_id: int, token: str, delivery: str) -> Iterator[None]:
+    """The block's writes and the job's success commit together, or neither does.
+
+    A platform job that wrote its results and then lost its database connection (or its claim)
+    before it was marked done used to leave those results standing under a job that was retried
+    and could end failed: a failed score job beside the result it was said not to have recorded.
+    In one transaction, a delivery that was reaped or cancelled meanwhile raises
+    :class:`DeliveryLost` at the end and its writes are rolled back; one whose connection dropped
+    rolls back with it. The job row is only locked by the final UPDATE, so heartbeats from
+    another connection wait milliseconds, not the block's length.
+    """
+    with transaction.atomic():
+        yield
+        if not succeed(job_id, token, delivery):
+            raise DeliveryLost(f"job #{job_id}: delivery {delivery} no longer holds the job; its writes are undone")
 
 
 def fail(job_id: int, token: str, delivery: str, error: str, cause: str, plugin: str = "") -> str | None:

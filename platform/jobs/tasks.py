@@ -114,9 +114,13 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
         lifecycle.heartbeat(job.pk, token, delivery, log=f"reloaded the plugins, which changed: {'; '.join(changes)}\n")
     try:
         contract.check(job.contract.code).require()
-        with keepalive.heartbeats(job.pk, token, delivery):
-            line = handlers.handler_for(job.kind)(job)
-        lifecycle.heartbeat(job.pk, token, delivery, log=line + "\n")
+        with keepalive.heartbeats(job.pk, token, delivery):  # from a connection of their own
+            write = handlers.handler_for(job.kind)(job)
+            with lifecycle.succeeding(job.pk, token, delivery):
+                lifecycle.heartbeat(job.pk, token, delivery, log=write() + "\n")
+    except lifecycle.DeliveryLost:  # reaped or cancelled meanwhile: another delivery (or nobody) records
+        logger.info("job #%s: delivery %s lost the job before it succeeded; nothing recorded", job.pk, delivery)
+        return None
     except contract.CodeMissing as exc:  # another worker may have the plugin: the platform's, retried
         lifecycle.fail(job.pk, token, delivery, f"{exc} on {worker}: {INSTALL_HINT}", Job.Cause.PLATFORM)
         return Job.Status.FAILED
@@ -128,7 +132,6 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
         return Job.Status.FAILED
     except Exception as exc:
         return _failed(job, token, delivery, exc)
-    lifecycle.succeed(job.pk, token, delivery)
     kick()
     return Job.Status.SUCCEEDED
 

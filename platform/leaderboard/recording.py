@@ -21,6 +21,8 @@ import logging
 import math
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
@@ -43,13 +45,38 @@ class RecordingError(JobRefused):
     """The fine-tuning job's outputs cannot be recorded; the message says what is wrong with them."""
 
 
-def run(score: Job) -> str:
-    """The score job's work, as :mod:`jobs.handlers` runs it: record, and say what was recorded."""
-    return outcome(score, record(score))
+def run(score: Job) -> Callable[[], str]:
+    """The score job's work, as :mod:`jobs.handlers` runs it.
+
+    Reading and scoring happen here, outside any transaction; what is returned writes the runs and
+    the result and says what it recorded, called in the transaction that marks the job succeeded.
+    """
+    scored = score_results(score)
+    return lambda: outcome(score, write(scored))
 
 
 def record(score: Job) -> Result | None:
     """Record the results of ``score``'s fine-tuning job; None if the metric is undefined on test."""
+    return write(score_results(score))
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What a score job found, ready to be written: the test runs, their summary and the bootstrap."""
+
+    score: Job
+    finetune: Job
+    results: ResultsDocument
+    metric: Metric
+    test_runs: list[RunRecord]
+    summary: Summary | None
+    resampled: tuple[str, np.ndarray] | None
+    classes: dict | None
+    provenance: dict
+
+
+def score_results(score: Job) -> Scored:
+    """Read the fine-tuning job's results and score them (the bootstrap and per-class figures included)."""
     spec: ScoreJob = score.contract
     finetune = Job.objects.get(pk=spec.finetune_job)
     try:
@@ -59,18 +86,31 @@ def record(score: Job) -> Result | None:
     metric = Metric.objects.get(slug=spec.metric)
     if results.test_gold_withheld:
         _score_on_platform(finetune, results)
-    resampled = _resampled(finetune, results, spec.metric)
-    classes = _per_class(finetune, results)
     test_runs = [run for run in results.runs if run.metrics.get("test")]
-    summary = combine(_values(test_runs, finetune.pk, spec.metric), results.statistic)
     provenance = {**results.provenance, "job": finetune.pk, "protocol": results.protocol,
                   "overrides": results.spec.overrides.to_json()}  # fmt: skip
+    return Scored(
+        score=score,
+        finetune=finetune,
+        results=results,
+        metric=metric,
+        test_runs=test_runs,
+        summary=combine(_values(test_runs, finetune.pk, spec.metric), results.statistic),
+        resampled=_resampled(finetune, results, spec.metric),
+        classes=_per_class(finetune, results),
+        provenance=provenance,
+    )
+
+
+def write(scored: Scored) -> Result | None:
+    """Write the runs and the result in one transaction (a savepoint inside the job's own)."""
+    score, finetune, spec = scored.score, scored.finetune, scored.score.contract
     with transaction.atomic():
-        _record_runs(finetune, score, test_runs, provenance)
-        if summary is None:
+        _record_runs(finetune, score, scored.test_runs, scored.provenance)
+        if scored.summary is None:
             return None
         entry = {
-            "language_model": score.language_model, "dataset": score.dataset, "metric": metric,
+            "language_model": score.language_model, "dataset": score.dataset, "metric": scored.metric,
             "variant": spec.variant, "scope": "",
         }  # fmt: skip
         # Locked: a full result recorded by another score job at the same moment is seen here or waits.
@@ -79,15 +119,15 @@ def record(score: Job) -> Result | None:
             logger.info("job #%s: quick preview not recorded; the full-protocol result %s stands",
                         finetune.pk, standing)  # fmt: skip
             return standing
-        result, _ = Result.objects.update_or_create(
-            **entry, defaults=_result_values(summary, finetune, results, test_runs, provenance, spec.preview)
-        )
-        if resampled is not None:
-            store_result_resamples(result, *resampled)
+        values = _result_values(scored.summary, finetune, scored.results, scored.test_runs, scored.provenance,
+                                spec.preview)  # fmt: skip
+        result, _ = Result.objects.update_or_create(**entry, defaults=values)
+        if scored.resampled is not None:
+            store_result_resamples(result, *scored.resampled)
         else:  # new predictions that cannot be resampled must not leave an old vector standing in for them
             ResultResamples.objects.filter(result=result).delete()
-        if classes is not None:
-            ResultClasses.objects.update_or_create(result=result, defaults={"figures": classes})
+        if scored.classes is not None:
+            ResultClasses.objects.update_or_create(result=result, defaults={"figures": scored.classes})
         else:  # nor old per-class figures standing in for predictions that have none
             ResultClasses.objects.filter(result=result).delete()
     return result
