@@ -4,7 +4,7 @@ Three measurements, in one run (timings on a shared machine are noisy: read the 
 
 * ``scan``: the vectorised contamination scan (``workers.engine.pretrain.contamination``, a
   process pool over the cores) against the implementation it replaced (Python tuple hashing,
-  kept here as ``reference_contamination``, as in the tests) on the real text of
+  kept in :mod:`bench.reference_contamination`, which the tests use too) on the real text of
   :mod:`bench.biomedical_corpus` (the official datasets' training and dev text), for the test
   sets of every registered dataset whose files are present (as ``pretrain`` collects them).
   Each is timed end to end from the corpus file (reading, word-splitting, hashing, lookup); the
@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from bench import common
+from bench.reference_contamination import reference_contamination
 
 NAME = "corpus_prep"
 GOALS = {"scan_mb_per_second": 20.0, "end_to_end_seconds_per_gb": 300.0}
-N, MIN_WORDS = 13, 8
 
 
 @dataclass(frozen=True)
@@ -49,43 +49,6 @@ class Config:
 
 
 # --- today's implementations, as the baselines ------------------------------------------------------
-
-
-def _key(sequence: list[str]) -> int:
-    return hash(tuple(sequence))
-
-
-def reference_contamination(documents, texts: dict[str, list[list[list[str]]]]) -> dict:
-    """The scan the vectorised one replaced (issue 10's), from the test texts' word lists."""
-    from workers.engine.pretrain.contamination import words
-
-    def shingles(tokens: list[str]) -> set[int]:
-        if len(tokens) < MIN_WORDS:
-            return set()
-        if len(tokens) <= N:
-            return {_key(tokens)}
-        return {_key(tokens[i : i + N]) for i in range(len(tokens) - N + 1)}
-
-    sets = {slug: [set().union(*(shingles(t) for t in row)) for row in rows] for slug, rows in texts.items()}
-    short_lengths = sorted({len(t) for rows in texts.values() for row in rows for t in row if MIN_WORDS <= len(t) < N})
-    wanted: set[int] = set().union(*(example for examples in sets.values() for example in examples))
-    seen: set[int] = set()
-    for document in documents:
-        tokens = words(document)
-        for i in range(max(len(tokens) - N + 1, 1)):
-            if (key := _key(tokens[i : i + N])) in wanted:
-                seen.add(key)
-        for length in short_lengths:
-            for i in range(len(tokens) - length + 1):
-                if (key := _key(tokens[i : i + length])) in wanted:
-                    seen.add(key)
-    report = {}
-    for slug, examples in sorted(sets.items()):
-        hit = sum(1 for example in examples if example & seen)
-        judged = sum(1 for example in examples if example)
-        report[slug] = {"test_examples": len(examples), "too_short_to_judge": len(examples) - judged,
-                        "contaminated": hit, "share": hit / judged if judged else None}  # fmt: skip
-    return report
 
 
 def todays_write_blocks(documents, tokenizer, directory: Path, block_size: int) -> None:

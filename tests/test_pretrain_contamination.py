@@ -1,18 +1,19 @@
 """The contamination report: which test examples of the registered datasets a pretraining corpus contains.
 
-The scan is vectorised (issue 31); ``reference_contamination`` below is the implementation it
-replaced, kept verbatim apart from taking the test texts as word lists, and the new report must
-equal it on real text and on constructed edge cases.
+The scan is vectorised (issue 31); :mod:`bench.reference_contamination` keeps the implementation it
+replaced, verbatim apart from taking the test texts as word lists (the corpus-preparation benchmark
+times against the same copy), and the new report must equal it on real text and on constructed
+edge cases.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import pytest
 from official_data import official
 
+from bench.reference_contamination import N, reference_contamination
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.pretrain import contamination as scan
 from workers.engine.pretrain.contamination import (
@@ -28,68 +29,10 @@ DATASETS = collect_contributions(get_plugin_manager(load_entrypoints=False)).dat
 FOLDERS = {"hoc": ("HoC", "blurb"), "ncbi-disease": ("NCBI-disease", "blurb")}  # under the official data folder
 
 
-# --- the implementation the vectorised scan replaced (Python tuple hashing), as the reference ------------------
-
-N = 13
-
-
-def _key(sequence: list[str]) -> int:
-    return hash(tuple(sequence))
-
-
-def reference_shingles(tokens: list[str], n: int = N) -> set[int]:
-    if len(tokens) < MIN_WORDS:
-        return set()
-    if len(tokens) <= n:
-        return {_key(tokens)}
-    return {_key(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
-
-
-@dataclass
-class ReferenceShingles:
-    dataset: str
-    examples: list[set[int]]
-    short_lengths: set[int]
-
-
-def reference_test_shingles(dataset: str, texts: list[list[list[str]]]) -> ReferenceShingles:
-    examples = [set().union(*(reference_shingles(tokens) for tokens in row_texts)) for row_texts in texts]
-    short = {len(tokens) for row_texts in texts for tokens in row_texts if MIN_WORDS <= len(tokens) < N}
-    return ReferenceShingles(dataset, examples, short)
-
-
-def reference_contamination(documents, sets: list[ReferenceShingles], skipped=None) -> dict:
-    wanted: set[int] = set().union(*(s for test in sets for s in test.examples)) if sets else set()
-    short_lengths = sorted(set().union(*(test.short_lengths for test in sets))) if sets else []
-    seen: set[int] = set()
-    for document in documents:
-        tokens = words(document)
-        for i in range(max(len(tokens) - N + 1, 1)):
-            key = _key(tokens[i : i + N])
-            if key in wanted:
-                seen.add(key)
-        for length in short_lengths:
-            for i in range(len(tokens) - length + 1):
-                key = _key(tokens[i : i + length])
-                if key in wanted:
-                    seen.add(key)
-    report = {}
-    for test in sets:
-        hit = sum(1 for example in test.examples if example & seen)
-        judged = sum(1 for example in test.examples if example)
-        report[test.dataset] = {
-            "test_examples": len(test.examples),
-            "too_short_to_judge": len(test.examples) - judged,
-            "contaminated": hit,
-            "share": hit / judged if judged else None,
-        }
-    return {"n": N, "datasets": report, "skipped": dict(skipped or {})}
-
-
 def both_reports(texts: dict[str, list[list[list[str]]]], documents: list[str], **options) -> tuple[dict, dict]:
     """The vectorised report and the reference's, for test sets given as word lists."""
     new = contamination(documents, [dataset_shingles(slug, rows) for slug, rows in texts.items()], **options)
-    old = reference_contamination(documents, [reference_test_shingles(slug, rows) for slug, rows in texts.items()])
+    old = {"n": N, "datasets": reference_contamination(documents, texts), "skipped": {}}
     return new, old
 
 
