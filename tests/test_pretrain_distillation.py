@@ -33,10 +33,15 @@ def corpus(tmp_path_factory, official_data) -> Path:
 
 @pytest.fixture(scope="module")
 def teacher(corpus, tmp_path_factory) -> Path:
-    """A wider model pretrained longer: the teacher (the tiny recipe's vocabulary, learned on the same corpus)."""
+    """A wider model pretrained longer, at a higher rate: the teacher (the tiny recipe's vocabulary, same corpus).
+
+    300 steps at 2e-3 reach a held-out loss of 6.15 against the 150-step student's 6.43, as 700 steps
+    at 1e-3 did, in less than half the time (CI runs this file on two loaded cores).
+    """
     out = tmp_path_factory.mktemp("teacher")
-    wide = {**QUIET, "config": {"hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512}}
-    args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "700", "--out", str(out),
+    wide = {**QUIET, "learning_rate": 2e-3,
+            "config": {"hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512}}  # fmt: skip
+    args = ["pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "300", "--out", str(out),
             "--settings", json.dumps(wide)]  # fmt: skip
     assert main(args) == 0
     return out
@@ -59,7 +64,7 @@ def test_distillation_lowers_the_students_held_out_loss_against_the_same_student
         settings={**tiny.settings, "learning_rate": 1e-3},
     )  # fmt: skip
     monkeypatch.setattr(papers, "RECIPES", (*papers.RECIPES, student))
-    common = ["--corpus", str(corpus), "--steps", "300", "--settings", json.dumps(QUIET)]
+    common = ["--corpus", str(corpus), "--steps", "150", "--settings", json.dumps(QUIET)]
     assert main(["pretrain", "--recipe", "tiny", *common, "--out", str(tmp_path / "alone")]) == 0
     distilled = ["pretrain", "--recipe", "tiny-distilled", *common, "--teacher", str(teacher)]
     assert main([*distilled, "--out", str(tmp_path / "distilled")]) == 0
