@@ -20,23 +20,36 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
-    """Load the built-in plugins (only: installed ones would make tests depend on the machine) once, and import
-    BLURB-mini's demo datasets, as ``make demo`` does: a submission names only imported data, so BLURB-mini is
+def load_session_rows() -> None:
+    """The built-in plugins' rows (only: installed ones would make tests depend on the machine) and BLURB-mini's
+    demo datasets imported, as ``make demo`` does: a submission names only imported data, so BLURB-mini is
     the benchmark that can run here (BLURB's official files are not imported)."""
     from biolm.plugins import collect_contributions, get_plugin_manager
     from registry.imports import import_dataset
     from registry.models import Benchmark
     from registry.sync import sync_contributions
 
+    report = sync_contributions(collect_contributions(get_plugin_manager(load_entrypoints=False)))
+    assert not report.problems, report.problems
+    for slug in dict.fromkeys(Benchmark.objects.get(slug="blurb-mini").entries.values_list("dataset__slug", flat=True)):
+        import_dataset(slug)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The session's rows, loaded once (:func:`load_session_rows`); every test's transaction rolls back to them."""
     with django_db_blocker.unblock():
-        report = sync_contributions(collect_contributions(get_plugin_manager(load_entrypoints=False)))
-        assert not report.problems, report.problems
-        for slug in dict.fromkeys(
-            Benchmark.objects.get(slug="blurb-mini").entries.values_list("dataset__slug", flat=True)
-        ):
-            import_dataset(slug)
+        load_session_rows()
+
+
+@pytest.fixture(scope="module")
+def session_rows_restored(django_db_blocker):
+    """For a module of transactional tests: each ends by flushing every table, the session's rows included,
+    and a test that runs after it in the same process (xdist sends whole files) would find no benchmark or
+    imported dataset. Loaded again once the module's last test has flushed."""
+    yield
+    with django_db_blocker.unblock():
+        load_session_rows()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from biolm.contract import parse_job_spec
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 BEFORE = [("jobs", "0003_worker_problems_and_plugin_failures"), ("submissions", "0003_protocol_and_notification"),
           ("registry", "0008_model_description_licence_homepage")]  # fmt: skip
 AFTER = [("jobs", "0006_job_contract_constraints"), ("submissions", "0004_preview"),

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 BEFORE = [("registry", "0009_protocols_and_plugins")]
 AFTER = [("registry", "0010_model_addresses")]
 

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 BEFORE = [("registry", "0012_language_model_base_model"), ("leaderboard", "0004_preview_results")]
 AFTER = [("registry", "0014_merge_reported_rows")]
 OLD_BOARD = {"rows": [{"model": "blurb--biobert", "url": "/models/papers/blurb--biobert/", "score": 80.29}]}

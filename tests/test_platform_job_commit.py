@@ -22,7 +22,7 @@ from jobs.models import Job
 from registry.models import Dataset, LanguageModel
 from submissions.models import Submission
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 CPU = "cpu@host"
 
 
