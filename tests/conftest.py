@@ -42,6 +42,24 @@ def django_db_setup(django_db_setup, django_db_blocker):
         load_session_rows()
 
 
+@pytest.fixture
+def score_job(alice):
+    """A ``score`` job on the ``cpu`` queue for demo-ner, waiting: what a platform job's tests claim and run."""
+    from contract_documents import finetune_spec, score_spec
+    from web_fixture import sync_builtin_plugins
+
+    from jobs.models import Job
+    from registry.models import Dataset, LanguageModel
+    from submissions.models import Submission
+
+    sync_builtin_plugins()  # a transactional test before this one flushed the built-in rows
+    model = LanguageModel.objects.create(slug="m", name="m", owner=alice)
+    submission = Submission.objects.create(submitter=alice, language_model=model)
+    spec = score_spec(finetune_spec("demo-ner"), 1).to_json()
+    return Job.objects.create(submission=submission, language_model=model, dataset=Dataset.objects.get(slug="demo-ner"),
+                              kind=Job.Kind.SCORE, queue=Job.Queue.CPU, spec=spec)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def session_rows_restored(django_db_blocker):
     """For a module of transactional tests: each ends by flushing every table, the session's rows included,

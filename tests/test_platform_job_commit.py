@@ -13,27 +13,14 @@ from __future__ import annotations
 import threading
 
 import pytest
-from contract_documents import finetune_spec, score_spec
 from django.db import connection
-from web_fixture import sync_builtin_plugins
 
 from jobs import handlers, tasks
 from jobs.models import Job
-from registry.models import Dataset, LanguageModel
-from submissions.models import Submission
+from registry.models import LanguageModel
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 CPU = "cpu@host"
-
-
-@pytest.fixture
-def score_job(alice) -> Job:
-    sync_builtin_plugins()  # a transactional test before this one flushed the built-in rows
-    model = LanguageModel.objects.create(slug="m", name="m", owner=alice)
-    submission = Submission.objects.create(submitter=alice, language_model=model)
-    spec = score_spec(finetune_spec("demo-ner"), 1).to_json()
-    return Job.objects.create(submission=submission, language_model=model, dataset=Dataset.objects.get(slug="demo-ner"),
-                              kind=Job.Kind.SCORE, queue=Job.Queue.CPU, spec=spec)  # fmt: skip
 
 
 def elsewhere(write) -> None:

@@ -13,28 +13,14 @@ import threading
 import time
 
 import pytest
-from contract_documents import finetune_spec, score_spec
 from django.db import connection
-from web_fixture import sync_builtin_plugins
 
 from jobs import handlers, keepalive, lifecycle, tasks
 from jobs.models import Job
-from registry.models import Dataset, LanguageModel
-from submissions.models import Submission
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("session_rows_restored")]
 CPU = "cpu@host"
 SILENCE_S = 0.6
-
-
-@pytest.fixture
-def score_job(alice) -> Job:
-    sync_builtin_plugins()  # a transactional test before this one flushed the built-in rows
-    model = LanguageModel.objects.create(slug="m", name="m", owner=alice)
-    submission = Submission.objects.create(submitter=alice, language_model=model)
-    spec = score_spec(finetune_spec("demo-ner"), 1).to_json()
-    return Job.objects.create(submission=submission, language_model=model, dataset=Dataset.objects.get(slug="demo-ner"),
-                              kind=Job.Kind.SCORE, queue=Job.Queue.CPU, spec=spec)  # fmt: skip
 
 
 def test_a_handler_running_past_the_allowed_silence_is_not_reaped_and_succeeds(settings, monkeypatch, score_job):
