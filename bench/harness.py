@@ -262,8 +262,23 @@ class Platform:
         return row
 
     def wait_for_job(self, job_id: int, states: tuple[str, ...], timeout: float = 240) -> dict:
-        return wait_until(lambda: (j := self.job(job_id))["status"] in states and j, timeout,
-                          f"job #{job_id} to be {' or '.join(states)}")  # fmt: skip
+        """The job's row once it is in one of ``states``; on time-out, fails with :meth:`diagnosis`."""
+        try:
+            return wait_until(lambda: (j := self.job(job_id))["status"] in states and j, timeout,
+                              f"job #{job_id} to be {' or '.join(states)}")  # fmt: skip
+        except AssertionError as timed_out:
+            raise AssertionError(f"{timed_out}\n{self.diagnosis()}") from None
+
+    def diagnosis(self, log_lines: int = 40) -> str:
+        """Every job's state and every process's last log lines: what a fault test that timed out in CI
+        leaves behind, where the platform's directory is gone by the time anyone reads the output."""
+        columns = "id, kind, queue, status, attempts, claim, worker, first_sent_at, dispatched_at, started_at, error"
+        lines = ["jobs:"] + [f"  {row}" for row in self.query(f"SELECT {columns} FROM jobs_job ORDER BY id")]
+        lines += ["workers:"] + [f"  {row}" for row in self.query("SELECT name, last_heartbeat FROM jobs_worker")]
+        for log in sorted(self.directory.glob("*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-log_lines:]
+            lines += [f"--- {log.name} (last {len(tail)} lines)", *tail]
+        return "\n".join(lines)
 
     def results(self, model_slug: str) -> list[dict]:
         return self.query(
