@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from official_data import official
 
 from bench.reference_contamination import N, reference_contamination
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.pretrain import contamination as scan
+from workers.engine.pretrain import scan_kernels
 from workers.engine.pretrain.contamination import (
     MIN_WORDS,
     collect_test_shingles,
@@ -184,15 +186,40 @@ def test_the_scan_keys_of_test_texts_are_the_shingles_of_their_words():
     assert built.short_lengths == {9, 12}
 
 
-def test_the_process_pool_finds_what_one_process_finds(monkeypatch):
+def test_the_thread_pool_finds_what_one_thread_finds(monkeypatch):
     texts = {"toy": [[LONG], [SHORT], [[*LONG[2:], "more", "words"]]]}
     documents = [f"document {n} " + " ".join(LONG if n % 7 == 0 else SHORT[: n % 9]) for n in range(400)]
-    monkeypatch.setattr(scan, "CHUNK_CHARS", 2000)  # many chunks, so the pool starts
+    monkeypatch.setattr(scan, "CHUNK_CHARS", 2000)  # many chunks, so the pool starts and reads ahead
     reported: list[int] = []
     pooled, old = both_reports(texts, documents, workers=2, progress=reported.append)
     alone, _ = both_reports(texts, documents, workers=1)
     assert pooled == alone == old and pooled["datasets"]["toy"]["contaminated"] == 2
     assert reported == sorted(reported) and reported[-1] == sum(len(d) + 1 for d in documents)
+
+
+def test_the_compiled_window_loop_finds_exactly_the_windows_the_numpy_keys_give():
+    """The scan's loop (scan_kernels) against the polynomial the test texts are keyed with (_window_keys)."""
+    generator = np.random.default_rng(0)
+    ids = generator.integers(0, 6, 20_000).astype(np.int32)  # 0 (a break) about one word in six
+    hashes = np.array([0, *generator.integers(1, 2**63, 5, dtype=np.uint64)], dtype=np.uint64)
+    lengths = [3, 5, 8]
+    windows = {}
+    for length, first, second in scan._window_keys(ids, hashes, lengths):
+        whole = [p for p in range(len(first)) if ids[p : p + length].all()]
+        windows[length] = {(int(first[p]), int(second[p])) for p in whole}
+    every = set().union(*windows.values())
+    wanted = sorted({first for first, _ in every})[::3]  # a third of the first keys are test keys
+    wanted_lengths = np.zeros(9, dtype=bool)
+    wanted_lengths[lengths] = True
+    shift = np.uint64(64 - scan.FILTER_BITS)
+    firsts = np.array(wanted, dtype=np.uint64)
+    bit_filter = np.zeros(1 << scan.FILTER_BITS, dtype=bool)
+    bit_filter[(firsts >> shift).astype(np.intp)] = True
+    first, second = scan_kernels.window_candidates(
+        ids, hashes, wanted_lengths, np.uint64(scan.BASE), np.uint64(scan.CHECK_BASE), bit_filter, shift, firsts
+    )
+    found = set(zip(first.tolist(), second.tolist(), strict=True))
+    assert found == {pair for pair in every if pair[0] in set(wanted)} and len(found) > 100
 
 
 def test_the_report_equals_the_reference_on_real_text(official_data):

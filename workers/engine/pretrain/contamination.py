@@ -17,26 +17,28 @@ The scan runs at disk speed (issue 31): PubMed's 21 GB must not take hours befor
   it, so the corpus's words become integer ids through one dict of the test words (0 for any
   other word, and for the break word put between documents, so no window spans two documents).
 * Each word id carries a 64-bit hash of the word (BLAKE2b), and a window's key is the
-  polynomial of its words' hashes modulo 2**64, computed for all windows of a chunk at once
-  with numpy (Horner's rule over shifted arrays gives every length from 8 to 13 in one pass).
+  polynomial of its words' hashes modulo 2**64, grown word by word from each start, so one pass
+  gives every length from 8 to 13 (compiled loops, :mod:`scan_kernels`; the test texts' own
+  keys come from the same polynomial in numpy, :func:`_window_keys`).
 * A window whose key passes a bit filter and is found among the sorted test keys is confirmed
   by a second polynomial key over another base: the pair (128 bits) is what a test example
   records. A false match needs two different word sequences of one length to agree on both
   keys; with hashes modelled as random, the chance is about 2**-128 per pair of sequences, so
   over 10**11 corpus windows and 10**7 test keys the expected count of false matches is below
   10**-20. Word-to-id lookup is an exact dict lookup, so no word is ever confused with another.
-* Chunks of about :data:`CHUNK_CHARS` characters are scanned by a pool of processes, one per
-  core, while the main process reads the corpus.
+* Chunks of about :data:`CHUNK_CHARS` characters are scanned by a pool of threads, one per
+  core, while the calling thread reads the corpus.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import multiprocessing
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -47,6 +49,7 @@ from biolm.dataset_io import load_dataset_files
 from biolm.errors import DataFormatError
 from biolm.schemas import get_schema
 from biolm.specs import DatasetSpec
+from workers.engine.pretrain import scan_kernels
 
 N = 13
 MIN_WORDS = 8  # shorter texts ("Methods :", "( a )") would match almost any corpus: not judged
@@ -228,43 +231,12 @@ class _Vocabulary:
         return np.insert(ids, np.searchsorted(starts, positions), np.array(found, dtype=np.int32))
 
     def _ascii_ids(self, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """The ids of the ASCII words ``codes[starts[i]:ends[i]]``, hashed column by column, longest first."""
-        ids = np.zeros(len(starts), dtype=np.int32)
-        lengths = ends - starts
-        candidates = np.flatnonzero(lengths <= self.longest)  # a longer word is no test word
-        if not len(candidates) or not len(self.ascii_keys):
-            return ids
-        shortfall = (self.longest - lengths[candidates]).astype(np.int16 if self.longest < 2**15 else np.int64)
-        order = candidates[np.argsort(shortfall, kind="stable")]  # longest first (a radix sort on int16)
-        first, size = starts[order], lengths[order]
-        active = np.searchsorted(-size, -np.arange(int(size[0])), side="left")  # words longer than k, per column k
-        keys = np.zeros(len(order), dtype=np.uint64)
-        lowered = _LOWER_BYTE[codes]
-        with np.errstate(over="ignore"):
-            for column, count in enumerate(active.tolist()):
-                part = keys[:count]
-                np.multiply(part, self.base, out=part)
-                np.add(part, lowered[first[:count]], out=part)
-                if column + 1 < len(active):
-                    first[: active[column + 1]] += 1  # the next column of the words that reach it
-        self._look_up(_mix(keys), size, order, ids)
-        return ids
-
-    def _look_up(self, keys: np.ndarray, size: np.ndarray, order: np.ndarray, ids: np.ndarray) -> None:
-        """Set ``ids[order[i]]`` for each ``keys[i]`` that is an ASCII test word's (same hash, same length).
-
-        The sorted keys are indexed by their top bits, so a lookup is one or two probes, not a
-        binary search.
-        """
-        lo = self.buckets[(keys >> self.bucket_shift).astype(np.intp)]
-        hi = self.buckets[(keys >> self.bucket_shift).astype(np.intp) + 1]
-        pending = np.flatnonzero(lo < hi)
-        while len(pending):
-            at = lo[pending]
-            match = (self.ascii_keys[at] == keys[pending]) & (self.ascii_lengths[at] == size[pending])
-            ids[order[pending[match]]] = self.ascii_ids[at[match]]
-            lo[pending] += 1
-            pending = pending[~match & (lo[pending] < hi[pending])]
+        """The ids of the ASCII words ``codes[starts[i]:ends[i]]`` (:func:`scan_kernels.ascii_word_ids`)."""
+        if not len(self.ascii_keys):
+            return np.zeros(len(starts), dtype=np.int32)
+        return scan_kernels.ascii_word_ids(codes, starts, ends, _LOWER_BYTE, self.base, self.longest,
+                                           self.bucket_shift, self.buckets, self.ascii_keys, self.ascii_lengths,
+                                           self.ascii_ids)  # fmt: skip
 
     def encode_documents(self, documents: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """The documents' word ids, each document followed by a break (id 0); where each starts."""
@@ -335,10 +307,10 @@ def _window_keys(ids: np.ndarray, hashes: np.ndarray, lengths: Iterable[int]) ->
 
 
 class ScanTable:
-    """What a scanning process needs: the test vocabulary, the window lengths, the test keys' first halves.
+    """What the scan needs: the test vocabulary, the window lengths, the test keys' first halves.
 
-    It finds candidate keys; the caller keeps the full keys (:attr:`wanted`, not sent to the
-    pool's processes) and confirms each candidate against them.
+    It finds candidate keys; :func:`scan_documents` confirms each against the full keys
+    (:attr:`wanted`).
     """
 
     def __init__(self, sets: list[DatasetTestShingles]) -> None:
@@ -348,28 +320,18 @@ class ScanTable:
         self.firsts = np.unique(np.array([key >> 64 for key in self.wanted], dtype=np.uint64))
         self.filter = np.zeros(1 << FILTER_BITS, dtype=bool)
         self.filter[(self.firsts >> np.uint64(64 - FILTER_BITS)).astype(np.intp)] = True
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "wanted": set()}  # the pool's processes only find candidates
+        self.wanted_lengths = np.zeros(max(self.lengths) + 1, dtype=bool)
+        self.wanted_lengths[self.lengths] = True
 
     def candidates(self, text: str) -> set[int]:
         """Keys of the windows of ``text`` (documents joined by :meth:`join`) whose first half is a test key's."""
         ids = self.vocabulary.encode(text)
         if len(self.firsts) == 0 or len(ids) == 0:
             return set()
-        breaks = np.concatenate(([0], np.cumsum(ids == 0, dtype=np.int64)))
-        found: set[int] = set()
-        shift = np.uint64(64 - FILTER_BITS)
-        top = np.empty(len(ids), dtype=np.uint64)
-        for length, first, second in _window_keys(ids, self.vocabulary.hashes, self.lengths):
-            index = np.right_shift(first, shift, out=top[: len(first)]).view(np.int64)  # < 2**24: no sign
-            positions = np.flatnonzero(self.filter[index])
-            positions = positions[breaks[positions + length] == breaks[positions]]  # no break inside the window
-            keys = first[positions]
-            at = np.minimum(np.searchsorted(self.firsts, keys), len(self.firsts) - 1)
-            hits = positions[self.firsts[at] == keys]
-            found.update(a << 64 | b for a, b in zip(first[hits].tolist(), second[hits].tolist(), strict=True))
-        return found
+        first, second = scan_kernels.window_candidates(ids, self.vocabulary.hashes, self.wanted_lengths,
+                                                       np.uint64(BASE), np.uint64(CHECK_BASE), self.filter,
+                                                       np.uint64(64 - FILTER_BITS), self.firsts)  # fmt: skip
+        return {a << 64 | b for a, b in zip(first.tolist(), second.tolist(), strict=True)}
 
     def join(self, documents: list[str]) -> str:
         return f" {self.vocabulary.separator} ".join(documents)
@@ -389,21 +351,8 @@ def _chunks(documents: Iterable[str], chars: int) -> Iterator[tuple[list[str], i
         yield batch, size
 
 
-_TABLE: ScanTable | None = None  # a pool process's copy
-
-
-def _start_worker(table: ScanTable) -> None:
-    global _TABLE
-    _TABLE = table
-
-
-def _candidates_in_worker(text: str) -> set[int]:
-    assert _TABLE is not None
-    return _TABLE.candidates(text)
-
-
 def default_workers() -> int:
-    """One scanning process per core this process may run on."""
+    """One scanning thread per core this process may run on."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cores)
 
@@ -411,10 +360,12 @@ def default_workers() -> int:
 def scan_documents(
     documents: Iterable[str], table: ScanTable, *, workers: int | None = None, progress: Progress | None = None
 ) -> set[int]:
-    """The test keys that occur in ``documents``: in this process for one chunk, else in a process pool.
+    """The test keys that occur in ``documents``: in this thread for one chunk, else in a pool of threads.
 
-    The pool is spawned, not forked: the parent may hold threads (torch's, the tokenizers
-    library's) that a forked child would inherit in whatever state they were.
+    Threads, not processes: the compiled loops (:mod:`scan_kernels`) release the GIL, so the
+    threads share one copy of the table and never copy a chunk into another process. A spawned
+    process pool, the earlier design, spent the parent's core on pickling the chunks and gained
+    nothing on two cores.
     """
     workers = default_workers() if workers is None else workers
     chunks = _chunks(documents, CHUNK_CHARS)
@@ -423,10 +374,20 @@ def scan_documents(
     if len(head) < 2 or workers <= 1:
         found = set().union(*map(table.candidates, texts))
     else:
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(workers, initializer=_start_worker, initargs=(table,)) as pool:
-            found = set().union(*pool.imap(_candidates_in_worker, texts))
+        with ThreadPoolExecutor(workers, thread_name_prefix="contamination-scan") as pool:
+            found = set().union(*_bounded_map(pool, table.candidates, texts, ahead=2 * workers))
     return found & table.wanted
+
+
+def _bounded_map(pool: ThreadPoolExecutor, function: Callable[[str], set[int]], texts: Iterable[str], ahead: int):
+    """``pool.map`` that reads at most ``ahead`` chunks beyond those scanned, so memory stays a few chunks'."""
+    pending: deque[Future] = deque()
+    for text in texts:
+        pending.append(pool.submit(function, text))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _joined(chunks: Iterable[tuple[list[str], int]], table: ScanTable, progress: Progress | None) -> Iterator[str]:
