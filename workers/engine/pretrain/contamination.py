@@ -196,7 +196,7 @@ class _Vocabulary:
         for base in BYTE_BASES:
             raw = [_bytes_hash(word.encode("ascii"), base) for word, _ in ascii_words]
             keys = _mix(np.array(raw, dtype=np.uint64))
-            if len(np.unique(keys)) == len(keys):
+            if len(_sorted_unique(keys.copy())) == len(keys):
                 break
         else:  # pragma: no cover - three 64-bit clashes among the test words
             raise RuntimeError("the test words' byte hashes clash under every base")
@@ -263,6 +263,13 @@ def _mix(keys: np.ndarray) -> np.ndarray:
     return keys
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting in place: numpy 2's default hashes 64-bit keys, four times slower here
+    (0.49 of the table's 0.86 s for the 22 registered test sets)."""
+    values.sort()
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
+
+
 def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each run of True in ``mask`` starts and ends (exclusive)."""
     padded = np.concatenate(([False], mask, [False]))
@@ -317,7 +324,7 @@ class ScanTable:
         self.vocabulary = _Vocabulary(set().union(*(test.vocabulary for test in sets)))
         self.wanted: set[int] = set().union(*(key for test in sets for key in test.examples))
         self.lengths = sorted({N, *set().union(*(test.short_lengths for test in sets))})
-        self.firsts = np.unique(np.array([key >> 64 for key in self.wanted], dtype=np.uint64))
+        self.firsts = _sorted_unique(np.array([key >> 64 for key in self.wanted], dtype=np.uint64))
         self.filter = np.zeros(1 << FILTER_BITS, dtype=bool)
         self.filter[(self.firsts >> np.uint64(64 - FILTER_BITS)).astype(np.intp)] = True
         self.wanted_lengths = np.zeros(max(self.lengths) + 1, dtype=bool)
