@@ -24,7 +24,7 @@ import hashlib
 
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.http import Http404, HttpResponseBase, HttpResponsePermanentRedirect, QueryDict
+from django.http import Http404, HttpResponse, HttpResponseBase, HttpResponsePermanentRedirect, QueryDict
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -126,9 +126,10 @@ def conditional(request: Request, response: HttpResponseBase) -> HttpResponseBas
     else:
         patch_cache_control(response, public=True, max_age=CACHE_MAX_AGE_S)
     patch_vary_headers(response, ["Cookie"])
-    if request.method not in ("GET", "HEAD") or response.status_code != 200 or not isinstance(response, Response):
+    if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.streaming:
         return response
-    response.render()
+    if isinstance(response, Response):
+        response.render()
     response["ETag"] = f'"{hashlib.sha256(response.content).hexdigest()}"'
     return get_conditional_response(request._request, etag=response["ETag"], response=response) or response
 
@@ -212,7 +213,13 @@ class BenchmarkLeaderboard(PublicAPI, APIView):
                 "rows": data["rows"],
             }
 
-        return Response(board_cache.cached("api", benchmark, request._request, query, answer))
+        def rendered() -> bytes:
+            return JSONRenderer().render(answer())
+
+        # The JSON itself is cached, not the data: rendering 100 rows x 30 datasets again on every
+        # request was most of a cached answer's time (docs/performance.md, The leaderboard).
+        body = board_cache.cached("api-json", benchmark, request._request, query, rendered)
+        return HttpResponse(body, content_type="application/json")
 
 
 # --- models --------------------------------------------------------------------------------------------------------

@@ -100,6 +100,8 @@ class Score(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["language_model", "benchmark"], name="unique_score")]
+        # A board's cache version reads the benchmark's newest score on every request (board_cache.version).
+        indexes = [models.Index(fields=["benchmark", "computed_at"], name="score_benchmark_newest")]
 
     def __str__(self) -> str:
         return f"{self.language_model} on {self.benchmark.slug}: {self.score}"

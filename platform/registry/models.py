@@ -355,7 +355,8 @@ class LanguageModel(models.Model):
     vocabulary_kind = models.CharField(max_length=10, choices=VocabularyKind.choices, blank=True)
     initialisation = models.CharField(max_length=10, choices=Initialisation.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # Indexed: every board's cache version reads the newest change to any model (board_cache.version).
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
 
     objects = LanguageModelQuerySet.as_manager()
 
