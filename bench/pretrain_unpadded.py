@@ -72,6 +72,7 @@ class Config:
     eval_blocks: int = 256
     seed: int = 42
     matmul_size: int | None = None  # None: 2048 on a CPU, 8192 on a GPU
+    pairs_dir: str | None = None  # keep the pairs here (pairs-<block>/), and reuse them when already there
     arms: tuple[str, ...] = ARMS
 
 
@@ -115,20 +116,31 @@ def pair_corpus(config: Config, tokenizer, block: int, work: Path) -> tuple[dict
     from biolm.plugins import collect_contributions, get_plugin_manager
     from workers.engine.pretrain.data import open_pairs, write_pair_blocks
 
-    path = Path(config.corpus) if config.corpus else work / "corpus.txt"
-    if not path.exists():
-        biomedical_corpus.write_corpus(path)
-    sentences = collect_contributions(get_plugin_manager(load_entrypoints=False)).preprocessors["sentences"]
-    with path.open(encoding="utf-8") as handle:
-        documents = apply_preprocessors((line.strip() for line in handle if line.strip()), [sentences])
-        directory = work / f"pairs-{block}"
-        write_pair_blocks(documents, tokenizer, directory, block_size=block, heldout_share=config.heldout_share,
-                          task="nsp", seed=config.seed)  # fmt: skip
+    directory = pairs_directory(config, block, work)
+    if not (directory / "corpus.json").is_file():  # written last: a directory without it is incomplete
+        path = Path(config.corpus) if config.corpus else work / "corpus.txt"
+        if not path.exists():
+            biomedical_corpus.write_corpus(path)
+        sentences = collect_contributions(get_plugin_manager(load_entrypoints=False)).preprocessors["sentences"]
+        with path.open(encoding="utf-8") as handle:
+            documents = apply_preprocessors((line.strip() for line in handle if line.strip()), [sentences])
+            write_pair_blocks(documents, tokenizer, directory, block_size=block, heldout_share=config.heldout_share,
+                              task="nsp", seed=config.seed)  # fmt: skip
     return open_pairs(directory, "train", block), open_pairs(directory, "heldout", block)
+
+
+def pairs_directory(config: Config, block: int, work: Path) -> Path:
+    """Where the pairs at ``block`` tokens are: ``pairs_dir`` keeps them between runs (a GPU machine's
+    16 cores should train, not tokenise the corpus again), else the run's own temporary folder."""
+    return (Path(config.pairs_dir) if config.pairs_dir else work) / f"pairs-{block}"
 
 
 def missing_data(config: Config) -> str | None:
     """Why the benchmark cannot run here (its corpus or the official data absent), or None."""
+    if config.pairs_dir and all(
+        (pairs_directory(config, int(block), Path()) / "corpus.json").is_file() for block in config.block_sizes
+    ):
+        return None
     if config.corpus:
         return None if Path(config.corpus).is_file() else f"corpus not found: {config.corpus}"
     from bench import biomedical_corpus
@@ -206,26 +218,8 @@ def device_matmul_peaks(setup: Setup) -> dict[str, dict]:
     """The matmul peaks MFU is read against, measured on the arms' device in this run (bf16 when they run it)."""
     if setup.device.type != "cuda":
         return common.matmul_peaks(setup.dtype, setup.matmul_size)
-    return {"fp32": _cuda_matmul_peak(torch.float32, setup), "bf16": _cuda_matmul_peak(torch.bfloat16, setup)}
-
-
-def _cuda_matmul_peak(dtype: torch.dtype, setup: Setup, rounds: int = 20) -> dict:
-    """Best FLOP/s of a square ``setup.matmul_size`` matmul on the GPU, timed with CUDA events."""
     size = setup.matmul_size
-    a = torch.randn(size, size, device=setup.device, dtype=dtype)
-    b = torch.randn(size, size, device=setup.device, dtype=dtype)
-    for _ in range(3):
-        torch.matmul(a, b)
-    best = float("inf")
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.matmul(a, b)
-        end.record()
-        torch.cuda.synchronize()
-        best = min(best, start.elapsed_time(end) / 1000)
-    name = str(dtype).replace("torch.", "")
-    return {"dtype": name, "size": size, "flops_per_second": 2 * size**3 / best, "rounds": rounds, "device": "cuda"}
+    return {"fp32": common.cuda_matmul_peak(torch.float32, size), "bf16": common.cuda_matmul_peak(torch.bfloat16, size)}
 
 
 # --- the arms ---------------------------------------------------------------------------------

@@ -405,25 +405,9 @@ def _same_task_type(slug: str, rates: dict) -> str | None:
 def device_peak(size: int) -> dict:
     """The matmul peak of the device and precision the engine trains in (its ``auto``: bf16 where native)."""
     if torch.cuda.is_available():
-        return cuda_peak(size)
+        return common.cuda_matmul_peak(torch.bfloat16, size * 4)
     peaks = common.matmul_peaks(common.resolve_engine_dtype("auto"), size)
     return peaks.get("bf16", peaks["fp32"])
-
-
-def cuda_peak(size: int, rounds: int = 20) -> dict:
-    """bf16 FLOP/s of a square matmul on the GPU, best of ``rounds`` after a warm-up (the ceiling MFU reads)."""
-    a = torch.randn(size * 4, size * 4, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(size * 4, size * 4, device="cuda", dtype=torch.bfloat16)
-    for _ in range(3):
-        torch.matmul(a, b)
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        torch.matmul(a, b)
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return {"dtype": "bfloat16", "size": size * 4, "flops_per_second": 2 * (size * 4) ** 3 / best, "device": "cuda"}
 
 
 def missing(config: Config) -> str | None:

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The GPU figures (fine-tuning MFU, unpadded pretraining MFU at 128 and 512 tokens, the whole-BLURB
+# projection) in one run on a bare GPU machine: its python3 has torch and transformers but none of
+# this project's other packages, its data or its models, and nothing can be downloaded there.
+#
+#   bash bench/lent_gpu.sh CARRY OUT
+#
+# CARRY is a folder made on a machine with the project installed (docs/performance.md says how):
+#   whl/            datasets, dill and multiprocess wheels for the machine's Python (whl-fallback/: older ones)
+#   data.tar.xz     the official BLURB files (each <Dataset>/blurb folder of BIOLM_DATA_DIR)
+#   minilm/         MiniLM-L6's tokenizer files (BERT's uncased vocabulary), without its weights
+#   pairs.tar.xz    the pretraining benchmark's sentence pairs at 128 and 512 tokens (pairs_dir)
+# Each benchmark writes OUT/<name>.json (and all of them OUT/run.log); one that fails or runs out of
+# its time leaves the others'.
+set -u
+carry=$(realpath "${1:?CARRY folder}")
+out=$(mkdir -p "${2:?OUT folder}" && realpath "$2")
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+site=/tmp/lent-gpu-site
+install() { rm -rf "$site" && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$1"/*.whl; }
+install "$carry/whl"
+export PYTHONPATH="$site:$PWD/platform:$PWD"
+if ! python3 -c "import datasets" 2>/tmp/lent-gpu-datasets.txt; then
+    echo "datasets does not import with the carried version; trying the fallback:"; tail -2 /tmp/lent-gpu-datasets.txt
+    install "$carry/whl-fallback"
+fi
+data=/tmp/lent-gpu-data pairs=/tmp/lent-gpu-pairs
+mkdir -p "$data" "$pairs"
+tar -xJf "$carry/data.tar.xz" -C "$data" && tar -xJf "$carry/pairs.tar.xz" -C "$pairs"
+export BIOLM_DATA_DIR="$data" BIOLM_BENCH_MINILM="$carry/minilm"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used,memory.total --format=csv
+python3 -c "import sys, torch, transformers, tokenizers, datasets, pyarrow; print(sys.version.split()[0], torch.__version__, transformers.__version__, tokenizers.__version__, datasets.__version__, pyarrow.__version__)"
+
+step() {  # NAME SECONDS COMMAND...: one figure, bounded in time, its output kept
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name (at most $limit s) =="
+    local start=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$out/run.log" | grep -v "^\s*$" | tail -40
+    echo "== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s =="
+}
+
+step finetune_gpu "${FINETUNE_S:-120}" python3 - "$out" <<'EOF'
+import sys
+from pathlib import Path
+from bench import common, finetune_throughput
+common.quiet()
+figure = finetune_throughput.gpu_mfu(finetune_throughput.Config())
+figure.update(machine=common.machine(), versions=common.versions())
+common.write_json("finetune_gpu", figure, Path(sys.argv[1]))
+if not figure["measured"]:
+    sys.exit(f"finetune_gpu: {figure['reason']}")
+for batch, f in figure["batch_sizes"].items():
+    print(f"batch {batch}: {f['tokens_per_second']:,.0f} real tokens/s, {f['steps_per_second']:.1f} steps/s, MFU {100 * f['mfu']:.1f}%")
+print(f"MFU at the protocol's batch: {100 * figure['mfu']:.1f}% (goal {100 * figure['goal']:.0f}%)")
+EOF
+step pretrain_unpadded "${PRETRAIN_S:-220}" python3 -m bench pretrain_unpadded --out "$out" \
+    --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-300}"
+step blurb_gpu "${BLURB_S:-240}" python3 -m bench blurb_gpu --out "$out" \
+    --set max_train_examples="${BLURB_TRAIN:-2000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
+    --set budget_seconds="${BLURB_BUDGET:-170}"
+ls -la "$out"
+nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv
