@@ -19,6 +19,9 @@ architecture's whatever its weights).
   rest, its other work (reading and tokenising the data, reading the checkpoint, building models);
 * once: a fresh interpreter importing the engine and starting CUDA, which every job pays.
 
+One small untimed job runs first, so that the process's first device work is not charged to the
+first dataset.
+
 **Projected**, per dataset and in total: the dataset's protocol (:func:`biolm.protocols.plan_for`,
 as the platform plans it: the six points of learning rate {1e-5, 3e-5, 5e-5} x batch {16, 32} at
 the task type's epochs, then the chosen point's other seeds) from those rates. The chosen point's
@@ -144,6 +147,16 @@ def process_start_seconds(device: str) -> float:
     return time.perf_counter() - start
 
 
+def warm_up(config: Config, source: dict, work: Path) -> None:
+    """One small untimed job first: the process's first device work (kernel selection, the allocator's growth,
+    the engine's imports) would otherwise be charged to the first dataset (the H200 run of 2026-11-28 measured
+    BC5-chem's epoch at 2.5x BC5-disease's, the same sizes)."""
+    first = next((slug for slug in config.datasets if slug not in NOT_TRAINABLE), None)
+    if first is not None:
+        warm = Config(**{**vars(config), "max_train_examples": 64, "max_eval_examples": 64})
+        engine_job(first, source, warm, work / "warm-up", 32, seeds=1)
+
+
 def measure_dataset(slug: str, source: dict, config: Config, work: Path) -> dict:
     bs32 = engine_job(slug, source, config, work, 32, seeds=1)
     bs16 = engine_job(slug, source, config, work, 16, seeds=2)
@@ -248,6 +261,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         source = model_source(config, work)
         peak = common.cuda_matmul_peak(torch.bfloat16) if device.startswith("cuda") else None
         process_start = process_start_seconds(device)
+        warm_up(config, source, work)
         for slug in config.datasets:
             if slug in not_measured:
                 continue

@@ -215,6 +215,32 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
 
 
+def test_pairs_kept_in_pairs_dir_are_reused_without_the_corpus_or_the_official_data(
+    tmp_path, official_data, monkeypatch
+):
+    """A lent GPU machine has neither: the pairs made here travel, and the benchmark trains on them as they are."""
+    from bench import biomedical_corpus, pretrain_unpadded
+
+    official_data("HoC", "blurb", "train.tsv")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(itertools.islice(biomedical_corpus.documents(), 200)) + "\n", encoding="utf-8")
+    kept = tmp_path / "pairs"
+    config = pretrain_unpadded.Config(corpus=str(corpus), size="tiny", steps=2, batch_size=4, block_sizes=("128",),
+                                      warm_steps=1, eval_blocks=4, matmul_size=64, device="cpu",
+                                      pairs_dir=str(kept), arms=("padded",))  # fmt: skip
+    first = pretrain_unpadded.run(config, tmp_path / "first")
+    made = {path.name: path.read_bytes() for path in (kept / "pairs-128").iterdir()}
+    assert "corpus.json" in made and first["blocks"]["128"]["train_instances"] > 0
+
+    corpus.unlink()
+    monkeypatch.setenv("BIOLM_DATA_DIR", str(tmp_path / "absent"))
+    assert pretrain_unpadded.missing_data(config) is None
+    again = pretrain_unpadded.run(config, tmp_path / "again")
+    assert {path.name: path.read_bytes() for path in (kept / "pairs-128").iterdir()} == made
+    assert again["blocks"]["128"]["train_instances"] == first["blocks"]["128"]["train_instances"]
+    assert again["blocks"]["128"]["padding_share"] == first["blocks"]["128"]["padding_share"]
+
+
 def test_the_unpadded_benchmark_is_marked_skipped_when_the_data_is_missing(tmp_path, monkeypatch):
     from bench import pretrain_unpadded
 
