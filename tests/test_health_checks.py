@@ -66,3 +66,19 @@ def test_the_gpu_hosts_health_needs_a_recent_heartbeat_from_each_of_its_workers(
     os.utime(second, (old, old))
     assert health.main(["--gpus", "2", "--max-age", "60"]) == 1
     assert f"gpu1@{socket.gethostname()} (last heartbeat 300 s ago)" in capsys.readouterr().err
+
+
+def test_a_host_whose_gpus_are_shared_needs_a_heartbeat_from_every_worker_on_each(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BIOLM_WORKER_DIR", str(tmp_path))
+    monkeypatch.setenv("BIOLM_WORKERS_PER_GPU", "3")  # as docker-compose sets it for the worker-gpu service
+    files = [health.health_file(tmp_path, f"gpu{i}@{socket.gethostname()}") for i in range(6)]
+    files[0].parent.mkdir(parents=True)
+    for path in files[:5]:
+        path.touch()
+    assert health.main(["--gpus", "2"]) == 1
+    assert f"gpu5@{socket.gethostname()} (no heartbeat yet)" in capsys.readouterr().err
+    files[5].touch()
+    assert health.main(["--gpus", "2"]) == 0
+    assert "alive: 6 worker(s)" in capsys.readouterr().out
+    assert health.main(["--gpus", "2", "--per-gpu", "1"]) == 0  # the flag wins over the variable
+    assert "alive: 2 worker(s)" in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from contract_documents import finetune_spec, pretrain_spec
 
 from workers.runner.execution import JobRun, _readable, failure_cause, failure_summary, plugin_of
@@ -97,3 +98,43 @@ def test_a_worker_on_the_cpu_reports_no_gpu_and_one_pinned_to_a_gpu_reports_one(
     assert gpu_count() == 2
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpu_count() == 0
+
+
+def test_workers_sharing_a_gpu_are_pinned_to_it_in_order_and_report_one_gpu_each():
+    from workers.runner.gpu_workers import node_name, worker_processes
+
+    shared = worker_processes(2, environment={"DATABASE_URL": "postgres://secret"}, per_gpu=3)
+    assert [p.name for p in shared] == [node_name("gpu", i) for i in range(6)]
+    assert [p.environment["CUDA_VISIBLE_DEVICES"] for p in shared] == ["0", "0", "0", "1", "1", "1"]
+    assert {p.environment["BIOLM_WORKER_GPUS"] for p in shared} == {"1"}
+    assert not any("DATABASE_URL" in p.environment for p in shared)
+    # A host without a GPU runs one worker whatever the setting: its CPU is busy with one job already.
+    (on_cpu,) = worker_processes(0, environment={}, per_gpu=3)
+    assert "CUDA_VISIBLE_DEVICES" not in on_cpu.environment
+
+
+def test_the_number_of_workers_per_gpu_comes_from_the_flag_else_the_variable_and_is_checked(monkeypatch):
+    from workers.runner.gpu_workers import workers_per_gpu
+
+    monkeypatch.delenv("BIOLM_WORKERS_PER_GPU", raising=False)
+    assert workers_per_gpu() == 1
+    monkeypatch.setenv("BIOLM_WORKERS_PER_GPU", "4")
+    assert workers_per_gpu() == 4
+    assert workers_per_gpu("2") == 2
+    for bad in ("0", "two", "-1", "65"):
+        with pytest.raises(ValueError, match=f"--per-gpu takes a whole number from 1 to 64, not '{bad}'"):
+            workers_per_gpu(bad)
+    monkeypatch.setenv("BIOLM_WORKERS_PER_GPU", "0")
+    with pytest.raises(ValueError, match="BIOLM_WORKERS_PER_GPU takes"):
+        workers_per_gpu()
+
+
+def test_the_runner_refuses_a_bad_per_gpu_setting_before_starting_anything(monkeypatch, capsys):
+    from workers.runner.__main__ import main
+
+    started = []
+    monkeypatch.setattr("workers.runner.__main__.Supervisor", lambda *a, **k: started.append(a))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--gpus", "1", "--per-gpu", "0"])
+    assert exit_info.value.code == 2 and not started
+    assert "--per-gpu takes a whole number from 1 to 64, not '0'" in capsys.readouterr().err

@@ -1,9 +1,10 @@
-"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto]``: the platform's CPU worker and the GPU workers, kept alive.
+"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto] [--per-gpu K]``: the CPU and GPU workers, kept alive.
 
 * ``cpu``: a Celery worker of this project on the ``cpu`` queue with the embedded beat, which
   ticks every ``BIOLM_TICK_S`` seconds (reaper and dispatcher) and runs the platform's own jobs
   (recording results). It needs the database.
-* ``gpu``: one database-free worker per visible GPU (one on the CPU, ``trainer0@host``, when there is none), as
+* ``gpu``: one database-free worker per visible GPU, or ``--per-gpu K`` sharing each (``BIOLM_WORKERS_PER_GPU``;
+  one on the CPU, ``trainer0@host``, when there is none), as
   ``python -m workers.runner`` starts them: without ``DATABASE_URL``, reaching the platform at
   ``BIOLM_API_URL`` with the worker secret, which this command passes to them.
 
@@ -45,9 +46,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu (default: both)")
         parser.add_argument("--gpus", default="auto", help="GPU workers to start (default: one per visible GPU)")
+        parser.add_argument(
+            "--per-gpu", default=None, help="GPU workers sharing each GPU (default: BIOLM_WORKERS_PER_GPU, else 1)"
+        )
         parser.add_argument("--loglevel", default="INFO")
 
-    def handle(self, *args, queues: str, gpus: str, loglevel: str, **options) -> None:
+    def handle(self, *args, queues: str, gpus: str, per_gpu: str | None, loglevel: str, **options) -> None:
         chosen = [q.strip() for q in queues.split(",") if q.strip()]
         unknown = sorted(set(chosen) - set(QUEUES))
         if unknown or not chosen:
@@ -56,6 +60,7 @@ class Command(BaseCommand):
             raise CommandError(f"--gpus takes a number or auto, not {gpus!r}")
         try:
             policy = RestartPolicy.from_environment()
+            sharing = gpu_workers.workers_per_gpu(per_gpu)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         root = settings.BASE_DIR
@@ -73,7 +78,8 @@ class Command(BaseCommand):
         if "gpu" in chosen:
             count = gpu_workers.visible_gpus() if gpus == "auto" else int(gpus)
             # Named for what it runs on: trainer0@host where there is no GPU (pages show names; jobs.waiting.queue_name)
-            processes += gpu_workers.worker_processes(count, "gpu" if count else "trainer", loglevel, environment)
+            name = "gpu" if count else "trainer"
+            processes += gpu_workers.worker_processes(count, name, loglevel, environment, per_gpu=sharing)
         self.stdout.write(f"started {', '.join(chosen)} workers (Ctrl-C stops them)")
         self.stdout.flush()
         if Supervisor(processes, policy, on_give_up=report_give_up).run():
