@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures (fine-tuning MFU, unpadded pretraining MFU at 128 and 512 tokens, the whole-BLURB
-# projection) in one run on a bare GPU machine: its python3 has torch and transformers but none of
+# projection, and where a fine-tuning step's time goes: bench.step_profile) in one run on a bare
+# GPU machine: its python3 has torch and transformers but none of
 # this project's other packages, its data or its models, and nothing can be downloaded there.
 #
 #   bash bench/lent_gpu.sh CARRY OUT
@@ -60,5 +61,6 @@ step pretrain_unpadded "${PRETRAIN_S:-220}" python3 -m bench pretrain_unpadded -
 step blurb_gpu "${BLURB_S:-240}" python3 -m bench blurb_gpu --out "$out" \
     --set max_train_examples="${BLURB_TRAIN:-2000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
     --set budget_seconds="${BLURB_BUDGET:-170}"
+step step_profile "${PROFILE_S:-150}" python3 -m bench.step_profile --out "$out"
 ls -la "$out"
 nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv
