@@ -90,6 +90,50 @@ def test_first_fit_packs_longest_first_without_overflowing_a_row():
     assert layout.rows == 4  # 96 | 90+5 | 50+45 | 40+10: the first-fit-decreasing answer
 
 
+def first_fit_by_hand(lengths: list[int], width: int) -> tuple[list[int], list[int], int]:
+    """First-fit decreasing as the textbook states it: each sequence, longest first, into the first row with room."""
+    rooms: list[int] = []
+    row, start = [0] * len(lengths), [0] * len(lengths)
+    for index in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        target = next((r for r, room in enumerate(rooms) if room >= lengths[index]), None)
+        if target is None:
+            rooms.append(width)
+            target = len(rooms) - 1
+        row[index], start[index] = target, width - rooms[target]
+        rooms[target] -= lengths[index]
+    return row, start, len(rooms)
+
+
+def test_the_array_first_fit_and_its_slots_are_the_textbooks_on_random_batches():
+    generator = torch.Generator().manual_seed(7)
+    for _ in range(300):
+        width = int(torch.randint(4, 140, (1,), generator=generator))
+        lengths = torch.randint(1, width + 1, (int(torch.randint(1, 40, (1,), generator=generator)),),
+                                generator=generator)  # fmt: skip
+        layout = first_fit_layout(lengths, width)
+        row, start, rows = first_fit_by_hand(lengths.tolist(), width)
+        assert (layout.row.tolist(), layout.start.tolist(), layout.rows) == (row, start, rows)
+        packed = pack(
+            {"input_ids": torch.arange(len(lengths) * width).view(len(lengths), width) + 10,
+             "attention_mask": (torch.arange(width) < lengths[:, None]).long(),
+             "labels": torch.zeros(len(lengths), width, dtype=torch.long)},
+            bert_config_model(), pad_id=0,
+        )  # fmt: skip
+        if "sequence_starts" not in packed:  # every sequence fills its row: nothing to pack
+            continue
+        for index, (length, at) in enumerate(zip(lengths.tolist(), packed["sequence_starts"].tolist(), strict=True)):
+            flat = packed["input_ids"].reshape(-1)
+            assert flat[at : at + length].tolist() == list(range(index * width + 10, index * width + 10 + length))
+            assert set(packed["segments"].reshape(-1)[at : at + length].tolist()) == {index}
+
+
+def bert_config_model() -> torch.nn.Module:
+    from transformers import BertConfig, BertForPreTraining
+
+    return BertForPreTraining(BertConfig(vocab_size=64, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                         intermediate_size=16, max_position_embeddings=160))  # fmt: skip
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_the_packed_forward_gives_each_sequence_the_padded_forwards_logits_and_loss(pairs, attention):
     model = bert(pairs[0], attention).eval()
@@ -212,6 +256,7 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     assert unpadded["settings"] == {"unpadded": True, "optimizer_kernel": "auto", "compile": False, "batch_size": 4}
     assert block["heldout_loss_gap"] == pytest.approx(unpadded["heldout_loss"] - padded["heldout_loss"])
     assert 0 < unpadded["utilisation"]["mfu"] < 1
+    assert block["host_packing"]["instances"] == 4 and block["host_packing"]["seconds_per_step"] > 0
     assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
 
 

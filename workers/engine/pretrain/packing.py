@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from workers.engine.pretrain.masking import IGNORE
@@ -63,20 +64,28 @@ def check_packable(model: torch.nn.Module) -> None:
 
 
 def first_fit_layout(lengths: torch.Tensor, width: int) -> Layout:
-    """Sequences into rows of ``width``, longest first, each into the first row with room (deterministic)."""
-    order = sorted(range(len(lengths)), key=lambda i: (-int(lengths[i]), i))
-    free: list[int] = []
-    row = [0] * len(lengths)
-    start = [0] * len(lengths)
-    for index in order:
-        length = int(lengths[index])
-        target = next((r for r, room in enumerate(free) if room >= length), None)
-        if target is None:
-            free.append(width)
-            target = len(free) - 1
+    """Sequences into rows of ``width``, longest first, each into the first row with room (deterministic).
+
+    It runs on the host before every micro-batch, so it works on plain arrays: indexing a tensor
+    element by element made packing 256 sequences take 18 ms, a fifth of a BERT-base step on an H200.
+    """
+    sizes = lengths.numpy().astype(np.int64)
+    order = np.lexsort((np.arange(len(sizes)), -sizes))  # longest first, ties by position
+    free = np.empty(len(sizes), dtype=np.int64)  # room left in each opened row
+    rows = 0
+    row = np.empty(len(sizes), dtype=np.int64)
+    start = np.empty(len(sizes), dtype=np.int64)
+    for index in order.tolist():
+        length = int(sizes[index])
+        fits = np.flatnonzero(free[:rows] >= length)
+        if len(fits):
+            target = int(fits[0])
+        else:
+            target, rows = rows, rows + 1
+            free[target] = width
         row[index], start[index] = target, width - free[target]
         free[target] -= length
-    return Layout(lengths.clone(), torch.tensor(row), torch.tensor(start), len(free), width)
+    return Layout(lengths.clone(), torch.from_numpy(row), torch.from_numpy(start), rows, width)
 
 
 def position_ids(model: torch.nn.Module, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -121,14 +130,17 @@ def _slot_sources(layout: Layout) -> tuple[torch.Tensor, torch.Tensor]:
 
     Segments number the sequences 0..n-1; a row's leftover slots take segment n + row.
     """
-    count = len(layout.lengths)
-    source = torch.full((layout.rows, layout.width), -1, dtype=torch.long)
-    segment = (count + torch.arange(layout.rows)).unsqueeze(1).repeat(1, layout.width)
-    for index in range(count):
-        length, row, start = int(layout.lengths[index]), int(layout.row[index]), int(layout.start[index])
-        source[row, start : start + length] = index * layout.width + torch.arange(length)
-        segment[row, start : start + length] = index
-    return source, segment
+    count, width = len(layout.lengths), layout.width
+    lengths = layout.lengths.numpy().astype(np.int64)
+    sequence = np.repeat(np.arange(count), lengths)  # each real token's sequence
+    offset = np.arange(len(sequence)) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # its column in its row
+    slot = (layout.row.numpy()[sequence] * width + layout.start.numpy()[sequence]) + offset
+    source = np.full(layout.rows * width, -1, dtype=np.int64)
+    source[slot] = sequence * width + offset
+    segment = np.repeat(count + np.arange(layout.rows), width)
+    segment[slot] = sequence
+    shape = (layout.rows, width)
+    return torch.from_numpy(source).view(shape), torch.from_numpy(segment).view(shape)
 
 
 def _gather(values: torch.Tensor, source: torch.Tensor, fill: int) -> torch.Tensor:
