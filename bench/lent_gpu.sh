@@ -59,7 +59,7 @@ EOF
 step pretrain_unpadded "${PRETRAIN_S:-220}" python3 -m bench pretrain_unpadded --out "$out" \
     --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-300}"
 step blurb_gpu "${BLURB_S:-240}" python3 -m bench blurb_gpu --out "$out" \
-    --set max_train_examples="${BLURB_TRAIN:-2000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
+    --set max_train_examples="${BLURB_TRAIN:-1000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
     --set budget_seconds="${BLURB_BUDGET:-170}"
 step step_profile "${PROFILE_S:-150}" python3 -m bench.step_profile --out "$out"
 ls -la "$out"

@@ -132,3 +132,14 @@ def test_the_step_profile_times_the_engines_step_and_processes_side_by_side_on_a
     assert len(one["per_process"]) == 1 and len(two["per_process"]) == 2 and min(two["per_process"]) > 0
     assert one["ratio_to_one"] == 1.0
     assert two["ratio_to_one"] == pytest.approx(two["steps_per_second"] / one["steps_per_second"])
+
+
+def test_a_run_cut_short_still_has_one_dataset_of_each_task_type_measured_first():
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    datasets = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
+    order = blurb_gpu.Config().datasets
+    assert sorted(order) == sorted(blurb_gpu.BLURB_DATASETS)
+    types = [datasets[slug].task_type for slug in order if slug not in blurb_gpu.NOT_TRAINABLE]
+    kinds = set(types)
+    assert len(kinds) == 5 and set(types[: len(kinds)]) == kinds  # every trainable task type before any repeats
