@@ -125,7 +125,7 @@ def _spec(slug: str, config: Config, out: Path, source: dict, **settings):
 
 
 def full_protocol(slug: str, source: dict, config: Config) -> dict:
-    """The dataset's whole split sizes and its full protocol (no overrides), as the platform plans it."""
+    """The dataset's full protocol (no overrides) as the platform plans it: its grid, seeds and folds."""
     from workers.engine.finetune import job_plan, load_task
 
     with tempfile.TemporaryDirectory(prefix="bench-blurb-gpu-") as folder:
