@@ -63,12 +63,12 @@ class EngineStep:
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        from workers.engine.training import _update, autocast
+        from workers.engine.training import autocast, optimizer_step
 
         with autocast(self.device, torch.bfloat16):
             loss = self.loss(batch)
         loss.backward()
-        _update(self.model, self.optimizer, self.schedule)
+        optimizer_step(self.model, self.optimizer, self.schedule)
         return loss
 
 

@@ -173,7 +173,7 @@ class CheckpointSelector:
         return self.best_step
 
 
-def _update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
+def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
     """One optimisation step: gradients clipped to norm 1 (as BERT's recipe), then the update and the schedule."""
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -223,7 +223,7 @@ def train(
                 with autocast(device, dtype):
                     loss = step_loss(batch)
                 loss.backward()
-                _update(model, optimizer, scheduler)
+                optimizer_step(model, optimizer, scheduler)
                 step += 1
                 batch_real = sum(lengths[i] for i in batch_indices)
                 real += batch_real
