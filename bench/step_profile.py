@@ -227,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     if graphed["measured"]:
         print(f"one CUDA graph: {graphed['ms_per_step']:.1f} ms per step")
     for count, figure in result["side_by_side"].items():
-        print(f"{count} side by side: {figure['steps_per_second']:.1f} steps/s in all ({figure['ratio_to_one']:.2f}x)")
+        ratio = figure["ratio_to_one"]
+        against_one = f" ({ratio:.2f}x one process)" if ratio is not None else ""
+        print(f"{count} side by side: {figure['steps_per_second']:.1f} steps/s in all{against_one}")
     return 0
 
 

@@ -122,16 +122,16 @@ def test_the_gpu_finetune_figure_runs_the_engines_loop_on_the_whole_training_set
 def test_the_step_profile_times_the_engines_step_and_processes_side_by_side_on_any_device(tmp_path):
     from bench import step_profile
 
-    arguments = ["--out", str(tmp_path), "--device", "cpu", "--tiny", "--steps", "3", "--processes", "1,2"]
+    arguments = ["--out", str(tmp_path), "--device", "cpu", "--tiny", "--steps", "3", "--processes", "2"]
     assert step_profile.main([*arguments, "--seconds", "0.5"]) == 0
     written = json.loads((tmp_path / "step_profile.json").read_text())
     assert written["eager"]["ms_per_step"] > 0 and written["eager"]["device_busy_ms_per_step"] is None
     assert "aten::" in written["eager"]["top_operators"]
     assert written["graph"] == {"measured": False, "reason": "CUDA graphs need a GPU"}
-    one, two = written["side_by_side"]["1"], written["side_by_side"]["2"]
-    assert len(one["per_process"]) == 1 and len(two["per_process"]) == 2 and min(two["per_process"]) > 0
-    assert one["ratio_to_one"] == 1.0
-    assert two["ratio_to_one"] == pytest.approx(two["steps_per_second"] / one["steps_per_second"])
+    two = written["side_by_side"]["2"]  # two processes started together, each counting its own steps
+    assert len(two["per_process"]) == 2 and min(two["per_process"]) > 0
+    assert two["steps_per_second"] == pytest.approx(sum(two["per_process"]))
+    assert two["ratio_to_one"] is None  # no single-process round to compare with
 
 
 def test_a_run_cut_short_still_has_one_dataset_of_each_task_type_measured_first():
