@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
+from bench.common import BERT_BASE
 
 
 def tagger(device: torch.device, shape: dict) -> torch.nn.Module:
