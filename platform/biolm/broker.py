@@ -16,6 +16,16 @@ GPU_TASK = "biolm.worker.run_job"
 registers it under it. Its arguments are the job's id and token; the claim returns the job's spec."""
 
 
+REDIS_TRANSPORT = "biolm.redis_transport:Transport"
+
+
+def transport(url: str) -> str | None:
+    """The kombu transport class for ``url``: biolm's Redis transport for ``redis://`` (a worker outlives a Redis
+    restart while it runs a job, :mod:`biolm.redis_transport`), else None: the URL's scheme decides, as for
+    ``rediss://``, whose TLS defaults kombu sets only when it picks the transport itself."""
+    return REDIS_TRANSPORT if url.startswith("redis://") else None
+
+
 def transport_options(url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S) -> dict:
     """Kombu's transport options for ``url``; a filesystem broker's folders are created under ``var_dir``."""
     if not url.startswith("filesystem://"):

@@ -209,6 +209,8 @@ STATICFILES_FINDERS = [
 
 # Celery: an embedded filesystem broker by default, so `make demo` needs no server.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", broker.DEFAULT_URL)
+# With Redis, a transport with which a worker outlives a Redis restart while it runs a job (biolm.redis_transport).
+CELERY_BROKER_TRANSPORT = broker.transport(CELERY_BROKER_URL)
 # Longer than the longest job, so a running task is not redelivered (Read the Docs).
 CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(
     CELERY_BROKER_URL, VAR_DIR, env_int("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)

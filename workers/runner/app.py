@@ -56,6 +56,7 @@ def gpu_count() -> int:
 app = Celery("biolm-worker")
 app.conf.update(
     broker_url=BROKER_URL,
+    broker_transport=broker.transport(BROKER_URL),
     broker_transport_options=broker.transport_options(
         BROKER_URL, VAR_DIR, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S))
     ),
