@@ -12,7 +12,9 @@ pretraining job on several GPUs) so that the worker can always stop it: a heartb
 "stop" (the job was cancelled, or reaped and given to another worker) terminates it within one
 heartbeat interval. While it runs, every heartbeat carries the engine's progress file and the new
 lines of its log; a pretraining run's newest checkpoint is uploaded as it appears, so an attempt
-after a crash resumes from it instead of from step 0.
+after a crash resumes from it instead of from step 0. Downloads, packing and uploads heartbeat from
+a thread while they block (:mod:`workers.runner.transfer_heartbeats`): a large model's take longer
+than the platform's silence limit.
 
 Failures are told apart by cause: the engine exiting with status 1 is a refusal of the submission's
 input (a malformed checkpoint, say) and is charged; status 3 is a plugin's code raising (its one-
@@ -35,6 +37,7 @@ import sys
 import tarfile
 import time
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +49,7 @@ from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIAB
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
 from workers.runner.processes import describe_exit
+from workers.runner.transfer_heartbeats import heartbeats_while
 
 logger = logging.getLogger("biolm.worker")
 
@@ -151,7 +155,8 @@ class JobRun:
             return refused
         spec_file = self.directory / "spec.json"
         spec_file.write_text(json.dumps(claimed["spec"], indent=2), encoding="utf-8")
-        inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
+        with self._heartbeats_while("downloading the inputs"):
+            inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
         out = self.directory / "out"
         if self.spec.KIND == "finetune":
             command = self._finetune_command(spec_file, inputs, out)
@@ -167,11 +172,12 @@ class JobRun:
         if code != 0:
             tail = self._log_tail()
             return self._fail(failure_summary(code, tail), failure_cause(code, tail), plugin_of(tail))
-        if self.spec.KIND == "finetune":
-            self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
-        else:
-            archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
-            self.client.upload(self.path("outputs/model.tar"), archive, self.delivery)
+        with self._heartbeats_while("uploading the outputs"):
+            if self.spec.KIND == "finetune":
+                self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
+            else:
+                archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
+                self.client.upload(self.path("outputs/model.tar"), archive, self.delivery)
         try:
             self.client.post(self.path("complete"), {"delivery": self.delivery})
         except Rejected as exc:  # 422: the outputs were refused; the platform has already failed the job
@@ -260,6 +266,10 @@ class JobRun:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
 
+    def _heartbeats_while(self, what: str) -> AbstractContextManager[None]:
+        """Heartbeats from a thread while ``what`` (a download, a pack, an upload) blocks this loop."""
+        return heartbeats_while(self.client, self.path("heartbeat"), self.delivery, HEARTBEAT_S, what)
+
     def _note(self, line: str) -> None:
         """A line of the worker's own in the job's log (the engine's output follows it)."""
         logger.info("job #%s: %s", self.job_id, line)
@@ -319,14 +329,15 @@ class JobRun:
             return
         if changed <= self._checkpoint_sent:
             return
-        try:
-            archive = self._tar(out, self.directory / "checkpoint.tar", include=("checkpoint",))
-            unchanged = checkpoint.stat().st_mtime == changed
-        except (FileNotFoundError, tarfile.TarError):
-            unchanged = False
-        if not unchanged:  # swapped for a newer one while being read: the next beat takes that one
-            return
-        self.client.upload(self.path("outputs/checkpoint.tar"), archive, self.delivery)
+        with self._heartbeats_while("uploading a checkpoint"):
+            try:
+                archive = self._tar(out, self.directory / "checkpoint.tar", include=("checkpoint",))
+                unchanged = checkpoint.stat().st_mtime == changed
+            except (FileNotFoundError, tarfile.TarError):
+                unchanged = False
+            if not unchanged:  # swapped for a newer one while being read: the next beat takes that one
+                return
+            self.client.upload(self.path("outputs/checkpoint.tar"), archive, self.delivery)
         self._checkpoint_sent = changed
 
     @staticmethod
