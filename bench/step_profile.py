@@ -8,6 +8,11 @@ so that a short GPU lease gets them in one call (``bench/lent_gpu.sh`` runs it):
   loop calls), on batches of ``batch`` synthetic sentences of 10 to 60 tokens (BC5-chem's are
   about 36); and, from ``torch.profiler``, the device's busy time per step (on a GPU) and the
   operators that take the most of it;
+* ``operators``: how many operators one step dispatches, in the forward, the backward and the
+  update, and how many of them are not views (those launch kernels on a GPU): a host-bound step's
+  time is roughly their count times the host's cost per operator, which is what a CUDA graph or
+  fusion removes. Counted on any device, so the CPU gives the same counts as the GPU, except the
+  update's (the GPU's AdamW is one fused kernel);
 * ``graph`` (CUDA only): the same model's padded step captured as one CUDA graph on a static
   ``batch`` x 64 batch, replayed with a new batch copied in each time: the step without the host;
 * ``side_by_side``: ``1, 4, 8`` processes each running the eager step for ``seconds``, started
@@ -29,6 +34,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.common import BERT_BASE
 
@@ -70,6 +76,39 @@ class EngineStep:
         loss.backward()
         optimizer_step(self.model, self.optimizer, self.schedule)
         return loss
+
+
+class OperatorCount(TorchDispatchMode):
+    """Counts the ATen operators dispatched in each phase of a step, views apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phase = "forward"
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        counts = self.counts.setdefault(self.phase, {"all": 0, "not_views": 0})
+        counts["all"] += 1
+        counts["not_views"] += not func.is_view
+        return func(*args, **(kwargs or {}))
+
+
+def operators(device: torch.device, shape: dict, batch: int) -> dict:
+    """The operators one engine step dispatches, by phase (after a warm-up step, as in training)."""
+    from workers.engine.training import autocast, optimizer_step
+
+    step = EngineStep(tagger(device, shape), device)
+    step(synthetic_batch(batch, device))
+    each = synthetic_batch(batch, device)
+    with OperatorCount() as counter:
+        with autocast(device, torch.bfloat16):
+            loss = step.loss(each)
+        counter.phase = "backward"
+        loss.backward()
+        counter.phase = "update"
+        optimizer_step(step.model, step.optimizer, step.schedule)
+    total = {kind: sum(phase[kind] for phase in counter.counts.values()) for kind in ("all", "not_views")}
+    return {**counter.counts, "total": total}
 
 
 def synchronize(device: torch.device) -> None:
@@ -194,6 +233,7 @@ def profile_all(device: torch.device, shape: dict, batch: int, steps: int, count
         "shape": shape,
         "batch": batch,
         "eager": eager(device, shape, batch, steps),
+        "operators": operators(device, shape, batch),
         "graph": graph(device, shape, batch, steps),
         "side_by_side": side_by_side(device, shape, batch, counts, seconds),
     }
@@ -224,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     busy = eager_figures["device_busy_ms_per_step"]
     print(f"eager: {eager_figures['ms_per_step']:.1f} ms per step"
           + (f", the device busy {busy:.1f} ms of it" if busy is not None else ""))  # fmt: skip
+    counted = result["operators"]
+    phases = ", ".join(f"{phase} {counted[phase]['all']}" for phase in ("forward", "backward", "update"))
+    host_us = 1000 * eager_figures["ms_per_step"] / counted["total"]["all"]
+    print(f"operators per step: {counted['total']['all']} ({phases}; {counted['total']['not_views']} not views), "
+          f"{host_us:.1f} us of the step each")  # fmt: skip
     if graphed["measured"]:
         print(f"one CUDA graph: {graphed['ms_per_step']:.1f} ms per step")
     for count, figure in result["side_by_side"].items():

@@ -127,6 +127,9 @@ def test_the_step_profile_times_the_engines_step_and_processes_side_by_side_on_a
     written = json.loads((tmp_path / "step_profile.json").read_text())
     assert written["eager"]["ms_per_step"] > 0 and written["eager"]["device_busy_ms_per_step"] is None
     assert "aten::" in written["eager"]["top_operators"]
+    counted = written["operators"]
+    assert all(0 < counted[phase]["not_views"] <= counted[phase]["all"] for phase in ("forward", "backward", "update"))
+    assert counted["total"]["all"] == sum(counted[phase]["all"] for phase in ("forward", "backward", "update"))
     assert written["graph"] == {"measured": False, "reason": "CUDA graphs need a GPU"}
     two = written["side_by_side"]["2"]  # two processes started together, each counting its own steps
     assert len(two["per_process"]) == 2 and min(two["per_process"]) > 0
