@@ -190,3 +190,24 @@ def test_a_stop_requested_while_a_child_is_being_started_reaches_that_child_too(
         for child in forked:
             if child.poll() is None:
                 child.kill()
+
+
+def test_a_stop_request_takes_no_lock_so_a_signal_handler_cannot_hang_the_loop():
+    """A handler runs between two bytecodes of the main thread, perhaps while that thread holds the lock the
+    handler would take (a threading.Event's, inside its wait): it would then wait for itself forever."""
+    supervisor = Supervisor([], RestartPolicy(), poll_s=5.0)
+    locks = []
+
+    def watch(frame, event, called) -> None:
+        if event == "c_call" and "lock" in getattr(called, "__qualname__", "").lower():
+            locks.append(called.__qualname__)
+
+    sys.setprofile(watch)
+    try:
+        supervisor.request_stop()
+    finally:
+        sys.setprofile(None)
+    assert locks == [] and supervisor.stopping
+    started = time.monotonic()
+    supervisor._sleep()  # woken by the request at once, not after poll_s
+    assert time.monotonic() - started < 1.0

@@ -21,9 +21,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -127,7 +127,13 @@ class Supervisor:
         self.on_give_up = on_give_up
         self.poll_s = poll_s
         self._stop_requests = 0
-        self._wake = threading.Event()
+        # A pipe, not a threading.Event, wakes the loop: Event.set() takes the Event's lock, and a signal
+        # handler runs in the main thread between two bytecodes, possibly while that thread holds the same
+        # lock inside Event.wait() or clear(); it then waits for itself forever (CPython issue 126434). In
+        # CI a supervisor sent SIGTERM hung this way. os.write on a non-blocking pipe takes no lock.
+        self._wake_read, self._wake_write = os.pipe()
+        for end in (self._wake_read, self._wake_write):
+            os.set_blocking(end, False)
 
     # -- stopping -------------------------------------------------------------------------------
 
@@ -139,7 +145,8 @@ class Supervisor:
         it was recorded, and a child signalled from there would be missed and waited for forever.
         """
         self._stop_requests += 1
-        self._wake.set()
+        with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is woken already
+            os.write(self._wake_write, b"\0")
 
     def _signal_children(self, signum: int) -> None:
         for managed in self.processes:
@@ -170,9 +177,15 @@ class Supervisor:
             if all(managed.gave_up for managed in self.processes):
                 logger.error("every worker process was given up on; stopping")
                 return 1
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
+            self._sleep()
         return self._wait_for_children()
+
+    def _sleep(self) -> None:
+        """Wait ``poll_s``, or less if a stop is requested meanwhile (a byte in the wake pipe)."""
+        readable, _, _ = select.select([self._wake_read], [], [], self.poll_s)
+        if readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_read, 4096)
 
     def _start(self, managed: ManagedProcess) -> None:
         managed.restart_at = None
