@@ -160,7 +160,11 @@ def test_sigterm_to_the_supervisor_stops_every_child_with_a_warm_shutdown_and_re
     try:
         wait_until(lambda: marks.exists() and marks.read_text().count("started") == 2, 30, "both children")
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the supervisor did not stop within 30 s of SIGTERM; its children wrote {marks.read_text()!r}")
+        assert code == 0
     finally:
         if process.poll() is None:
             process.kill()
