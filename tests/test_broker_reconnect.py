@@ -51,10 +51,13 @@ def test_both_celery_apps_connect_to_redis_through_biolm_transport():
 
 @pytest.mark.slow
 @pytest.mark.faults
-def test_a_prefork_worker_keeps_consuming_after_redis_restarts_under_a_running_task(tmp_path):
+def test_a_prefork_worker_keeps_consuming_after_redis_restarts_under_a_running_task(tmp_path, monkeypatch):
+    # Celery prefers CELERY_BROKER_URL, when set (as in CI's PostgreSQL + Redis passes), to the URL an app is
+    # given: both the worker and this process would reach the shared Redis instead of the one stopped here.
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     redis = Redis(tmp_path / "redis")
     redis.start()
-    environment = os.environ | {
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("CELERY_")} | {
         "BROKER_RESTART_URL": redis.url,
         "PYTHONPATH": python_path(TESTS, ROOT / "platform", ROOT),
     }
