@@ -130,7 +130,7 @@ class Supervisor:
         # A pipe, not a threading.Event, wakes the loop: Event.set() takes the Event's lock, and a signal
         # handler runs in the main thread between two bytecodes, possibly while that thread holds the same
         # lock inside Event.wait() or clear(); it then waits for itself forever (CPython issue 126434). In
-        # CI a supervisor sent SIGTERM hung this way. os.write on a non-blocking pipe takes no lock.
+        # CI a supervisor sent SIGTERM hung, most likely this way. os.write on a non-blocking pipe takes no lock.
         self._wake_read, self._wake_write = os.pipe()
         for end in (self._wake_read, self._wake_write):
             os.set_blocking(end, False)
