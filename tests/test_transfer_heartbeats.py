@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -61,15 +62,21 @@ def platform_api():
     server.shutdown()
 
 
-def test_a_checkpoint_upload_longer_than_a_heartbeat_interval_keeps_the_job_heartbeating(
-    platform_api, tmp_path, monkeypatch
-):
+def run_with_checkpoint(platform_api: str, tmp_path, monkeypatch, size: int) -> tuple[JobRun, Path]:
+    """A job's run heartbeating every 0.25 s, and an engine output folder holding a ``size``-byte checkpoint."""
     monkeypatch.setattr(execution, "HEARTBEAT_S", 0.25)
     run = JobRun(7, "token", api_url=platform_api, worker="gpu0@test", work_dir=tmp_path / "work")
     run.directory.mkdir(parents=True)
     out = tmp_path / "out"
     (out / "checkpoint").mkdir(parents=True)
-    (out / "checkpoint" / "state.bin").write_bytes(b"\0" * 1_000_000)
+    (out / "checkpoint" / "state.bin").write_bytes(b"\0" * size)
+    return run, out
+
+
+def test_a_checkpoint_upload_longer_than_a_heartbeat_interval_keeps_the_job_heartbeating(
+    platform_api, tmp_path, monkeypatch
+):
+    run, out = run_with_checkpoint(platform_api, tmp_path, monkeypatch, 1_000_000)
     run._upload_new_checkpoint(out)
 
     ((started, finished, path),) = SlowPlatform.uploads
@@ -83,12 +90,7 @@ def test_a_checkpoint_upload_longer_than_a_heartbeat_interval_keeps_the_job_hear
 
 
 def test_an_unchanged_checkpoint_is_not_uploaded_again(platform_api, tmp_path, monkeypatch):
-    monkeypatch.setattr(execution, "HEARTBEAT_S", 0.25)
-    run = JobRun(7, "token", api_url=platform_api, worker="gpu0@test", work_dir=tmp_path / "work")
-    run.directory.mkdir(parents=True)
-    out = tmp_path / "out"
-    (out / "checkpoint").mkdir(parents=True)
-    (out / "checkpoint" / "state.bin").write_bytes(b"\1" * 1000)
+    run, out = run_with_checkpoint(platform_api, tmp_path, monkeypatch, 1000)
     run._upload_new_checkpoint(out)
     run._upload_new_checkpoint(out)
     assert len(SlowPlatform.uploads) == 1
