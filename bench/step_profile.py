@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -68,12 +69,17 @@ class EngineStep:
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=fused, foreach=None if fused else True)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
 
-    def __call__(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def __call__(self, batch: dict[str, torch.Tensor], phase: Callable[[str], None] | None = None) -> torch.Tensor:
+        """One step; ``phase`` is told "forward", "backward" and "update" as each begins (to count by phase)."""
         from workers.engine.training import autocast, optimizer_step
 
+        enter = phase or (lambda _: None)
+        enter("forward")
         with autocast(self.device, torch.bfloat16):
             loss = self.loss(batch)
+        enter("backward")
         loss.backward()
+        enter("update")
         optimizer_step(self.model, self.optimizer, self.schedule)
         return loss
 
@@ -95,18 +101,11 @@ class OperatorCount(TorchDispatchMode):
 
 def operators(device: torch.device, shape: dict, batch: int) -> dict:
     """The operators one engine step dispatches, by phase (after a warm-up step, as in training)."""
-    from workers.engine.training import autocast, optimizer_step
-
     step = EngineStep(tagger(device, shape), device)
     step(synthetic_batch(batch, device))
     each = synthetic_batch(batch, device)
     with OperatorCount() as counter:
-        with autocast(device, torch.bfloat16):
-            loss = step.loss(each)
-        counter.phase = "backward"
-        loss.backward()
-        counter.phase = "update"
-        optimizer_step(step.model, step.optimizer, step.schedule)
+        step(each, phase=lambda name: setattr(counter, "phase", name))
     total = {kind: sum(phase[kind] for phase in counter.counts.values()) for kind in ("all", "not_views")}
     return {**counter.counts, "total": total}
 
