@@ -299,10 +299,10 @@ class Runner:
 
     def _store(self, prepared: Prepared) -> tuple[RunStore, TrainingContext]:
         if id(prepared) not in self.stores:
-            identity = run_identity(self.spec, prepared, self.device, self.dtype)
             context = TrainingContext.for_formulation(
                 prepared.formulation, self.device, self.dtype, self.spec.run.eval_batch_size
             )
+            identity = run_identity(self.spec, prepared, self.device, self.dtype, context.cuda_graphs)
             self.stores[id(prepared)] = (RunStore(self.spec.out / "runs", identity), context)
         return self.stores[id(prepared)]
 
@@ -540,8 +540,14 @@ def _run_record(run: RunResult) -> RunRecord:
     )
 
 
-def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, dtype: torch.dtype | None) -> dict:
-    """Everything besides hyperparameters and seed that decides a run's outcome (see :mod:`run_store`)."""
+def run_identity(
+    spec: FinetuneSpec, prepared: Prepared, device: torch.device, dtype: torch.dtype | None, cuda_graphs: bool = False
+) -> dict:
+    """Everything besides hyperparameters and seed that decides a run's outcome (see :mod:`run_store`).
+
+    Graphed steps (:mod:`workers.engine.cuda_graphs`) draw other dropout masks than eager ones, so
+    a run stored by one is not reused by the other.
+    """
     vocabulary = json.dumps(sorted(prepared.tokenizer.get_vocab().items()))
     return {
         "dataset": spec.dataset,
@@ -557,6 +563,7 @@ def run_identity(spec: FinetuneSpec, prepared: Prepared, device: torch.device, d
         "eval_batch_size": spec.run.eval_batch_size,
         "dtype": str(dtype),
         "device": device.type,
+        "cuda_graphs": cuda_graphs,
         "code": {"biolm": biolm.__version__, "git_commit": efficiency.git_commit()},
     }
 

@@ -13,6 +13,8 @@ draw dropout masks about twice as fast as ``bernoulli_``. Host-side work per ste
 small: the loss is read back only for the progress bar every few steps, and gradients are
 zeroed by setting them to None. BERT token classifiers train and predict without padding
 (:mod:`workers.engine.padding_free`): their dense layers see only the batch's real tokens.
+On CUDA with ``cuda_graphs``, full batches replay captured graphs (:mod:`workers.engine.cuda_graphs`):
+the same step without the host's cost per operator, which bounds a GPU step at small batches.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from biolm.protocols import Hyperparameters
 from workers.engine.batching import Collate, collate, iterate, length_grouped_batches, sorted_batches
 from workers.engine.batching import computed_tokens as padded_batch_tokens
 from workers.engine.cpu_kernels import cpu_training_kernels
+from workers.engine.cuda_graphs import GraphedSteps, cuda_graphs_requested, device_learning_rates, graphable
 from workers.engine.encoding import Feature
 from workers.engine.padding_free import loss_step, padded_token_logits, supports
 
@@ -52,6 +55,7 @@ class TrainStats:
     evaluation_seconds: float = 0.0
     best_step: int | None = None  # the step whose checkpoint was kept (None: the final one)
     stopped_early: bool = False
+    replayed_steps: int = 0  # steps replayed as CUDA graphs (:mod:`workers.engine.cuda_graphs`)
 
     @property
     def tokens_per_second(self) -> float:
@@ -114,6 +118,7 @@ class TrainingContext:
     computed_tokens: Callable[[dict[str, torch.Tensor]], int] = padded_batch_tokens
     eval_batch_size: int = 64
     padding_free: bool = True  # train BERT token classifiers without padding (:mod:`workers.engine.padding_free`)
+    cuda_graphs: bool = False  # on CUDA, replay full batches as captured graphs (:mod:`workers.engine.cuda_graphs`)
 
     @classmethod
     def for_formulation(
@@ -127,6 +132,7 @@ class TrainingContext:
             collate=formulation.collate,
             computed_tokens=formulation.computed_tokens,
             eval_batch_size=eval_batch_size,
+            cuda_graphs=device.type == "cuda" and cuda_graphs_requested(),
         )
 
 
@@ -173,12 +179,18 @@ class CheckpointSelector:
         return self.best_step
 
 
-def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
-    """One optimisation step: gradients clipped to norm 1 (as BERT's recipe), then the update and the schedule."""
+def optimizer_step(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler, keep_gradients: bool = False
+) -> None:
+    """One optimisation step: gradients clipped to norm 1 (as BERT's recipe), then the update and the schedule.
+
+    Gradients are set to None, which frees their memory until the next backward, unless
+    ``keep_gradients`` (graphed steps write to the gradients' addresses, so they are zeroed in place).
+    """
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     scheduler.step()
-    optimizer.zero_grad(set_to_none=True)  # frees the gradients' memory until the next backward
+    optimizer.zero_grad(set_to_none=not keep_gradients)
 
 
 def train(
@@ -198,14 +210,18 @@ def train(
     steps_per_epoch = math.ceil(len(features) / hp.batch_size)
     total = steps_per_epoch * hp.epochs
     last = min(total, hp.max_steps) if hp.max_steps else total
+    model.to(device)
+    graphs = context.cuda_graphs and device.type == "cuda" and graphable(model)
     optimizer = torch.optim.AdamW(
         parameter_groups(model, hp),
         lr=hp.learning_rate,
         fused=True,  # one kernel for the whole update: the optimizer step was ~15% of a small model's step
+        capturable=graphs,
     )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)
+    if graphs:
+        device_learning_rates(optimizer, device)
     selector = CheckpointSelector(evaluate, hp.patience) if evaluate is not None and hp.selects_checkpoint else None
-    model.to(device)
     model.train()
     step = 0
     real = padded = 0
@@ -215,19 +231,32 @@ def train(
         progress(0, last, None)  # start the clock of the caller's progress bar before the first step
     start = time.perf_counter()
     step_loss, padding_free = loss_step(model, context.padding_free)
+
+    def eager_step(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        with autocast(device, dtype):
+            loss = step_loss(batch)
+        loss.backward()
+        optimizer_step(model, optimizer, scheduler, keep_gradients=graphs)
+        return loss
+
+    graphed = None
+    if graphs:
+        graphed = GraphedSteps(model, optimizer, scheduler, eager_step, batch_size=hp.batch_size,
+                               pad_id=context.pad_id, dtype=dtype, device=device)  # fmt: skip
+    take_step = graphed or eager_step
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
             batches = length_grouped_batches(lengths, hp.batch_size, rng)
             for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
-                batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-                with autocast(device, dtype):
-                    loss = step_loss(batch)
-                loss.backward()
-                optimizer_step(model, optimizer, scheduler)
+                loss = take_step(batch)
                 step += 1
                 batch_real = sum(lengths[i] for i in batch_indices)
                 real += batch_real
-                padded += batch_real if padding_free else context.computed_tokens(batch)
+                if graphed is not None and graphed.replayed_width:  # the graph computes its padded width
+                    padded += len(batch_indices) * graphed.replayed_width
+                else:
+                    padded += batch_real if padding_free else context.computed_tokens(batch)
                 if progress is not None and (step % 10 == 0 or step == last):
                     loss_value = float(loss.detach())
                     progress(step, last, loss_value)
@@ -258,6 +287,7 @@ def train(
         evaluation_seconds=selector.seconds if selector else 0.0,
         best_step=best_step,
         stopped_early=stopped_early,
+        replayed_steps=graphed.replays if graphed is not None else 0,
     )
 
 
