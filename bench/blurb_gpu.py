@@ -48,6 +48,7 @@ from pathlib import Path
 import torch
 
 from bench import common
+from workers.engine.cuda_graphs import cuda_graphs_requested
 
 NAME = "blurb_gpu"
 GOAL_MINUTES = 30
@@ -280,6 +281,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
         "name": NAME,
         "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else common.cpu_model(),
         "model": config.model or "BERT-base (random initialisation, BERT's uncased vocabulary)",
+        "cuda_graphs": device.startswith("cuda") and cuda_graphs_requested(),  # BIOLM_CUDA_GRAPHS, as a worker's
         "process_start_seconds": process_start,
         "measured": figures,
         "not_measured": not_measured,

@@ -264,7 +264,9 @@ def measure_gpu(config: Config, size: dict | None = None) -> dict:
     """BERT-base (``size``: another shape, for tests) fine-tuned on the whole training set by the engine's loop.
 
     The engine's own path on the device: padding-free batches, attention through SDPA, bf16
-    autocast, fused AdamW. Each batch size trains a fresh model for ``gpu_epochs`` after a warm-up run
+    autocast, fused AdamW; on CUDA also the same loop with full batches replayed as CUDA graphs
+    (``cuda_graphs``: padded to a few widths, the host's cost per operator gone), the goal's
+    figure being the faster path's. Each batch size trains a fresh model for ``gpu_epochs`` after a warm-up run
     of 20 steps (first-use costs: the kernels' selection, the allocator's growth); MFU is the
     training FLOPs (:func:`common.transformer_flops`, real tokens only) over the loop's seconds,
     against the bf16 matmul peak measured in the same run.
@@ -282,30 +284,39 @@ def measure_gpu(config: Config, size: dict | None = None) -> dict:
     dtype = torch.bfloat16 if gpu else common.resolve_engine_dtype(config.precision)
     peak = common.cuda_matmul_peak(torch.bfloat16) if gpu else common.matmul_peaks(dtype, config.matmul_size)
     peak = peak if gpu else peak.get("bf16", peak["fp32"])
-    context = TrainingContext(device, dtype, task.tokenizer.pad_token_id)
-    figures = {}
+    paths = {"eager": TrainingContext(device, dtype, task.tokenizer.pad_token_id)}
+    if gpu:  # the same loop with full batches replayed as CUDA graphs (workers.engine.cuda_graphs)
+        paths["cuda_graphs"] = replace(paths["eager"], cuda_graphs=True)
+    figures: dict[str, dict] = {}
     for batch_size in config.gpu_batch_sizes:
         hp = Hyperparameters(learning_rate=tuned_learning_rate(config), batch_size=batch_size,
                              epochs=config.gpu_epochs, warmup_ratio=config.warmup_ratio,
                              weight_decay=config.weight_decay)  # fmt: skip
-        train(_bert_tagger(task, size), features, replace(hp, max_steps=20), config.seed, context)
-        model = _bert_tagger(task, size)
-        stats = train(model, features, hp, config.seed, context)
-        flops = common.transformer_flops(model, lengths * config.gpu_epochs, training=True)
-        achieved = flops["flops"] / stats.seconds
-        figures[str(batch_size)] = {
-            "steps": stats.steps,
-            "seconds": stats.seconds,
-            "real_tokens": stats.real_tokens,
-            "tokens_per_second": stats.real_tokens / stats.seconds,
-            "steps_per_second": stats.steps / stats.seconds,
-            "flops": flops["flops"],
-            "achieved_flops_per_second": achieved,
-            "mfu": achieved / peak["flops_per_second"],
-            "final_loss": stats.final_loss,
-        }
-        del model
+        for path, context in paths.items():
+            train(_bert_tagger(task, size), features, replace(hp, max_steps=20), config.seed, context)
+            model = _bert_tagger(task, size)
+            stats = train(model, features, hp, config.seed, context)
+            flops = common.transformer_flops(model, lengths * config.gpu_epochs, training=True)
+            achieved = flops["flops"] / stats.seconds
+            figure = {
+                "steps": stats.steps,
+                "replayed_steps": stats.replayed_steps,
+                "seconds": stats.seconds,
+                "real_tokens": stats.real_tokens,
+                "tokens_per_second": stats.real_tokens / stats.seconds,
+                "steps_per_second": stats.steps / stats.seconds,
+                "flops": flops["flops"],
+                "achieved_flops_per_second": achieved,
+                "mfu": achieved / peak["flops_per_second"],
+                "final_loss": stats.final_loss,
+            }
+            if path == "eager":
+                figures[str(batch_size)] = figure
+            else:
+                figures[str(batch_size)][path] = figure
+            del model
     protocol_batch = figures.get(str(config.batch_size)) or next(iter(figures.values()))
+    best = max([protocol_batch, protocol_batch.get("cuda_graphs") or protocol_batch], key=lambda f: f["mfu"])
     return {
         "goal": GPU_MFU_GOAL,
         "measured": gpu,
@@ -315,8 +326,9 @@ def measure_gpu(config: Config, size: dict | None = None) -> dict:
         "train_examples": len(rows),
         "epochs": config.gpu_epochs,
         "batch_sizes": figures,
-        "mfu": protocol_batch["mfu"],
-        "met": protocol_batch["mfu"] >= GPU_MFU_GOAL if gpu else "not measured: no GPU",
+        "mfu": best["mfu"],
+        "mfu_path": "cuda_graphs" if best is not protocol_batch else "eager",
+        "met": best["mfu"] >= GPU_MFU_GOAL if gpu else "not measured: no GPU",
         "matmul_peak": peak,
     }
 

@@ -8,12 +8,13 @@
 #
 # CARRY is a folder made on a machine with the project installed (docs/performance.md says how):
 #   whl/            datasets, dill and multiprocess wheels for the machine's Python (whl-fallback/: older ones)
+#   whl-test/       pytest and its two dependencies, for the tests that only a GPU runs
 #   data.tar.xz     the official BLURB files (each <Dataset>/blurb folder of BIOLM_DATA_DIR)
 #   minilm/         MiniLM-L6's tokenizer files (BERT's uncased vocabulary), without its weights
 #   pairs.tar.xz    the pretraining benchmark's sentence pairs at 128 and 512 tokens (pairs_dir)
 # Each benchmark writes OUT/<name>.json (and all of them OUT/run.log); one that fails or runs out of
-# its time leaves the others'. On an H200 the whole run takes about 8 minutes (each step's limit is
-# below: FINETUNE_S, PRETRAIN_S, BLURB_S and PROFILE_S), inside a 10-minute call.
+# its time leaves the others'. On an H200 the whole run takes at most 9 minutes 30 (each step's limit is
+# below: TESTS_S, FINETUNE_S, PRETRAIN_S, BLURB_S and PROFILE_S, 540 s in all), inside a 10-minute call.
 set -u
 carry=$(realpath "${1:?CARRY folder}")
 out=$(mkdir -p "${2:?OUT folder}" && realpath "$2")
@@ -22,7 +23,10 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OF
 site=/tmp/lent-gpu-site
 install() { rm -rf "$site" && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$1"/*.whl; }
 install "$carry/whl"
-export PYTHONPATH="$site:$PWD/platform:$PWD"
+tests_site=/tmp/lent-gpu-tests
+rm -rf "$tests_site" && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --target "$tests_site" "$carry/whl-test"/*.whl
+export PYTHONPATH="$site:$PWD/platform:$PWD:$tests_site"
 if ! python3 -c "import datasets" 2>/tmp/lent-gpu-datasets.txt; then
     echo "datasets does not import with the carried version; trying the fallback:"; tail -2 /tmp/lent-gpu-datasets.txt
     install "$carry/whl-fallback"
@@ -43,7 +47,11 @@ step() {  # NAME SECONDS COMMAND...: one figure, bounded in time, its output kep
     echo "== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s =="
 }
 
-step finetune_gpu "${FINETUNE_S:-100}" python3 - "$out" <<'EOF'
+# The CUDA-only tests first: graphed steps must train the model the eager loop trains before
+# their speed means anything. No conftest (it needs the platform's Django stack, absent here).
+step cuda_tests "${TESTS_S:-50}" python3 -m pytest tests/test_engine_cuda_graphs.py -q -p no:cacheprovider \
+    --noconftest -W ignore::pytest.PytestConfigWarning --junitxml="$out/cuda_tests.xml"
+step finetune_gpu "${FINETUNE_S:-110}" python3 - "$out" <<'EOF'
 import sys
 from pathlib import Path
 from bench import common, finetune_throughput
@@ -54,14 +62,18 @@ common.write_json("finetune_gpu", figure, Path(sys.argv[1]))
 if not figure["measured"]:
     sys.exit(f"finetune_gpu: {figure['reason']}")
 for batch, f in figure["batch_sizes"].items():
-    print(f"batch {batch}: {f['tokens_per_second']:,.0f} real tokens/s, {f['steps_per_second']:.1f} steps/s, MFU {100 * f['mfu']:.1f}%")
-print(f"MFU at the protocol's batch: {100 * figure['mfu']:.1f}% (goal {100 * figure['goal']:.0f}%)")
+    for path, g in (("eager", f), ("cuda_graphs", f.get("cuda_graphs"))):
+        if g:
+            print(f"batch {batch} {path}: {g['tokens_per_second']:,.0f} real tokens/s, {g['steps_per_second']:.1f} steps/s, MFU {100 * g['mfu']:.1f}%, {g['replayed_steps']} of {g['steps']} steps replayed")
+print(f"MFU at the protocol's batch: {100 * figure['mfu']:.1f}% ({figure['mfu_path']}; goal {100 * figure['goal']:.0f}%)")
 EOF
-step pretrain_unpadded "${PRETRAIN_S:-160}" python3 -m bench pretrain_unpadded --out "$out" \
+step pretrain_unpadded "${PRETRAIN_S:-150}" python3 -m bench pretrain_unpadded --out "$out" \
     --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-200}"
-step blurb_gpu "${BLURB_S:-180}" python3 -m bench blurb_gpu --out "$out" \
+# BLURB with graphed fine-tuning steps, as a GPU worker started with BIOLM_CUDA_GRAPHS=1 runs it
+# (docs/measurements/h200-2026-11-28/ holds the eager path's figures).
+BIOLM_CUDA_GRAPHS=${BLURB_GRAPHS:-1} step blurb_gpu "${BLURB_S:-160}" python3 -m bench blurb_gpu --out "$out" \
     --set max_train_examples="${BLURB_TRAIN:-1000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
-    --set budget_seconds="${BLURB_BUDGET:-140}"
-step step_profile "${PROFILE_S:-100}" python3 -m bench.step_profile --out "$out"
+    --set budget_seconds="${BLURB_BUDGET:-125}"
+step step_profile "${PROFILE_S:-70}" python3 -m bench.step_profile --out "$out"
 ls -la "$out"
 nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv

