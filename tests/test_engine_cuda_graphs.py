@@ -21,6 +21,7 @@ from transformers import (
 )
 
 from biolm.protocols import Hyperparameters
+from workers.engine.batching import collate
 from workers.engine.cuda_graphs import (
     BUCKET_WIDTHS,
     WARMUP_STEPS,
@@ -32,7 +33,6 @@ from workers.engine.cuda_graphs import (
     pad_to_width,
 )
 from workers.engine.encoding import IGNORE, Feature
-from workers.engine.batching import collate
 from workers.engine.training import TrainingContext, optimizer_step, parameter_groups, train
 
 SMALL = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
