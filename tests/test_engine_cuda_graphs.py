@@ -236,6 +236,38 @@ def test_graphed_steps_warm_up_capture_replay_and_train_what_the_eager_loop_trai
         torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
 
 
+class FailingCaptures(EagerReplays):
+    """A capture that fails, as one of an operator CUDA graphs cannot record would."""
+
+    def capture(self, step, inputs):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+
+def test_a_failed_capture_leaves_the_run_to_the_eager_step_and_says_why(caplog):
+    torch.manual_seed(0)
+    model = BertForTokenClassification(small_config(num_labels=3)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    schedule = get_linear_schedule_with_warmup(optimizer, 0, 10)
+    eager_batches = []
+
+    def eager(batch):
+        eager_batches.append(batch["input_ids"].shape)
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer_step(model, optimizer, schedule, keep_gradients=True)
+        return loss
+
+    steps = GraphedSteps(model, optimizer, schedule, eager, batch_size=3, pad_id=PAD, dtype=None,
+                         device=torch.device("cpu"), graphs=FailingCaptures())  # fmt: skip
+    with caplog.at_level("WARNING", logger="biolm.engine"):
+        for seed in range(6):
+            steps(token_batch(seed=seed))
+    assert steps.replays == 0 and len(eager_batches) == 6
+    assert steps.failure == "capture failed at width 16: operation not permitted when stream is capturing"
+    assert eager_batches[WARMUP_STEPS:] == [(3, 13)] * (6 - WARMUP_STEPS)  # unpadded once graphs are given up
+    assert "the run continues eagerly" in caplog.text
+
+
 def optimizer_lr(steps: GraphedSteps) -> float:
     return float(steps.optimizer.param_groups[0]["lr"])
 

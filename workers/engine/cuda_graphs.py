@@ -32,6 +32,7 @@ masks that differ from an eager run's (as any change of batch shape makes them d
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable
 from typing import Protocol
@@ -40,6 +41,8 @@ import torch
 import torch.nn.functional as F
 
 from workers.engine.encoding import IGNORE
+
+logger = logging.getLogger("biolm.engine")
 
 # Widths a batch is padded to: steps of 1.5x and 2x keep the padding a graph adds under a third,
 # and the number of graphs (one per width used) at ten or fewer for BERT's 512 positions.
@@ -175,10 +178,12 @@ class GraphedSteps:
         self.warmed: dict[int, int] = {}
         self.replays = 0
         self.replayed_width: int | None = None  # the last step's graph width (None: it ran eagerly)
+        self.failure: str | None = None  # why graphs were given up (a failed capture), if they were
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         rows, width = batch["input_ids"].shape
-        padded = pad_to_width(batch, bucket_width(width), self.pad_id) if rows == self.batch_size else None
+        graphed = rows == self.batch_size and self.failure is None
+        padded = pad_to_width(batch, bucket_width(width), self.pad_id) if graphed else None
         self.replayed_width = None
         if padded is None:
             return self.eager(batch)
@@ -188,7 +193,14 @@ class GraphedSteps:
                 self.warmed[bucket] = self.warmed.get(bucket, 0) + 1
                 return self.graphs.warm_up(lambda: self.eager(padded))
             inputs = {key: value.to(self.device) for key, value in padded.items()}
-            self.captured[bucket] = (*self.graphs.capture(self._step, inputs), inputs)
+            try:
+                self.captured[bucket] = (*self.graphs.capture(self._step, inputs), inputs)
+            except RuntimeError as error:
+                # A capture records without running, so nothing was trained: this batch and the
+                # run's others take the eager step, and the run is slower, not wrong.
+                logger.warning("CUDA graph capture failed at width %d (%s); the run continues eagerly", bucket, error)
+                self.failure = f"capture failed at width {bucket}: {error}"
+                return self.eager(batch)
         replay, loss, inputs = self.captured[bucket]
         for key, value in padded.items():
             inputs[key].copy_(value, non_blocking=True)
