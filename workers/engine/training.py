@@ -193,6 +193,53 @@ def optimizer_step(
     optimizer.zero_grad(set_to_none=not keep_gradients)
 
 
+class OptimisationSteps:
+    """The loop's step, one batch to one update: AdamW and its schedule, eager or replayed as a CUDA graph.
+
+    Graphed steps (:mod:`workers.engine.cuda_graphs`) need a capturable optimizer, learning rates
+    on the device and gradients kept between steps; the eager step then keeps them too, because a
+    run mixes both (each width's first steps, the epoch's last batch).
+    """
+
+    def __init__(self, model: torch.nn.Module, hp: Hyperparameters, total: int, context: TrainingContext) -> None:
+        self.model, self.context = model, context
+        device = context.device
+        self.graphs = context.cuda_graphs and device.type == "cuda" and graphable(model)
+        self.optimizer = torch.optim.AdamW(
+            parameter_groups(model, hp),
+            lr=hp.learning_rate,
+            fused=True,  # one kernel for the whole update: the optimizer step was ~15% of a small model's step
+            capturable=self.graphs,
+        )
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, int(hp.warmup_ratio * total), total)
+        if self.graphs:
+            device_learning_rates(self.optimizer, device)
+        self.step_loss, self.padding_free = loss_step(model, context.padding_free)
+        self.graphed = None
+        if self.graphs:
+            self.graphed = GraphedSteps(model, self.optimizer, self.scheduler, self.eager, batch_size=hp.batch_size,
+                                        pad_id=context.pad_id, dtype=context.dtype, device=device)  # fmt: skip
+
+    def __call__(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One optimisation step on a collated batch (on the host); its loss, on the device."""
+        return self.graphed(batch) if self.graphed is not None else self.eager(batch)
+
+    def eager(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        device = self.context.device
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        with autocast(device, self.context.dtype):
+            loss = self.step_loss(batch)
+        loss.backward()
+        optimizer_step(self.model, self.optimizer, self.scheduler, keep_gradients=self.graphs)
+        return loss
+
+    def computed_tokens(self, batch: dict[str, torch.Tensor], real: int) -> int:
+        """Token positions the last step computed: a graph's padded width, the real tokens without padding."""
+        if self.graphed is not None and self.graphed.replayed_width:
+            return batch["input_ids"].shape[0] * self.graphed.replayed_width
+        return real if self.padding_free else self.context.computed_tokens(batch)
+
+
 def train(
     model: torch.nn.Module,
     features: Sequence[Feature],
@@ -203,7 +250,7 @@ def train(
     evaluate: Evaluate | None = None,
 ) -> TrainStats:
     """Train ``model`` by ``hp``; with ``evaluate`` (a dev score) and ``hp.selects_checkpoint``, keep the best."""
-    device, dtype = context.device, context.dtype
+    device = context.device
     seed_everything(seed)
     rng = np.random.default_rng(seed)
     lengths = [len(f) for f in features]
@@ -211,16 +258,7 @@ def train(
     total = steps_per_epoch * hp.epochs
     last = min(total, hp.max_steps) if hp.max_steps else total
     model.to(device)
-    graphs = context.cuda_graphs and device.type == "cuda" and graphable(model)
-    optimizer = torch.optim.AdamW(
-        parameter_groups(model, hp),
-        lr=hp.learning_rate,
-        fused=True,  # one kernel for the whole update: the optimizer step was ~15% of a small model's step
-        capturable=graphs,
-    )
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(hp.warmup_ratio * total), total)
-    if graphs:
-        device_learning_rates(optimizer, device)
+    steps = OptimisationSteps(model, hp, total, context)
     selector = CheckpointSelector(evaluate, hp.patience) if evaluate is not None and hp.selects_checkpoint else None
     model.train()
     step = 0
@@ -230,33 +268,15 @@ def train(
     if progress is not None:
         progress(0, last, None)  # start the clock of the caller's progress bar before the first step
     start = time.perf_counter()
-    step_loss, padding_free = loss_step(model, context.padding_free)
-
-    def eager_step(batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        with autocast(device, dtype):
-            loss = step_loss(batch)
-        loss.backward()
-        optimizer_step(model, optimizer, scheduler, keep_gradients=graphs)
-        return loss
-
-    graphed = None
-    if graphs:
-        graphed = GraphedSteps(model, optimizer, scheduler, eager_step, batch_size=hp.batch_size,
-                               pad_id=context.pad_id, dtype=dtype, device=device)  # fmt: skip
-    take_step = graphed or eager_step
     with cpu_training_kernels(model, device):
         for _epoch in range(hp.epochs):
             batches = length_grouped_batches(lengths, hp.batch_size, rng)
             for batch_indices, batch in iterate(features, batches, context.pad_id, context.collate):
-                loss = take_step(batch)
+                loss = steps(batch)
                 step += 1
                 batch_real = sum(lengths[i] for i in batch_indices)
                 real += batch_real
-                if graphed is not None and graphed.replayed_width:  # the graph computes its padded width
-                    padded += len(batch_indices) * graphed.replayed_width
-                else:
-                    padded += batch_real if padding_free else context.computed_tokens(batch)
+                padded += steps.computed_tokens(batch, batch_real)
                 if progress is not None and (step % 10 == 0 or step == last):
                     loss_value = float(loss.detach())
                     progress(step, last, loss_value)
@@ -287,7 +307,7 @@ def train(
         evaluation_seconds=selector.seconds if selector else 0.0,
         best_step=best_step,
         stopped_early=stopped_early,
-        replayed_steps=graphed.replays if graphed is not None else 0,
+        replayed_steps=steps.graphed.replays if steps.graphed is not None else 0,
     )
 
 
