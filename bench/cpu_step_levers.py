@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from bench.step_profile import synthetic_batch, tagger
+from bench.step_profile import EngineStep, synthetic_batch, tagger
 
 MINILM = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters
@@ -65,31 +65,25 @@ def matmuls(shape: dict, tokens: int) -> dict:
 
 
 class Step:
-    """The engine's training step, timed by phase."""
+    """The engine's training step (:class:`EngineStep`, with fused AdamW as in the engine), timed by phase."""
 
     def __init__(self, shape: dict, compiled: bool = False) -> None:
-        from workers.engine.padding_free import loss_step
-
-        self.model = tagger(torch.device("cpu"), shape)
-        loss, _ = loss_step(self.model)
-        self.loss = torch.compile(loss, dynamic=True) if compiled else loss
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-5, fused=True)
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
+        cpu = torch.device("cpu")
+        self.engine_step = EngineStep(tagger(cpu, shape), cpu, fused=True, compile_loss=compiled)
+        self.model = self.engine_step.model
         self.seconds = {"forward": 0.0, "backward": 0.0, "update": 0.0}
+        self._phase, self._since = "forward", 0.0
+
+    def _enter(self, phase: str) -> None:
+        now = time.perf_counter()
+        if self._since:
+            self.seconds[self._phase] += now - self._since
+        self._phase, self._since = phase, now
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> None:
-        from workers.engine.training import autocast, optimizer_step
-
-        start = time.perf_counter()
-        with autocast(torch.device("cpu"), torch.bfloat16):
-            loss = self.loss(batch)
-        forward = time.perf_counter()
-        loss.backward()
-        backward = time.perf_counter()
-        optimizer_step(self.model, self.optimizer, self.schedule)
-        self.seconds["forward"] += forward - start
-        self.seconds["backward"] += backward - forward
-        self.seconds["update"] += time.perf_counter() - backward
+        self._since = 0.0
+        self.engine_step(batch, phase=self._enter)
+        self._enter("forward")  # closes the update
 
 
 def _allocations(heap: bool) -> None:

@@ -60,12 +60,17 @@ def synthetic_batch(size: int, device: torch.device, length: int | None = None) 
 class EngineStep:
     """One optimisation step as the engine's loop takes it: padding-free loss, backward, clip, AdamW, schedule."""
 
-    def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
+    def __init__(
+        self, model: torch.nn.Module, device: torch.device, fused: bool | None = None, compile_loss: bool = False
+    ) -> None:
+        """``fused``: AdamW as one kernel (default on CUDA only, so a CPU counts the GPU's other operators)."""
         from workers.engine.padding_free import loss_step
 
         self.model, self.device = model, device
         self.loss, _ = loss_step(model)
-        fused = device.type == "cuda"
+        if compile_loss:
+            self.loss = torch.compile(self.loss, dynamic=True)
+        fused = device.type == "cuda" if fused is None else fused
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=fused, foreach=None if fused else True)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
 
