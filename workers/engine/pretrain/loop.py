@@ -18,6 +18,7 @@ checkpoint's step on resume, so a resumed run's curve has no duplicated steps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ import numpy as np
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from workers.engine import varlen_attention
 from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
@@ -63,6 +65,7 @@ class LoopSettings:
     eval_blocks: int = 256
     unpadded: bool = False  # pack padded sequences without padding (packing.py); MLM and NSP/SOP only
     compile: bool = False  # torch.compile the encoder (opt-in: on a CPU its compilation outweighs short runs)
+    varlen_attention: bool = False  # unpadded rows through FlashAttention's varlen kernels, no mask (CUDA, bf16/fp16)
     optimizer_kernel: str = "auto"  # AdamW's kernel: fused where the device has one, else foreach; "default": torch's
 
     def __post_init__(self) -> None:
@@ -175,7 +178,7 @@ def pretrain_loop(
         raise ValueError(
             f"the corpus gives {n_blocks} training blocks, fewer than one micro-batch of {settings.micro_batch}"
         )
-    _check_fast_paths(model, settings, distillation, adversarial)
+    _check_fast_paths(model, settings, distillation, adversarial, device, dtype)
     model.to(device)
     model.train()
     if settings.compile:
@@ -190,31 +193,42 @@ def pretrain_loop(
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
     if progress is not None:
         progress(step, settings.steps, None, None)
-    while step < settings.steps:
-        rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
-        micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
-        loss_sum, step_tokens = _accumulate_gradients(
-            model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial, masker.pad_id
-        )
-        real_tokens += step_tokens
-        if world > 1:
-            loss_sum = all_reduce_gradients(trained, loss_sum, device)
-        torch.nn.utils.clip_grad_norm_([p for module in trained for p in module.parameters()], 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        elapsed = seconds_before + time.perf_counter() - start
-        entry = {"step": step, "loss": loss_sum, "mask_rate": rate, "seconds": elapsed}
-        if rank == 0 and (step % settings.eval_every == 0 or step == settings.steps):
-            entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
-        log.append(entry)
-        if progress is not None and rank == 0:
-            progress(step, settings.steps, loss_sum, real_tokens * world / (time.perf_counter() - start))
-        if step % settings.checkpoint_every == 0 or step == settings.steps:
-            save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world, trained[1:])
-            if rank == 0:
-                write_log(out, log)
+    with packed_attention(model, settings):
+        while step < settings.steps:
+            rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
+            micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
+            loss_sum, step_tokens = _accumulate_gradients(
+                model,
+                micro_batches,
+                step,
+                settings,
+                device,
+                dtype,
+                rank,
+                world,
+                distillation,
+                adversarial,
+                masker.pad_id,
+            )
+            real_tokens += step_tokens
+            if world > 1:
+                loss_sum = all_reduce_gradients(trained, loss_sum, device)
+            torch.nn.utils.clip_grad_norm_([p for module in trained for p in module.parameters()], 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            elapsed = seconds_before + time.perf_counter() - start
+            entry = {"step": step, "loss": loss_sum, "mask_rate": rate, "seconds": elapsed}
+            if rank == 0 and (step % settings.eval_every == 0 or step == settings.steps):
+                entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
+            log.append(entry)
+            if progress is not None and rank == 0:
+                progress(step, settings.steps, loss_sum, real_tokens * world / (time.perf_counter() - start))
+            if step % settings.checkpoint_every == 0 or step == settings.steps:
+                save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world, trained[1:])
+                if rank == 0:
+                    write_log(out, log)
     if rank == 0:
         write_log(out, log)
     return _run_summary(step, log, real_tokens, world, time.perf_counter() - start, settings)
@@ -253,13 +267,30 @@ def optimizer_kernel(choice: str, device: torch.device) -> dict:
     return {"foreach": True}
 
 
-def _check_fast_paths(model, settings: LoopSettings, distillation, adversarial) -> None:
-    """Refuse ``unpadded`` where it cannot apply, rather than train padded under a setting that says otherwise."""
+def _check_fast_paths(model, settings: LoopSettings, distillation, adversarial, device, dtype) -> None:
+    """Refuse ``unpadded`` or ``varlen_attention`` where it cannot apply, rather than train otherwise than it says."""
+    if settings.varlen_attention and not settings.unpadded:
+        raise ValueError(
+            "varlen_attention runs packed rows: set unpadded to true as well, or varlen_attention to false"
+        )
     if not settings.unpadded:
         return
     if distillation is not None or adversarial is not None:
         raise ValueError("unpadded pretraining serves MLM (with NSP/SOP); distillation and ALUM run padded")
     check_packable(model)
+    if settings.varlen_attention:
+        config = model.config
+        if getattr(config, "_attn_implementation", None) != "sdpa":
+            raise ValueError(f"varlen_attention replaces SDPA attention; this {config.model_type} runs "
+                             f"{config._attn_implementation}: set varlen_attention to false")  # fmt: skip
+        reason = varlen_attention.unavailable_reason(device, dtype, config.hidden_size // config.num_attention_heads)
+        if reason:
+            raise ValueError(f"varlen_attention: {reason}; set varlen_attention to false")
+
+
+def packed_attention(model: torch.nn.Module, settings: LoopSettings):
+    """While the loop runs, the model's attention takes packed batches' offsets (``varlen_attention``)."""
+    return varlen_attention.packed_attention_in(model) if settings.varlen_attention else contextlib.nullcontext()
 
 
 def _resume_or_seed(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from workers.engine.pretrain.masking import IGNORE
-from workers.engine.pretrain.packing import PACKED_KEY, SEGMENTS_KEY, attention_mask
+from workers.engine.pretrain.packing import PACKED_KEY, attention_inputs
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):
@@ -50,7 +50,8 @@ def mlm_forward(model, batch: dict, device, dtype, *, pairs: bool = True) -> tup
 
     The vocabulary projection runs on the masked positions only (15% of them), which saves most
     of its cost (MosaicBERT, Portes et al. 2023); the encoder runs on everything. A packed batch
-    (:mod:`.packing`) runs with its block-diagonal mask and per-sequence positions, and the
+    (:mod:`.packing`) runs with its block-diagonal mask (or its sequences' offsets, for packed
+    attention) and per-sequence positions, and the
     sentence-pair head reads each packed sequence's own [CLS].
     """
     selected = batch["labels"] != IGNORE
@@ -58,7 +59,7 @@ def mlm_forward(model, batch: dict, device, dtype, *, pairs: bool = True) -> tup
     packed = PACKED_KEY in batch
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "position_ids") if k in batch}
     if packed:
-        inputs["attention_mask"] = attention_mask(model, batch[SEGMENTS_KEY])
+        inputs.update(attention_inputs(model, batch))
     with autocast(device, dtype):
         outputs = model.base_model(**inputs)
         # BERT-family heads hold the MLM part as ``predictions`` (beside ``seq_relationship`` when pretraining)

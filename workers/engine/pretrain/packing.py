@@ -19,6 +19,10 @@ packed, first-fit by decreasing length, into rows of the block's width, and each
 The mask is boolean for SDPA (which PyTorch routes to its fused kernels) and additive (0 or the
 float minimum) for the eager attention of models without SDPA (Megatron-BERT); both are handed to
 the model as a ready 4D mask, which transformers 5 passes to the attention function unchanged.
+A model whose attention runs :mod:`workers.engine.varlen_attention`'s packed attention (the loop's
+``varlen_attention`` setting, on CUDA) gets no mask at all: each packed batch also carries its
+sequences' offsets over the flattened rows (the leftover slots of a row count as one sequence, as
+in the mask), and FlashAttention's varlen kernels keep each sequence to itself.
 
 Per sequence the packed forward computes exactly what the padded one does (the same tokens,
 positions, segments and attendable keys); only the order of floating-point sums in a row's
@@ -32,12 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from workers.engine import varlen_attention
 from workers.engine.pretrain.masking import IGNORE
 
 # Families whose encoder takes position ids and a ready 4D attention mask (sdpa or eager) unchanged.
 PACKABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "megatron-bert", "electra"})
 PACKED_KEY = "sequence_starts"  # present in a packed batch: the flat index of each sequence's [CLS]
 SEGMENTS_KEY = "segments"  # a packed batch's sequence number per slot, from which its mask is built
+OFFSETS_KEY = "sequence_offsets"  # a packed batch's cu_seqlens over its flattened rows (int32), for varlen kernels
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,19 @@ def pack(batch: dict, model: torch.nn.Module, pad_id: int) -> dict:
         if key in batch:
             packed[key] = batch[key]
     packed[SEGMENTS_KEY] = segment  # the mask is built from these on the model's device (mlm.py)
+    packed[OFFSETS_KEY] = sequence_offsets(segment)
     return packed
+
+
+def sequence_offsets(segments: torch.Tensor) -> torch.Tensor:
+    """The int32 cu_seqlens of the flattened rows: where each run of one segment starts, then the slot count.
+
+    A sequence never crosses a row and neighbouring runs never share a segment (a row's leftover
+    slots take a segment of their own), so the runs are exactly the sequences the mask separates.
+    """
+    flat = segments.reshape(-1).numpy()
+    starts = np.flatnonzero(np.diff(flat)) + 1
+    return torch.from_numpy(np.concatenate(([0], starts, [len(flat)])).astype(np.int32))
 
 
 def _slot_sources(layout: Layout) -> tuple[torch.Tensor, torch.Tensor]:
@@ -161,6 +179,15 @@ def block_diagonal_mask(segment: torch.Tensor, *, additive: bool) -> torch.Tenso
 def attention_mask(model: torch.nn.Module, segments: torch.Tensor) -> torch.Tensor:
     """The 4D mask of a packed batch for ``model``'s attention: boolean for SDPA, additive for eager."""
     return block_diagonal_mask(segments, additive=getattr(model.config, "_attn_implementation", None) != "sdpa")
+
+
+def attention_inputs(model: torch.nn.Module, packed: dict) -> dict:
+    """What keeps a packed batch's sequences apart in ``model``'s forward: its offsets for packed attention
+    (:func:`workers.engine.varlen_attention.packed_attention_in`), else its 4D mask."""
+    if getattr(model.config, "_attn_implementation", None) != varlen_attention.ATTENTION_NAME:
+        return {"attention_mask": attention_mask(model, packed[SEGMENTS_KEY])}
+    offsets, width = packed[OFFSETS_KEY], packed["input_ids"].shape[1]  # the row width bounds every sequence
+    return {"cu_seq_lens_q": offsets, "cu_seq_lens_k": offsets, "max_length_q": width, "max_length_k": width}
 
 
 def unpack_rows(values: torch.Tensor, batch: dict, packed: dict) -> torch.Tensor:

@@ -53,7 +53,7 @@ logger = logging.getLogger("biolm.pretrain")
 
 LOOP_KEYS = {
     "batch_size", "accumulation", "learning_rate", "warmup_ratio", "weight_decay", "checkpoint_every",
-    "eval_every", "eval_blocks", "seed", "unpadded", "compile", "optimizer_kernel",
+    "eval_every", "eval_blocks", "seed", "unpadded", "compile", "optimizer_kernel", "varlen_attention",
 }  # fmt: skip
 
 
