@@ -15,6 +15,8 @@
 # Each benchmark writes OUT/<name>.json (and all of them OUT/run.log); one that fails or runs out of
 # its time leaves the others'. On an H200 the whole run takes at most 9 minutes 30 (each step's limit is
 # below: TESTS_S, FINETUNE_S, PRETRAIN_S, BLURB_S and PROFILE_S, 540 s in all), inside a 10-minute call.
+# Pretraining runs three arms (padded, unpadded with the block-diagonal mask, and varlen: FlashAttention's
+# varlen kernels with no mask) for PRETRAIN_STEPS steps at each block size.
 set -u
 carry=$(realpath "${1:?CARRY folder}")
 out=$(mkdir -p "${2:?OUT folder}" && realpath "$2")
@@ -47,11 +49,12 @@ step() {  # NAME SECONDS COMMAND...: one figure, bounded in time, its output kep
     echo "== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s =="
 }
 
-# The CUDA-only tests first: graphed steps must train the model the eager loop trains before
-# their speed means anything. No conftest (it needs the platform's Django stack, absent here).
-step cuda_tests "${TESTS_S:-50}" python3 -m pytest tests/test_engine_cuda_graphs.py -q -p no:cacheprovider \
+# The CUDA-only tests first: graphed steps and the varlen kernels must train what the eager and masked
+# paths train before their speed means anything. No conftest (it needs the platform's Django stack, absent here).
+step cuda_tests "${TESTS_S:-60}" python3 -m pytest tests/test_engine_cuda_graphs.py tests/test_engine_varlen_attention.py \
+    -q -p no:cacheprovider \
     --noconftest -W ignore::pytest.PytestConfigWarning --junitxml="$out/cuda_tests.xml"
-step finetune_gpu "${FINETUNE_S:-110}" python3 - "$out" <<'EOF'
+step finetune_gpu "${FINETUNE_S:-100}" python3 - "$out" <<'EOF'
 import sys
 from pathlib import Path
 from bench import common, finetune_throughput
@@ -67,13 +70,13 @@ for batch, f in figure["batch_sizes"].items():
             print(f"batch {batch} {path}: {g['tokens_per_second']:,.0f} real tokens/s, {g['steps_per_second']:.1f} steps/s, MFU {100 * g['mfu']:.1f}%, {g['replayed_steps']} of {g['steps']} steps replayed")
 print(f"MFU at the protocol's batch: {100 * figure['mfu']:.1f}% ({figure['mfu_path']}; goal {100 * figure['goal']:.0f}%)")
 EOF
-step pretrain_unpadded "${PRETRAIN_S:-150}" python3 -m bench pretrain_unpadded --out "$out" \
-    --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-200}"
+step pretrain_unpadded "${PRETRAIN_S:-190}" python3 -m bench pretrain_unpadded --out "$out" \
+    --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-150}"
 # BLURB with graphed fine-tuning steps, as a GPU worker started with BIOLM_CUDA_GRAPHS=1 runs it
 # (docs/measurements/h200-2026-11-28/ holds the eager path's figures).
-BIOLM_CUDA_GRAPHS=${BLURB_GRAPHS:-1} step blurb_gpu "${BLURB_S:-160}" python3 -m bench blurb_gpu --out "$out" \
+BIOLM_CUDA_GRAPHS=${BLURB_GRAPHS:-1} step blurb_gpu "${BLURB_S:-130}" python3 -m bench blurb_gpu --out "$out" \
     --set max_train_examples="${BLURB_TRAIN:-1000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
-    --set budget_seconds="${BLURB_BUDGET:-125}"
-step step_profile "${PROFILE_S:-70}" python3 -m bench.step_profile --out "$out"
+    --set budget_seconds="${BLURB_BUDGET:-100}"
+step step_profile "${PROFILE_S:-60}" python3 -m bench.step_profile --out "$out"
 ls -la "$out"
 nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv

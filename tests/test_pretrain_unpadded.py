@@ -250,14 +250,41 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     written = json.loads((tmp_path / "pretrain_unpadded.json").read_text())
     block = written["blocks"]["128"]
     assert set(block["arms"]) == {"padded", "unpadded"} and 0 < block["padding_share"] < 0.5
+    assert block["skipped_arms"] == {"varlen": "FlashAttention's varlen kernels run on CUDA only (this run is on cpu)"}
     padded, unpadded = block["arms"]["padded"], block["arms"]["unpadded"]
     assert padded["real_tokens"] == unpadded["real_tokens"] > 0  # the same instances, padding not counted
     assert padded["flops"] == unpadded["flops"]
-    assert unpadded["settings"] == {"unpadded": True, "optimizer_kernel": "auto", "compile": False, "batch_size": 4}
+    assert unpadded["settings"] == {"unpadded": True, "varlen_attention": False, "optimizer_kernel": "auto",
+                                    "compile": False, "batch_size": 4}  # fmt: skip
     assert block["heldout_loss_gap"] == pytest.approx(unpadded["heldout_loss"] - padded["heldout_loss"])
     assert 0 < unpadded["utilisation"]["mfu"] < 1
     assert block["host_packing"]["instances"] == 4 and block["host_packing"]["seconds_per_step"] > 0
     assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
+    assert "128 tokens: varlen skipped: FlashAttention's varlen kernels run on CUDA only" in pretrain_unpadded.summary(
+        result
+    )
+
+
+def test_the_varlen_arm_is_compared_with_the_padded_one_where_its_kernel_runs(tmp_path, official_data, monkeypatch):
+    """A CPU has no FlashAttention: the reference kernel stands in, so the arm's figures and comparison are checked."""
+    from bench import biomedical_corpus, pretrain_unpadded
+    from workers.engine import varlen_attention
+
+    monkeypatch.setattr(varlen_attention, "kernel_for", lambda query: varlen_attention.reference_attention)
+    monkeypatch.setattr(varlen_attention, "unavailable_reason", lambda device, dtype, head_size: None)
+    official_data("HoC", "blurb", "train.tsv")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(itertools.islice(biomedical_corpus.documents(), 200)) + "\n", encoding="utf-8")
+    config = pretrain_unpadded.Config(corpus=str(corpus), size="tiny", steps=3, batch_size=4, block_sizes=("128",),
+                                      warm_steps=1, eval_blocks=4, matmul_size=64, device="cpu",
+                                      arms=("padded", "varlen"))  # fmt: skip
+    block = pretrain_unpadded.run(config, tmp_path)["blocks"]["128"]
+    padded, varlen = block["arms"]["padded"], block["arms"]["varlen"]
+    assert block["skipped_arms"] == {} and block["ratio"] is None  # no unpadded arm ran
+    assert varlen["settings"]["unpadded"] and varlen["settings"]["varlen_attention"]
+    assert varlen["real_tokens"] == padded["real_tokens"] and varlen["flops"] == padded["flops"]
+    assert block["varlen_ratio"] == pytest.approx(varlen["tokens_per_second"] / padded["tokens_per_second"])
+    assert block["varlen_heldout_loss_gap"] == pytest.approx(varlen["heldout_loss"] - padded["heldout_loss"])
 
 
 def test_pairs_kept_in_pairs_dir_are_reused_without_the_corpus_or_the_official_data(
