@@ -16,7 +16,8 @@
 # its time leaves the others'. On an H200 the whole run takes at most 9 minutes 30 (each step's limit is
 # below: TESTS_S, FINETUNE_S, PRETRAIN_S, BLURB_S and PROFILE_S, 540 s in all), inside a 10-minute call.
 # Pretraining runs three arms (padded, unpadded with the block-diagonal mask, and varlen: FlashAttention's
-# varlen kernels with no mask) for PRETRAIN_STEPS steps at each block size.
+# varlen kernels with no mask) for PRETRAIN_STEPS steps at each block size, each profiling its last 3 steps
+# by kind of work (bench/kernel_profile.py).
 set -u
 carry=$(realpath "${1:?CARRY folder}")
 out=$(mkdir -p "${2:?OUT folder}" && realpath "$2")

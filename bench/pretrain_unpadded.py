@@ -22,7 +22,9 @@ Both compute the vocabulary projection at the masked positions only (MosaicBERT,
 the padded tokens are padding.
 
 **Throughput** is real (non-padding) tokens per second over the timed steps (the first
-``warm_steps`` are left out: first-use costs, compilation). **MFU** is the FLOPs the loss needs
+``warm_steps`` are left out: first-use costs, compilation; so are the last ``profile_steps``, which
+:mod:`bench.kernel_profile` profiles to give each arm's busy time per step by kind of work:
+matmuls, attention, normalisation, dropout, the update, copies, the rest). **MFU** is the FLOPs the loss needs
 (:func:`pair_flops`, the same for both arms, padding never counted) over the seconds, against the
 matmul peak measured on the same device in the same run (bf16 where the arms run bf16). **Held-out
 loss** is measured after training by the same padded code for both arms, in fp32, with fixed
@@ -72,6 +74,7 @@ class Config:
     precision: str = "auto"  # bf16 where the device runs it natively, else fp32
     compile: bool = False  # torch.compile the packed arms' encoder
     warm_steps: int = 3
+    profile_steps: int = 3  # the last steps of each arm, profiled by kind of work (bench.kernel_profile), not timed
     heldout_share: float = 0.05
     eval_blocks: int = 256
     seed: int = 42
@@ -233,36 +236,44 @@ def train_arm(
     arm: str, data: tuple[dict, dict], tokenizer, config: Config, setup: Setup, block: int, work: Path
 ) -> dict:
     """Train one arm from the shared initialisation; its timed window, real tokens, FLOPs and held-out loss."""
+    from bench.kernel_profile import StepProfile
     from workers.engine.pretrain.loop import heldout_loss, pretrain_loop
 
     train, heldout = data
     settings = loop_settings(config, setup, block, arm)
     model = fresh_model(setup, tokenizer, block, config.seed)
     times: dict[int, float] = {}
+    warm = min(config.warm_steps, setup.steps - 1)
+    profiled = max(0, min(config.profile_steps, setup.steps - warm - 1))  # at least one step stays timed
+    timed_end, profiler = setup.steps - profiled, StepProfile(setup.device)
 
     def progress(step: int, total: int, loss: float | None, rate: float | None) -> None:
         if setup.device.type == "cuda":
             torch.cuda.synchronize()
         times[step] = time.perf_counter()
+        if profiled and step == timed_end:
+            profiler.start()
+        elif profiled and step == setup.steps:
+            profiler.stop(profiled)
 
     no_heldout = {key: array[:0] for key, array in heldout.items()}  # measured after, the same way for both arms
     summary = pretrain_loop(model, train, no_heldout, masker_for(tokenizer), settings, work / arm,
                             device=setup.device, dtype=setup.dtype, progress=progress)  # fmt: skip
-    warm = min(config.warm_steps, setup.steps - 1)
-    lengths = np.concatenate(step_lengths(train, settings, tokenizer.pad_token_id, range(warm, setup.steps)))
-    seconds = times[setup.steps] - times[warm]
+    lengths = np.concatenate(step_lengths(train, settings, tokenizer.pad_token_id, range(warm, timed_end)))
+    seconds = times[timed_end] - times[warm]
     flops = pair_flops(model, lengths, config.mask_rate)
     padded_eval = replace(settings, unpadded=False, compile=False, varlen_attention=False)
     loss = heldout_loss(model, heldout, masker_for(tokenizer), padded_eval, setup.device, None)
     return {
         "steps": summary["steps"],
-        "timed_steps": setup.steps - warm,
+        "timed_steps": timed_end - warm,
         "seconds": seconds,
         "real_tokens": flops["tokens"],
         "tokens_per_second": flops["tokens"] / seconds,
         "flops": flops,
         "final_loss": summary["final_loss"],
         "heldout_loss": loss,
+        "profile": profiler.summary() if profiled else None,
         "settings": {
             "unpadded": settings.unpadded,
             "varlen_attention": settings.varlen_attention,
@@ -411,6 +422,11 @@ def _device_name(setup: Setup) -> str:
     return common.cpu_model()
 
 
+def _profile_line(profile: dict) -> str:
+    kinds = ", ".join(f"{kind} {ms:.1f}" for kind, ms in list(profile["ms_per_step_by_kind"].items())[:5])
+    return f"{profile['busy_ms_per_step']:.1f} ms busy a step ({profile['measured_on']}): {kinds}"
+
+
 def summary(result: dict) -> str:
     rows = []
     for block, figures in result["blocks"].items():
@@ -432,6 +448,9 @@ def summary(result: dict) -> str:
                              f"{figures[f'{prefix}heldout_loss_gap']:+.4f} nats (goal within {LOSS_GOAL})")  # fmt: skip
         for arm, reason in figures.get("skipped_arms", {}).items():
             lines.append(f"  {block} tokens: {arm} skipped: {reason}")
+        for arm, arm_figures in figures["arms"].items():
+            if arm_figures.get("profile"):
+                lines.append(f"  {block} tokens, {arm}: {_profile_line(arm_figures['profile'])}")
         packing = figures["host_packing"]
         lines.append(f"  {block} tokens: packing {packing['instances']} instances takes the host "
                      f"{1000 * packing['seconds_per_step']:.1f} ms a step")  # fmt: skip

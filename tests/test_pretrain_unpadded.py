@@ -259,6 +259,12 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     assert block["heldout_loss_gap"] == pytest.approx(unpadded["heldout_loss"] - padded["heldout_loss"])
     assert 0 < unpadded["utilisation"]["mfu"] < 1
     assert block["host_packing"]["instances"] == 4 and block["host_packing"]["seconds_per_step"] > 0
+    assert padded["timed_steps"] == 1  # 4 steps: 1 warm-up, 2 profiled, 1 timed
+    for arm in (padded, unpadded):
+        profile = arm["profile"]
+        assert profile["profiled_steps"] == 2 and profile["busy_ms_per_step"] > 0
+        assert profile["ms_per_step_by_kind"]["matmul"] > 0 and profile["ms_per_step_by_kind"]["optimizer"] > 0
+        assert sum(profile["share_by_kind"].values()) == pytest.approx(1.0)
     assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
     assert "128 tokens: varlen skipped: FlashAttention's varlen kernels run on CUDA only" in pretrain_unpadded.summary(
         result
