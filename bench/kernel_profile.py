@@ -41,6 +41,27 @@ def kind_of(name: str) -> str:
     return OTHER
 
 
+def ms_per_step(events, device: torch.device, steps: int) -> dict[str, float]:
+    """Each kernel's (on a GPU) or operator's (on a CPU, self time) ms per step, from a profiler's ``key_averages``."""
+    on_device = device.type == "cuda"
+    times: dict[str, float] = {}
+    for event in events:
+        if on_device and event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        microseconds = event.self_device_time_total if on_device else event.self_cpu_time_total
+        if microseconds > 0:
+            times[event.key] = times.get(event.key, 0.0) + microseconds / 1000 / steps
+    return times
+
+
+def by_kind(times: dict[str, float]) -> dict[str, float]:
+    """:func:`ms_per_step`'s figures summed by :func:`kind_of`, largest first."""
+    kinds: dict[str, float] = {}
+    for name, ms in times.items():
+        kinds[kind_of(name)] = kinds.get(kind_of(name), 0.0) + ms
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]))
+
+
 class StepProfile:
     """A profiler started and stopped between steps (a loop's progress callback does both), read per step."""
 
@@ -67,27 +88,15 @@ class StepProfile:
         """Busy ms per step, ms per step by kind of work, and the ``top`` kernels (or operators) by time."""
         if not self.steps:
             raise ValueError("the profile was never stopped")
-        on_device = self.device.type == "cuda"
-        times: dict[str, float] = {}
-        for event in self._profiler.key_averages():
-            if on_device:
-                if event.device_type != torch.autograd.DeviceType.CUDA:
-                    continue
-                microseconds = event.self_device_time_total
-            else:
-                microseconds = event.self_cpu_time_total
-            if microseconds > 0:
-                times[event.key] = times.get(event.key, 0.0) + microseconds / 1000 / self.steps
+        times = ms_per_step(self._profiler.key_averages(), self.device, self.steps)
         busy = sum(times.values())
-        kinds: dict[str, float] = {}
-        for name, ms in times.items():
-            kinds[kind_of(name)] = kinds.get(kind_of(name), 0.0) + ms
+        kinds = by_kind(times)
         ranked = sorted(times.items(), key=lambda item: -item[1])[:top]
         return {
-            "measured_on": "device kernels" if on_device else "CPU operators (self time)",
+            "measured_on": "device kernels" if self.device.type == "cuda" else "CPU operators (self time)",
             "profiled_steps": self.steps,
             "busy_ms_per_step": busy,
-            "ms_per_step_by_kind": dict(sorted(kinds.items(), key=lambda item: -item[1])),
+            "ms_per_step_by_kind": kinds,
             "share_by_kind": {kind: ms / busy for kind, ms in kinds.items()} if busy else {},
             "top": [{"name": name[:120], "kind": kind_of(name), "ms_per_step": ms} for name, ms in ranked],
         }

@@ -6,8 +6,8 @@ so that a short GPU lease gets them in one call (``bench/lent_gpu.sh`` runs it):
 
 * ``eager``: ms per step of the engine's padding-free loss and update (the functions the training
   loop calls), on batches of ``batch`` synthetic sentences of 10 to 60 tokens (BC5-chem's are
-  about 36); and, from ``torch.profiler``, the device's busy time per step (on a GPU) and the
-  operators that take the most of it;
+  about 36); and, from ``torch.profiler``, the device's busy time per step (on a GPU), the
+  operators that take the most of it, and its split by kind of work (:mod:`bench.kernel_profile`);
 * ``operators``: how many operators one step dispatches, in the forward, the backward and the
   update, and how many of them are not views (those launch kernels on a GPU): a host-bound step's
   time is roughly their count times the host's cost per operator, which is what a CUDA graph or
@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench import kernel_profile
 from bench.common import BERT_BASE
 
 
@@ -141,6 +142,7 @@ def eager(device: torch.device, shape: dict, batch: int, steps: int) -> dict:
             step(each)
         synchronize(device)
     events = profiler.key_averages()
+    by_kind = kernel_profile.by_kind(kernel_profile.ms_per_step(events, device, len(profiled)))
     device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
     host_us = sum(e.self_cpu_time_total for e in events)
     sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
@@ -149,6 +151,7 @@ def eager(device: torch.device, shape: dict, batch: int, steps: int) -> dict:
         "device_busy_ms_per_step": device_us / 1000 / len(profiled) if device.type == "cuda" else None,
         "host_ms_per_step_profiled": host_us / 1000 / len(profiled),
         "top_operators": events.table(sort_by=sort, row_limit=15, max_name_column_width=50),
+        "ms_per_step_by_kind": by_kind,
     }
 
 
@@ -268,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     busy = eager_figures["device_busy_ms_per_step"]
     print(f"eager: {eager_figures['ms_per_step']:.1f} ms per step"
           + (f", the device busy {busy:.1f} ms of it" if busy is not None else ""))  # fmt: skip
+    kinds = ", ".join(f"{kind} {ms:.1f}" for kind, ms in list(eager_figures["ms_per_step_by_kind"].items())[:6])
+    print(f"ms per step by kind of work: {kinds}")
     counted = result["operators"]
     phases = ", ".join(f"{phase} {counted[phase]['all']}" for phase in ("forward", "backward", "update"))
     host_us = 1000 * eager_figures["ms_per_step"] / counted["total"]["all"]

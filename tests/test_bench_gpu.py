@@ -127,6 +127,7 @@ def test_the_step_profile_times_the_engines_step_and_processes_side_by_side_on_a
     written = json.loads((tmp_path / "step_profile.json").read_text())
     assert written["eager"]["ms_per_step"] > 0 and written["eager"]["device_busy_ms_per_step"] is None
     assert "aten::" in written["eager"]["top_operators"]
+    assert {"matmul", "optimizer"} <= set(written["eager"]["ms_per_step_by_kind"])
     counted = written["operators"]
     assert all(0 < counted[phase]["not_views"] <= counted[phase]["all"] for phase in ("forward", "backward", "update"))
     assert counted["total"]["all"] == sum(counted[phase]["all"] for phase in ("forward", "backward", "update"))
