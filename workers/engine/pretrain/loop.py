@@ -193,23 +193,14 @@ def pretrain_loop(
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
     if progress is not None:
         progress(step, settings.steps, None, None)
-    with packed_attention(model, settings):
+    with attention_for(model, settings):
         while step < settings.steps:
             rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
             micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
             loss_sum, step_tokens = _accumulate_gradients(
-                model,
-                micro_batches,
-                step,
-                settings,
-                device,
-                dtype,
-                rank,
-                world,
-                distillation,
-                adversarial,
+                model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial,
                 masker.pad_id,
-            )
+            )  # fmt: skip
             real_tokens += step_tokens
             if world > 1:
                 loss_sum = all_reduce_gradients(trained, loss_sum, device)
@@ -288,7 +279,7 @@ def _check_fast_paths(model, settings: LoopSettings, distillation, adversarial, 
             raise ValueError(f"varlen_attention: {reason}; set varlen_attention to false")
 
 
-def packed_attention(model: torch.nn.Module, settings: LoopSettings):
+def attention_for(model: torch.nn.Module, settings: LoopSettings):
     """While the loop runs, the model's attention takes packed batches' offsets (``varlen_attention``)."""
     return varlen_attention.packed_attention_in(model) if settings.varlen_attention else contextlib.nullcontext()
 
