@@ -59,3 +59,18 @@ def launched_chromium() -> Iterator:
             launched = playwright.chromium.launch(executable_path=executable, headless=True)
             yield launched
             launched.close()
+
+
+def save_full_page(page, path: Path) -> None:
+    """The whole page as a PNG, tried twice: now and then, on a loaded CI runner, Chromium refuses a
+    full-page capture with "Unable to capture screenshot" (its compositor gave no frame in time; a
+    known transient of the DevTools protocol). A second refusal is an error, as any other is."""
+    from playwright_api import Error
+
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    except Error as error:
+        if "Unable to capture screenshot" not in str(error):
+            raise
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(path), full_page=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium
+from browser_launch import DESKTOP, SCREENSHOTS, TIMEOUT_MS, launched_chromium, save_full_page
 from web_fixture import WebFixture, build_web_fixture, remove_web_fixture, sync_builtin_plugins
 
 
@@ -134,5 +134,5 @@ def page(context, screenshot_path):
     yield opened
     if not opened.is_closed():
         if opened.url.startswith("http"):  # a test that only made requests has nothing to show
-            opened.screenshot(path=str(screenshot_path), full_page=True)
+            save_full_page(opened, screenshot_path)
         opened.close()

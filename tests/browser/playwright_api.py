@@ -11,10 +11,10 @@ import os
 import pytest
 
 try:
-    from playwright.sync_api import BrowserContext, Page, expect
+    from playwright.sync_api import BrowserContext, Error, Page, expect
 except ImportError:
     if os.environ.get("BIOLM_REQUIRE_BROWSER") == "1":
         raise
     pytest.skip("playwright not installed: pip install -r requirements.lock", allow_module_level=True)
 
-__all__ = ["BrowserContext", "Page", "expect"]
+__all__ = ["BrowserContext", "Error", "Page", "expect"]
