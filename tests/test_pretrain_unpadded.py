@@ -244,8 +244,9 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     official_data("HoC", "blurb", "train.tsv")
     corpus = tmp_path / "corpus.txt"  # the benchmark's corpus, its first 400 documents (the whole takes minutes)
     corpus.write_text("\n".join(itertools.islice(biomedical_corpus.documents(), 400)) + "\n", encoding="utf-8")
-    config = pretrain_unpadded.Config(corpus=str(corpus), size="tiny", steps=4, batch_size=4, block_sizes=("128",),
-                                      warm_steps=1, eval_blocks=8, matmul_size=128, device="cpu")  # fmt: skip
+    config = pretrain_unpadded.Config(corpus=str(corpus), size="tiny", steps=6, batch_size=4, block_sizes=("128",),
+                                      warm_steps=1, profile_steps=2, eval_blocks=8, matmul_size=128,
+                                      device="cpu")  # fmt: skip
     result = pretrain_unpadded.run(config, tmp_path)
     written = json.loads((tmp_path / "pretrain_unpadded.json").read_text())
     block = written["blocks"]["128"]
@@ -257,9 +258,13 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
     assert unpadded["settings"] == {"unpadded": True, "varlen_attention": False, "optimizer_kernel": "auto",
                                     "compile": False, "batch_size": 4}  # fmt: skip
     assert block["heldout_loss_gap"] == pytest.approx(unpadded["heldout_loss"] - padded["heldout_loss"])
-    assert 0 < unpadded["utilisation"]["mfu"] < 1
+    # MFU against the peak measured in the run (a 128-cube here, whose best round a loaded runner can
+    # slow many times over, so the figure is checked for its arithmetic, not its size)
+    peak = written["matmul_peaks"][unpadded["utilisation"]["peak"]]["flops_per_second"]
+    expected = unpadded["flops"]["flops"] / unpadded["seconds"] / peak
+    assert unpadded["utilisation"]["mfu"] == pytest.approx(expected) and expected > 0
     assert block["host_packing"]["instances"] == 4 and block["host_packing"]["seconds_per_step"] > 0
-    assert padded["timed_steps"] == 1  # 4 steps: 1 warm-up, 2 profiled, 1 timed
+    assert padded["timed_steps"] == 3  # 6 steps: 1 warm-up, 3 timed (one step alone is too noisy), 2 profiled
     for arm in (padded, unpadded):
         profile = arm["profile"]
         assert profile["profiled_steps"] == 2 and profile["busy_ms_per_step"] > 0
