@@ -28,9 +28,11 @@ import math
 from collections.abc import Iterator
 
 import torch
-from transformers import AttentionInterface, PreTrainedModel
+from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from workers.engine.attention_switch import sdpa_replaced_by
 
 ATTENTION_NAME = "biolm_sdpa"
 _INT32_SPAN = 2**32
@@ -116,16 +118,9 @@ def cpu_training_kernels(model: torch.nn.Module, device: torch.device) -> Iterat
             if type(child) is torch.nn.Dropout:
                 swapped.append((parent, name, child))
                 setattr(parent, name, FastDropout(child.p, child.inplace))
-    # Formulations may wrap a Hugging Face model (CRF, marker and snippet heads): switch every one inside.
-    encoders = [
-        m for m in model.modules() if isinstance(m, PreTrainedModel) and m.config._attn_implementation == "sdpa"
-    ]
-    for encoder in encoders:
-        encoder.set_attn_implementation(ATTENTION_NAME)
     try:
-        yield
+        with sdpa_replaced_by(model, ATTENTION_NAME):
+            yield
     finally:
-        for encoder in encoders:
-            encoder.set_attn_implementation("sdpa")
         for parent, name, child in swapped:
             setattr(parent, name, child)

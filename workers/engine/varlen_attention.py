@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from transformers import AttentionInterface, PreTrainedModel
+from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from workers.engine.attention_switch import sdpa_replaced_by
 
 ATTENTION_NAME = "biolm_varlen"
 FLASH_DTYPES = (torch.float16, torch.bfloat16)
@@ -172,21 +174,11 @@ AttentionInterface.register(ATTENTION_NAME, packed_attention)
 AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
 
 
-@contextlib.contextmanager
-def packed_attention_in(model: torch.nn.Module) -> Iterator[None]:
+def packed_attention_in(model: torch.nn.Module) -> contextlib.AbstractContextManager[None]:
     """Route ``model``'s SDPA attention through :func:`packed_attention` while the block runs; restore SDPA after.
 
     Batches without offsets still run SDPA with their mask, so only the callers that pass offsets
     change what runs. A saved checkpoint is the stock model (the switch is undone before the caller's
     final save, and a config never records the attention implementation).
     """
-    encoders = [
-        m for m in model.modules() if isinstance(m, PreTrainedModel) and m.config._attn_implementation == "sdpa"
-    ]
-    for encoder in encoders:
-        encoder.set_attn_implementation(ATTENTION_NAME)
-    try:
-        yield
-    finally:
-        for encoder in encoders:
-            encoder.set_attn_implementation("sdpa")
+    return sdpa_replaced_by(model, ATTENTION_NAME)
