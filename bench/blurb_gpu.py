@@ -275,7 +275,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
                 continue
             figures[slug] = measure_dataset(slug, source, config, work)
             print(f"  {slug}: {_line(figures[slug])}", flush=True)
-            _save_partial(figures, out_dir)
+            common.write_partial(NAME, figures, out_dir)  # a run cut short keeps what it measured
         whole = _whole_sizes(figures, config)
     result = {
         "name": NAME,
@@ -311,11 +311,6 @@ def _whole_sizes(figures: dict, config: Config) -> dict[str, dict[str, int]]:
         data = load_dataset_files(task.dataset, data_directory(task.dataset.adapter.default_path))
         sizes[slug] = {split: len(rows) for split, rows in data.splits.items()}
     return sizes
-
-
-def _save_partial(figures: dict, out_dir: Path | None) -> None:
-    """Each dataset's figures as soon as it is measured: a run cut short by its machine keeps what it measured."""
-    common.write_json(f"{NAME}.partial", {"name": NAME, "measured": figures}, out_dir)
 
 
 def _line(figure: dict) -> str:

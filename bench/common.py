@@ -504,6 +504,14 @@ def write_json(name: str, payload: dict, out_dir: Path | None = None) -> Path:
     return path
 
 
+def write_partial(name: str, measured: dict, out_dir: Path | None = None) -> Path:
+    """What a long benchmark has measured so far, as ``<name>.partial.json``, rewritten after each part.
+
+    A lent GPU gives each benchmark a hard time limit; one cut short there keeps its finished parts.
+    """
+    return write_json(f"{name}.partial", {"name": name, "measured": measured}, out_dir)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     def cell(value: object) -> str:
         if isinstance(value, float):

@@ -33,13 +33,17 @@ not bit for bit).
 
 Sizes: BERT-mini (4 layers, hidden 256) and 60 steps of 16 instances on a CPU; BERT-base and 1,000
 steps of 32,768 tokens on a GPU, where the MFU goals (>= 40% at 128 tokens, >= 35% at 512) apply.
-Without a GPU those goals say "not measured: no GPU".
+Without a GPU those goals say "not measured: no GPU". Each arm's figures go to
+``pretrain_unpadded.partial.json`` as it finishes, so a run its machine cuts short (each step of
+``bench/lent_gpu.sh`` has a hard time limit) keeps the arms it finished.
 """
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -284,8 +288,13 @@ def train_arm(
     }
 
 
-def measure_block(block: int, tokenizer, config: Config, setup: Setup, peaks: dict, work: Path) -> dict:
-    """Both arms at ``block`` tokens on the same pairs; their figures, ratio, loss gap and MFU."""
+def measure_block(
+    block: int, tokenizer, config: Config, setup: Setup, peaks: dict, work: Path, measured: Callable[[str, dict], None]
+) -> dict:
+    """Every arm at ``block`` tokens on the same pairs; their figures, ratio, loss gap and MFU.
+
+    ``measured(arm, figures)`` is called as each arm finishes, so a run cut short keeps its finished arms.
+    """
     data = pair_corpus(config, tokenizer, block, work)
     ids = np.asarray(data[0]["ids"])
     padding_share = float((ids == tokenizer.pad_token_id).mean())
@@ -301,6 +310,7 @@ def measure_block(block: int, tokenizer, config: Config, setup: Setup, peaks: di
         figures.update(watch.figures())
         figures["utilisation"] = _mfu(figures, peaks)
         arms[arm] = figures
+        measured(arm, figures)
         print(
             f"  {block} tokens, {arm}: {figures['tokens_per_second']:,.0f} real tokens/s, "
             f"MFU {100 * figures['utilisation']['mfu']:.1f}% of {figures['utilisation']['peak']}, "
@@ -391,11 +401,17 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     setup = resolve(config)
     tokenizer = _tokenizer()
     peaks = device_matmul_peaks(setup)
+    finished: dict[str, dict[str, dict]] = {}  # block -> arm -> figures, for pretrain_unpadded.partial.json
+
+    def measured(block: int, arm: str, figures: dict) -> None:
+        finished.setdefault(str(block), {})[arm] = figures
+        common.write_partial(NAME, finished, out_dir)
+
     with tempfile.TemporaryDirectory(prefix="bench-unpadded-") as temporary:
-        blocks = {
-            str(block): measure_block(int(block), tokenizer, config, setup, peaks, Path(temporary))
-            for block in config.block_sizes
-        }
+        blocks = {}
+        for block in config.block_sizes:
+            done = functools.partial(measured, int(block))
+            blocks[str(block)] = measure_block(int(block), tokenizer, config, setup, peaks, Path(temporary), done)
     result = {
         "name": NAME,
         "unit": "real (non-padding) training tokens per second",

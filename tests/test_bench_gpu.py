@@ -102,6 +102,8 @@ def test_it_measures_each_dataset_with_the_engines_own_jobs_and_projects_its_who
         sum(p["seconds"] for p in projection["per_dataset"].values()) / 60
     )
     assert result["process_start_seconds"] > 0 and result["matmul_peak"] is None
+    partial = json.loads((tmp_path / "blurb_gpu.partial.json").read_text())  # what a cut-short run keeps
+    assert partial["measured"] == written["measured"]
 
 
 @pytest.mark.slow

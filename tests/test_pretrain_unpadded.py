@@ -271,6 +271,8 @@ def test_the_unpadded_benchmark_trains_both_arms_on_the_same_pairs_and_counts_th
         assert profile["ms_per_step_by_kind"]["matmul"] > 0 and profile["ms_per_step_by_kind"]["optimizer"] > 0
         assert sum(profile["share_by_kind"].values()) == pytest.approx(1.0)
     assert result["goals"]["met"]["mfu_128"] == "not measured: no GPU"
+    partial = json.loads((tmp_path / "pretrain_unpadded.partial.json").read_text())  # what a cut-short run keeps
+    assert partial["measured"] == {"128": written["blocks"]["128"]["arms"]}
     assert "128 tokens: varlen skipped: FlashAttention's varlen kernels run on CUDA only" in pretrain_unpadded.summary(
         result
     )
