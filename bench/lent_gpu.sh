@@ -71,13 +71,15 @@ for batch, f in figure["batch_sizes"].items():
             print(f"batch {batch} {path}: {g['tokens_per_second']:,.0f} real tokens/s, {g['steps_per_second']:.1f} steps/s, MFU {100 * g['mfu']:.1f}%, {g['replayed_steps']} of {g['steps']} steps replayed")
 print(f"MFU at the protocol's batch: {100 * figure['mfu']:.1f}% ({figure['mfu_path']}; goal {100 * figure['goal']:.0f}%)")
 EOF
-step pretrain_unpadded "${PRETRAIN_S:-190}" python3 -m bench pretrain_unpadded --out "$out" \
+step pretrain_unpadded "${PRETRAIN_S:-210}" python3 -m bench pretrain_unpadded --out "$out" \
     --set pairs_dir="$pairs" --set steps="${PRETRAIN_STEPS:-150}"
 # BLURB with graphed fine-tuning steps, as a GPU worker started with BIOLM_CUDA_GRAPHS=1 runs it
 # (docs/measurements/h200-2026-11-28/ holds the eager path's figures).
 BIOLM_CUDA_GRAPHS=${BLURB_GRAPHS:-1} step blurb_gpu "${BLURB_S:-130}" python3 -m bench blurb_gpu --out "$out" \
     --set max_train_examples="${BLURB_TRAIN:-1000}" --set max_eval_examples="${BLURB_EVAL:-1000}" \
     --set budget_seconds="${BLURB_BUDGET:-100}"
-step step_profile "${PROFILE_S:-60}" python3 -m bench.step_profile --out "$out"
+# Processes side by side were measured on 2026-11-28 (1, 4, 8: 19.8, 88.4, 101.8 steps/s): not again, so the
+# step's split by kind of work and its graph fit in the limit (each side-by-side round starts fresh interpreters).
+step step_profile "${PROFILE_S:-40}" python3 -m bench.step_profile --out "$out" --processes "${PROFILE_PROCESSES:-}"
 ls -la "$out"
 nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv

@@ -234,16 +234,29 @@ def _child(device: str, shape: str, batch: str, seconds: str, folder: str, index
     print(count / (time.perf_counter() - start), flush=True)
 
 
-def profile_all(device: torch.device, shape: dict, batch: int, steps: int, counts: tuple[int, ...], seconds: float):
-    return {
+def profile_all(
+    device: torch.device, shape: dict, batch: int, steps: int, counts: tuple[int, ...], seconds: float, out: Path
+) -> dict:
+    """Every part, ``out/step_profile.json`` rewritten after each: a run stopped at its time limit keeps the parts
+    it finished (``unfinished`` names the rest)."""
+    parts: dict[str, Callable[[], dict]] = {
+        "eager": lambda: eager(device, shape, batch, steps),
+        "operators": lambda: operators(device, shape, batch),
+        "graph": lambda: graph(device, shape, batch, steps),
+        "side_by_side": lambda: side_by_side(device, shape, batch, counts, seconds),
+    }
+    result = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "shape": shape,
         "batch": batch,
-        "eager": eager(device, shape, batch, steps),
-        "operators": operators(device, shape, batch),
-        "graph": graph(device, shape, batch, steps),
-        "side_by_side": side_by_side(device, shape, batch, counts, seconds),
+        "unfinished": list(parts),
     }
+    out.mkdir(parents=True, exist_ok=True)
+    for name, measure in parts.items():
+        result[name] = measure()
+        result["unfinished"].remove(name)
+        (out / "step_profile.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,16 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--processes", default="1,4,8", help="side-by-side process counts")
+    parser.add_argument("--processes", default="1,4,8", help="side-by-side process counts ('' for none)")
     parser.add_argument("--seconds", type=float, default=10.0, help="each side-by-side round's length")
     parser.add_argument("--tiny", action="store_true", help="a one-layer BERT instead of BERT-base (for tests)")
     args = parser.parse_args(argv)
     shape = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     counts = tuple(int(n) for n in args.processes.split(",") if n)
     result = profile_all(torch.device(args.device), shape if args.tiny else BERT_BASE, args.batch, args.steps, counts,
-                         args.seconds)  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "step_profile.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+                         args.seconds, args.out)  # fmt: skip
     eager_figures, graphed = result["eager"], result["graph"]
     print(eager_figures["top_operators"])
     busy = eager_figures["device_busy_ms_per_step"]

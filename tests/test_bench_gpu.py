@@ -138,6 +138,31 @@ def test_the_step_profile_times_the_engines_step_and_processes_side_by_side_on_a
     assert len(two["per_process"]) == 2 and min(two["per_process"]) > 0
     assert two["steps_per_second"] == pytest.approx(sum(two["per_process"]))
     assert two["ratio_to_one"] is None  # no single-process round to compare with
+    assert written["unfinished"] == []
+
+
+def test_a_step_profile_stopped_part_way_keeps_the_parts_it_finished(tmp_path, monkeypatch):
+    """A lent GPU stops each figure at a hard time limit: what was measured before it must survive."""
+    from bench import step_profile
+
+    def stopped(*args):
+        raise KeyboardInterrupt  # as the time limit's signal would, part way through
+
+    monkeypatch.setattr(step_profile, "graph", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        step_profile.main(["--out", str(tmp_path), "--device", "cpu", "--tiny", "--steps", "2"])
+    written = json.loads((tmp_path / "step_profile.json").read_text())
+    assert written["eager"]["ms_per_step"] > 0 and written["operators"]["total"]["all"] > 0
+    assert written["unfinished"] == ["graph", "side_by_side"]
+
+
+def test_the_step_profile_skips_the_side_by_side_rounds_when_given_no_process_counts(tmp_path):
+    from bench import step_profile
+
+    arguments = ["--out", str(tmp_path), "--device", "cpu", "--tiny", "--steps", "2", "--processes", ""]
+    assert step_profile.main(arguments) == 0
+    written = json.loads((tmp_path / "step_profile.json").read_text())
+    assert written["side_by_side"] == {} and written["eager"]["ms_per_step"] > 0
 
 
 def test_a_run_cut_short_still_has_one_dataset_of_each_task_type_measured_first():
