@@ -219,6 +219,30 @@ def test_unpadded_training_matches_padded_training_in_held_out_loss(pairs, tmp_p
     assert abs(losses[True] - losses[False]) < 0.02
 
 
+def test_the_compiled_unpadded_loop_trains_what_the_eager_one_trains_and_saves_the_models_own_names(pairs, tmp_path):
+    """``compile`` is the lever a GPU lease tries once its profile shows elementwise work: it must train, not crash.
+
+    Inductor draws dropout from its own generator, so the runs agree in held-out loss, not bit for bit.
+    """
+    tokenizer, train, heldout = pairs
+    cpu, losses = torch.device("cpu"), {}
+    for compiled in (False, True):
+        model = bert(tokenizer, dropout=0.1)
+        settings = LoopSettings(steps=30, batch_size=16, learning_rate=1e-3, whole_word=True, eval_every=30,
+                                checkpoint_every=30, eval_blocks=64, unpadded=True, compile=compiled)  # fmt: skip
+        pretrain_loop(model, train, heldout, masker(tokenizer), settings, tmp_path / str(compiled), device=cpu,
+                      dtype=None)  # fmt: skip
+        assert (model.base_model._compiled_call_impl is not None) == compiled  # nn.Module.compile's own mark
+        padded_eval = dataclasses.replace(settings, unpadded=False, compile=False)
+        losses[compiled] = heldout_loss(model, heldout, masker(tokenizer), padded_eval, cpu, None)
+    initial = heldout_loss(bert(tokenizer), heldout, masker(tokenizer), padded_eval, cpu, None)
+    assert losses[True] < initial - 0.3  # it learned
+    assert abs(losses[True] - losses[False]) < 0.02
+    names = {compiled: set(torch.load(tmp_path / str(compiled) / "checkpoint" / "state.pt")["model"])
+             for compiled in (False, True)}  # fmt: skip
+    assert names[True] == names[False]  # no "_orig_mod." prefix: a compiled run's checkpoint resumes anywhere
+
+
 def test_unpadded_is_refused_where_it_cannot_restrict_attention(pairs, tmp_path):
     config = build_config("longformer:tiny", vocab_size=len(pairs[0]), pad_token_id=pairs[0].pad_token_id)
     from transformers import AutoModelForMaskedLM
@@ -298,6 +322,20 @@ def test_the_varlen_arm_is_compared_with_the_padded_one_where_its_kernel_runs(tm
     assert varlen["real_tokens"] == padded["real_tokens"] and varlen["flops"] == padded["flops"]
     assert block["varlen_ratio"] == pytest.approx(varlen["tokens_per_second"] / padded["tokens_per_second"])
     assert block["varlen_heldout_loss_gap"] == pytest.approx(varlen["heldout_loss"] - padded["heldout_loss"])
+
+
+def test_the_loss_goal_reads_not_measured_without_the_padded_arm_rather_than_failed():
+    """The lease's compiled step runs the packed arms alone: its padded baseline is the eager step's."""
+    from bench import pretrain_unpadded
+
+    setup = pretrain_unpadded.Setup(torch.device("cpu"), None, "tiny", 4, 64)
+
+    def met(gap):
+        blocks = {"128": {"arms": {"unpadded": {}}, "heldout_loss_gap": gap}}
+        return pretrain_unpadded.goals(blocks, setup)["met"]["heldout_loss_within_nats"]
+
+    assert met(None) == "not measured: needs the padded arm and a packed one"
+    assert met(0.01) is True and met(-0.03) is False
 
 
 def test_pairs_kept_in_pairs_dir_are_reused_without_the_corpus_or_the_official_data(
