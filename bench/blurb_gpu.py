@@ -275,7 +275,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
                 continue
             figures[slug] = measure_dataset(slug, source, config, work)
             print(f"  {slug}: {_line(figures[slug])}", flush=True)
-            common.write_partial(NAME, figures, out_dir)  # a run cut short keeps what it measured
+            common.write_partial(NAME, figures, config, out_dir)  # a run cut short keeps what it measured
         whole = _whole_sizes(figures, config)
     result = {
         "name": NAME,

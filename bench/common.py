@@ -487,9 +487,7 @@ def ratio_goals(goals: dict, ratio_vs_default: float | None, ratio_vs_best: floa
 
 def publish(name: str, result: dict, config, notes: str, summary, out_dir: Path | None = None) -> dict:
     """Add what every benchmark records (settings, machine, versions, its notes), write it, print its summary."""
-    import dataclasses
-
-    result.update(settings=dataclasses.asdict(config), machine=machine(), versions=versions(), notes=notes)
+    result.update(provenance(config), notes=notes)
     path = write_json(name, result, out_dir)
     print(summary(result))
     print(f"  written to {path}")
@@ -504,12 +502,21 @@ def write_json(name: str, payload: dict, out_dir: Path | None = None) -> Path:
     return path
 
 
-def write_partial(name: str, measured: dict, out_dir: Path | None = None) -> Path:
+def provenance(config=None) -> dict:
+    """What names the code, machine and settings behind a figure; every written result carries it."""
+    import dataclasses
+
+    settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config
+    return {"settings": settings, "machine": machine(), "versions": versions()}
+
+
+def write_partial(name: str, measured: dict, config, out_dir: Path | None = None) -> Path:
     """What a long benchmark has measured so far, as ``<name>.partial.json``, rewritten after each part.
 
-    A lent GPU gives each benchmark a hard time limit; one cut short there keeps its finished parts.
+    A lent GPU gives each benchmark a hard time limit; one cut short there keeps its finished parts,
+    named like a finished result (settings, machine, versions).
     """
-    return write_json(f"{name}.partial", {"name": name, "measured": measured}, out_dir)
+    return write_json(f"{name}.partial", {"name": name, "measured": measured, **provenance(config)}, out_dir)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -13,7 +13,8 @@
 #   minilm/         MiniLM-L6's tokenizer files (BERT's uncased vocabulary), without its weights
 #   pairs.tar.xz    the pretraining benchmark's sentence pairs at 128 and 512 tokens (pairs_dir)
 # Each benchmark writes OUT/<name>.json (and all of them OUT/run.log); one that fails or runs out of
-# its time leaves the others', and pretraining and BLURB keep what they finished in OUT/<name>.partial.json. On an H200 the whole run takes at most 9 minutes 30 (each step's limit is
+# its time leaves the others', and pretraining and BLURB keep what they finished in OUT/<name>.partial.json
+# (step_profile in its own JSON). On an H200 the whole run takes at most 9 minutes 30 (each step's limit is
 # below: TESTS_S, FINETUNE_S, PRETRAIN_S, BLURB_S and PROFILE_S, 540 s in all), inside a 10-minute call.
 # Pretraining runs three arms (padded, unpadded with the block-diagonal mask, and varlen: FlashAttention's
 # varlen kernels with no mask) for PRETRAIN_STEPS steps at each block size, each profiling its last 3 steps

@@ -407,7 +407,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
 
     def measured(block: int, arm: str, figures: dict) -> None:
         finished.setdefault(str(block), {})[arm] = figures
-        common.write_partial(NAME, finished, out_dir)
+        common.write_partial(NAME, finished, config, out_dir)
 
     with tempfile.TemporaryDirectory(prefix="bench-unpadded-") as temporary:
         blocks = {}

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench import kernel_profile
+from bench import common, kernel_profile
 from bench.common import BERT_BASE
 
 
@@ -249,13 +249,13 @@ def profile_all(
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "shape": shape,
         "batch": batch,
+        **common.provenance({"steps": steps, "processes": list(counts), "seconds": seconds}),
         "unfinished": list(parts),
     }
-    out.mkdir(parents=True, exist_ok=True)
     for name, measure in parts.items():
         result[name] = measure()
         result["unfinished"].remove(name)
-        (out / "step_profile.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        common.write_json("step_profile", result, out)
     return result
 
 
