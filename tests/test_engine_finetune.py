@@ -278,3 +278,24 @@ def test_stored_runs_are_retrained_when_anything_that_decides_them_changes(tmp_p
     assert reused("--max-length", "64") == 0  # another input length: another run
     assert reused("--learning-rate", "1e-4") == 0  # other hyperparameters
     assert reused("--fresh") == 0
+
+
+def test_a_folds_data_that_takes_a_freed_folds_address_is_trained_not_handed_that_folds_runs(tmp_path, monkeypatch):
+    """Lewis et al. 2020's folds are prepared one after another, each freeing the last, and Python
+    may give a later fold an earlier one's ``id()`` ("two objects with non-overlapping lifetimes may
+    have the same id() value"). The later fold must still get its own runs, not the earlier fold's
+    stored predictions: CI once recorded 36 of them for a fold of 35 examples. Every object here
+    is given one id, which is that reuse made certain rather than left to the allocator."""
+    import workers.engine.finetune as finetune_module
+    from workers.engine.finetune import Runner
+
+    monkeypatch.setattr(finetune_module, "id", lambda _: 1, raising=False)
+    runner = Runner(spec_for("demo-relation", tmp_path / "runner"), resolve_device("cpu"), None, None)
+    hp, select = Hyperparameters(1e-3, 16, 1), ("test", "micro-f1")
+    earlier = prepare(spec_for("demo-relation", tmp_path / "a", max_train_examples=16, max_eval_examples=12))
+    assert len(runner.run(earlier, hp, 42, "earlier fold", select, ("test",)).predictions["test"]) == 12
+    later = prepare(spec_for("demo-relation", tmp_path / "b", max_train_examples=16, max_eval_examples=8))
+    assert len(runner.run(later, hp, 42, "later fold", select, ("test",)).predictions["test"]) == 8
+    assert runner.reused == 0
+    assert len(runner.run(later, hp, 42, "later fold again", select, ("test",)).predictions["test"]) == 8
+    assert runner.reused == 1  # the same fold's finished run is still found

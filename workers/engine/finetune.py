@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import os
+import weakref
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -293,22 +294,31 @@ class Runner:
     ) -> None:
         self.spec, self.device, self.dtype, self.progress_factory = spec, device, dtype, progress_factory
         self.weights = weights
-        self.stores: dict[int, tuple[RunStore, TrainingContext]] = {}
+        # Each prepared dataset's store and context, found by the object itself. An ``id()`` alone
+        # is not enough: a fold's data freed by the next fold leaves its address to a later one,
+        # which would then be handed the earlier fold's finished runs. The weak reference proves
+        # the entry is still the same object without keeping every fold's features alive.
+        self.live: dict[int, tuple[weakref.ref, RunStore, TrainingContext]] = {}
+        self.stores: list[RunStore] = []
         # Which run of how many this invocation is at, for its progress report (a reused run counts too).
         self.planned, self.started = 0, 0
 
     def _store(self, prepared: Prepared) -> tuple[RunStore, TrainingContext]:
-        if id(prepared) not in self.stores:
+        entry = self.live.get(id(prepared))
+        if entry is None or entry[0]() is not prepared:
             context = TrainingContext.for_formulation(
                 prepared.formulation, self.device, self.dtype, self.spec.run.eval_batch_size
             )
             identity = run_identity(self.spec, prepared, self.device, self.dtype, context.cuda_graphs)
-            self.stores[id(prepared)] = (RunStore(self.spec.out / "runs", identity), context)
-        return self.stores[id(prepared)]
+            store = RunStore(self.spec.out / "runs", identity)
+            self.stores.append(store)
+            self.live = {key: kept for key, kept in self.live.items() if kept[0]() is not None}
+            entry = self.live[id(prepared)] = (weakref.ref(prepared), store, context)
+        return entry[1], entry[2]
 
     @property
     def reused(self) -> int:
-        return sum(store.reused for store, _ in self.stores.values())
+        return sum(store.reused for store in self.stores)
 
     def run(
         self,
