@@ -124,9 +124,9 @@ def test_the_jobs_benchmark_measures_start_latency_fair_share_and_a_dead_workers
     # Fair share: the light user's jobs, queued behind the heavy user's, start among the first.
     assert at_once["light_user"]["median_ms"] < at_once["heavy_user"]["median_ms"]
     assert written["into_idle_workers"]["n"] == 3
-    # Dead after 6 s of silence (counted from its last heartbeat, up to 1 s before the kill), retried
-    # at once: well under the production goal of 60 s.
-    assert 4 <= written["dead_worker_recovery_s"] < 30
+    # Dead after 6 s of silence, counted from its last heartbeat (due 1 s before the kill, but a busy
+    # machine can delay it), retried at once: well under the production goal of 60 s.
+    assert 2 <= written["dead_worker_recovery_s"] < 30
     assert written["recovery"]["worker"] == "survivor@harness"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import socket
 import time
 
@@ -65,7 +66,8 @@ def test_the_gpu_hosts_health_needs_a_recent_heartbeat_from_each_of_its_workers(
     old = time.time() - 300
     os.utime(second, (old, old))
     assert health.main(["--gpus", "2", "--max-age", "60"]) == 1
-    assert f"gpu1@{socket.gethostname()} (last heartbeat 300 s ago)" in capsys.readouterr().err
+    stale = rf"gpu1@{re.escape(socket.gethostname())} \(last heartbeat 30[01] s ago\)"  # 301: a check started late
+    assert re.search(stale, capsys.readouterr().err)
 
 
 def test_a_host_whose_gpus_are_shared_needs_a_heartbeat_from_every_worker_on_each(tmp_path, monkeypatch, capsys):

@@ -104,7 +104,8 @@ def test_a_failing_worker_does_not_stop_the_others(tmp_path):
     thread, result = in_background(supervisor)
     try:
         wait_until(lambda: crash.gave_up, 20, "the crashing worker to be given up on")
-        time.sleep(0.3)
+        wait_until(lambda: started_pids(pids), 20, "the healthy worker to start")
+        time.sleep(0.3)  # and it is not started again
         assert thread.is_alive() and healthy.running and len(started_pids(pids)) == 1
     finally:
         supervisor.request_stop()

@@ -223,7 +223,9 @@ def _leaves(values: Any) -> list:
 def _random_like(item: Any, pool: Any, leaves: list, rng: random.Random) -> Any:
     """A random value of the same form: a sequence of random leaves, a random set, or a random item."""
     if isinstance(item, frozenset | set):
-        return frozenset(x for x in set(leaves) if rng.random() < 0.5)
+        # Sorted: a set of strings iterates in the hash seed's order, so the same seed would
+        # draw other members in another process and a failing trial could not be replayed.
+        return frozenset(x for x in sorted(set(leaves), key=repr) if rng.random() < 0.5)
     if isinstance(item, list | tuple):
         return type(item)(rng.choice(leaves) for _ in item)
     if isinstance(item, float) and not isinstance(item, bool):

@@ -86,7 +86,7 @@ def test_an_api_upload_refused_by_its_declared_length_is_answered_413_at_once_an
     sentence = json.loads(content)["errors"]["checkpoint"][0]
     assert sentence.startswith("the upload is " if words is TOO_LARGE else "the upload (4.0\xa0GB) does not fit")
     assert all(word in sentence for word in words), sentence
-    assert seconds < 5
+    assert seconds < 15  # a cold worker imports the site first; one waiting for the body would hit the 20 s timeout
     assert site.files_in_tmp() == []
 
 
@@ -103,7 +103,7 @@ def test_a_form_upload_refused_by_its_declared_length_shows_why_beside_the_check
     assert beside, content
     assert all(word in beside.group(1).replace("&#x27;", "'") for word in words), beside.group(1)
     assert "The submission was not queued" in content and 'name="csrfmiddlewaretoken"' in content
-    assert seconds < 5
+    assert seconds < 15  # a cold worker imports the site first; one waiting for the body would hit the 20 s timeout
     assert site.files_in_tmp() == []
 
 
