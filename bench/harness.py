@@ -11,6 +11,7 @@ The test reads the database directly with SQL, as an operator would.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -43,6 +44,25 @@ def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30) ->
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def describe_process_group(pgid: int) -> str:
+    """What a process group that will not stop is doing: ``ps`` of its processes, and each biolm worker's stacks.
+
+    A supervisor and its Celery workers write every thread's stack to their log on SIGUSR2
+    (:func:`workers.runner.processes.dump_stacks_on_signal`), so the log read after this shows them.
+    """
+    listing = subprocess.run(["ps", "-ww", "-o", "pid,ppid,stat,wchan:24,etime,args", "-s", str(pgid)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    asked = []
+    for line in listing.stdout.splitlines()[1:]:
+        pid, *_, arguments = line.split(None, 5)
+        if "workers.runner" in arguments:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGUSR2)
+                asked.append(pid)
+    time.sleep(1 if asked else 0)  # faulthandler writes at once, from C
+    return f"{listing.stdout}(stacks asked of {', '.join(asked) or 'none'}: in the log below)"
 
 
 def web_is_healthy(process: subprocess.Popen | None, port: int, log: Callable[[], str]) -> bool:
@@ -221,11 +241,28 @@ class Platform:
         command = [self.python, "-m", "workers.runner", "--gpus", str(gpus), "--name", name]
         return self.spawn(name, command, environment)
 
-    def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
+    def kill(self, name: str, signum: int = signal.SIGKILL, grace_s: float = 30) -> None:
+        """Signal ``name``'s whole process group and wait for it to exit.
+
+        One that is still running after ``grace_s`` is killed, so that it cannot hold a queue or a port
+        for the tests after it, and the failure shows why it did not stop: its processes and their state,
+        and its log's tail, with a biolm worker's stacks in it.
+        """
         process = self.processes.pop(name)
-        if process.poll() is None:
-            os.killpg(process.pid, signum)
-            process.wait(timeout=30)
+        if process.poll() is not None:
+            return
+        os.killpg(process.pid, signum)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            stuck = describe_process_group(process.pid)
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            log = (self.directory / f"{name}.log").read_text(errors="replace")[-12000:]
+            raise AssertionError(
+                f"{name} did not exit within {grace_s:g} s of {signal.Signals(signum).name}; killed.\n"
+                f"{stuck}\n--- the tail of its log ---\n{log}"
+            ) from None
 
     def children(self, name: str) -> list[int]:
         """The pids of a process's children (a supervisor's workers)."""

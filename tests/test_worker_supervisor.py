@@ -216,3 +216,30 @@ def test_a_stop_request_takes_no_lock_so_a_signal_handler_cannot_hang_the_loop()
     started = time.monotonic()
     supervisor._sleep()  # woken by the request at once, not after poll_s
     assert time.monotonic() - started < 1.0
+
+
+def test_sigusr2_writes_a_stuck_workers_stacks_to_its_log_and_leaves_it_running(tmp_path):
+    """``kill -USR2``: where a worker that will not stop is stuck, even inside a blocking call."""
+    code = textwrap.dedent("""
+        import socket, sys, threading
+        from workers.runner.processes import dump_stacks_on_signal
+        dump_stacks_on_signal()
+        left, right = socket.socketpair()
+        def waits_for_the_broker():
+            print("ready", flush=True)
+            left.recv(1)  # blocks in C, where a Python-level signal handler would never run
+        waits_for_the_broker()
+    """)
+    log = tmp_path / "worker.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([PYTHON, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=sink,
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    try:
+        assert process.stdout.readline().strip() == b"ready"
+        process.send_signal(signal.SIGUSR2)
+        wait_until(lambda: "waits_for_the_broker" in log.read_text(), 10, "the stack in the log")
+        assert process.poll() is None  # still running: asking costs nothing
+    finally:
+        process.kill()
+        process.wait()
+    assert "Current thread" in log.read_text() or "Thread 0x" in log.read_text()

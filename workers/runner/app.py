@@ -29,9 +29,11 @@ from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
 from workers.runner.gpu_workers import visible_gpus
 from workers.runner.health import health_file
+from workers.runner.processes import dump_stacks_on_signal
 
 logger = logging.getLogger("biolm.worker")
 owner_only_files()  # `celery -A workers.runner.app worker` starts here: job scratch space and results owner-only
+dump_stacks_on_signal()  # `kill -USR2 <pid>`: every thread's stack in the worker's log (a worker that will not stop)
 
 ROOT = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("BIOLM_VAR_DIR", ROOT / "var"))

@@ -13,12 +13,17 @@ Ctrl-C or SIGTERM to the supervisor stops everything: each child gets SIGTERM (C
 shutdown: the running job finishes its current step and reports), and a second signal sends
 SIGQUIT (Celery's cold shutdown). Nothing is restarted once stopping has begun.
 
+A worker that will not stop, or hangs, can be asked where it is: ``kill -USR2 <pid>`` writes every
+thread's Python stack to its log, without stopping it (:func:`dump_stacks_on_signal`). It works
+while the process is blocked in a system call, where Celery's own SIGUSR1 handler cannot run.
+
 No Django here: ``python -m workers.runner`` (database-free) and ``manage.py worker`` share it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import os
 import select
@@ -30,6 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 logger = logging.getLogger("biolm.worker")
+STACKS_SIGNAL = signal.SIGUSR2
+
+
+def dump_stacks_on_signal() -> None:
+    """On ``STACKS_SIGNAL``, write every thread's Python stack to standard error (the process's log).
+
+    :mod:`faulthandler` writes from C, without the interpreter, so a process stuck in a blocking call
+    (a socket read, a lock) still answers. Called before Celery replaces ``sys.stderr`` with its
+    logging proxy, it writes to the real file descriptor.
+    """
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -165,6 +181,7 @@ class Supervisor:
         if install_signal_handlers:
             signal.signal(signal.SIGINT, self.request_stop)
             signal.signal(signal.SIGTERM, self.request_stop)
+            dump_stacks_on_signal()
         for managed in self.processes:
             self._start(managed)
         while not self.stopping:

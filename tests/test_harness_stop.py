@@ -1,0 +1,41 @@
+"""The fault tests' harness: a process that will not stop is killed and its failure says where it was stuck.
+
+A worker left running after a failed stop would hold its queue for the tests after it, so one hang
+would fail them too, each for a reason that is not theirs.
+"""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+import time
+
+import pytest
+
+from bench.harness import Platform
+
+
+def test_a_worker_that_ignores_sigterm_is_killed_and_the_failure_shows_its_stack(tmp_path):
+    platform = Platform(tmp_path)  # nothing started: only its processes are used
+    code = textwrap.dedent("""
+        import signal, time
+        from workers.runner.processes import dump_stacks_on_signal
+        dump_stacks_on_signal()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        def never_stops():
+            print("ready", flush=True)
+            while True:
+                time.sleep(0.05)
+        never_stops()
+    """)
+    process = platform.spawn("stubborn", [platform.python, "-c", "import workers.runner; exec(" + repr(code) + ")"])
+    deadline = time.monotonic() + 30
+    while "ready" not in platform.log("stubborn") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(AssertionError) as failure:
+        platform.kill("stubborn", signal.SIGTERM, grace_s=1)
+    assert process.poll() == -signal.SIGKILL  # killed: nothing of it is left to hold a queue
+    message = str(failure.value)
+    assert "stubborn did not exit within 1 s of SIGTERM; killed." in message
+    assert "workers.runner" in message  # ps: its processes, with their state
+    assert "never_stops" in message  # its stack, from its log
