@@ -243,3 +243,12 @@ def test_sigusr2_writes_a_stuck_workers_stacks_to_its_log_and_leaves_it_running(
         process.kill()
         process.wait()
     assert "Current thread" in log.read_text() or "Thread 0x" in log.read_text()
+
+
+def test_a_worker_whose_standard_error_is_closed_still_starts_without_the_stack_dump(monkeypatch, caplog):
+    from workers.runner.processes import dump_stacks_on_signal
+
+    monkeypatch.setattr(sys, "stderr", None)  # a daemon started with its standard error closed
+    with caplog.at_level(logging.WARNING, logger="biolm.worker"):
+        dump_stacks_on_signal()
+    assert "kill -USR2 will not show this process's stacks" in caplog.text

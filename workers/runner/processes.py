@@ -43,9 +43,13 @@ def dump_stacks_on_signal() -> None:
 
     :mod:`faulthandler` writes from C, without the interpreter, so a process stuck in a blocking call
     (a socket read, a lock) still answers. Called before Celery replaces ``sys.stderr`` with its
-    logging proxy, it writes to the real file descriptor.
+    logging proxy, it writes to the real file descriptor. A process whose standard error is closed or
+    is not a file (no descriptor to write to) runs without it rather than failing to start.
     """
-    faulthandler.register(STACKS_SIGNAL, all_threads=True)
+    try:
+        faulthandler.register(STACKS_SIGNAL, all_threads=True)
+    except (AttributeError, RuntimeError, ValueError, OSError) as exc:  # sys.stderr is None, or has no fileno()
+        logger.warning("kill -USR2 will not show this process's stacks: %s", exc)
 
 
 def _env_float(name: str, default: float) -> float:
