@@ -31,38 +31,54 @@ PYTHON = sys.executable
 POSTGRES_ONLY = "fault tests run against PostgreSQL (set DATABASE_URL=postgres://...), as CI's first pass does"
 
 
-def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30) -> None:
-    """SIGTERM ``process``'s whole group (gunicorn and the workers it forked), SIGKILL it after ``grace_s``.
+def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30, signum: int = signal.SIGTERM) -> str:
+    """Send ``signum`` to ``process``'s whole group (gunicorn and the workers it forked), SIGKILL it after ``grace_s``.
 
     Started with ``start_new_session=True``, a server is its own group, so nothing it forked outlives it.
+    Returns "" when the group exited in time, else what it was doing just before the SIGKILL
+    (:func:`describe_process_group`), for a caller to whom a stop that hangs is a failure.
     """
     if process is None or process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
+        return ""
+    os.killpg(process.pid, signum)
     try:
         process.wait(timeout=grace_s)
+        return ""
     except subprocess.TimeoutExpired:
+        stuck = describe_process_group(process.pid)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        return stuck
 
 
-def describe_process_group(pgid: int) -> str:
-    """What a process group that will not stop is doing: ``ps`` of its processes, and each biolm worker's stacks.
+def describe_process_group(session: int) -> str:
+    """What the processes of a group that will not stop are doing: a line each, and each biolm worker's stacks.
 
-    A supervisor and its Celery workers write every thread's stack to their log on SIGUSR2
+    Read from ``/proc`` (pid, state, kernel wait channel, command line), so it needs no ``ps``. A
+    supervisor and its Celery workers write every thread's stack to their log on SIGUSR2
     (:func:`workers.runner.processes.dump_stacks_on_signal`), so the log read after this shows them.
     """
-    listing = subprocess.run(["ps", "-ww", "-o", "pid,ppid,stat,wchan:24,etime,args", "-s", str(pgid)],
-                             capture_output=True, text=True, check=False)  # fmt: skip
-    asked = []
-    for line in listing.stdout.splitlines()[1:]:
-        pid, *_, arguments = line.split(None, 5)
-        if "workers.runner" in arguments:
+    lines, asked = [], []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:  # a process may exit while it is read
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()  # after "pid (comm)"
+            if int(fields[3]) != session:  # state, ppid, pgrp, session
+                continue
+            wchan = (entry / "wchan").read_text().strip() or "-"
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+        lines.append(f"{entry.name} state {fields[0]} parent {fields[1]} waiting in {wchan}: {command}")
+        if "workers.runner" in command:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGUSR2)
-                asked.append(pid)
+                os.kill(int(entry.name), signal.SIGUSR2)
+                asked.append(entry.name)
     time.sleep(1 if asked else 0)  # faulthandler writes at once, from C
-    return f"{listing.stdout}(stacks asked of {', '.join(asked) or 'none'}: in the log below)"
+    return "\n".join(sorted(lines, key=lambda line: int(line.split()[0]))) + (
+        f"\n(stacks asked of {', '.join(asked) or 'none'}: in the log below)"
+    )
 
 
 def web_is_healthy(process: subprocess.Popen | None, port: int, log: Callable[[], str]) -> bool:
@@ -248,21 +264,13 @@ class Platform:
         for the tests after it, and the failure shows why it did not stop: its processes and their state,
         and its log's tail, with a biolm worker's stacks in it.
         """
-        process = self.processes.pop(name)
-        if process.poll() is not None:
-            return
-        os.killpg(process.pid, signum)
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            stuck = describe_process_group(process.pid)
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stuck = stop_process_group(self.processes.pop(name), grace_s, signum)
+        if stuck:
             log = (self.directory / f"{name}.log").read_text(errors="replace")[-12000:]
             raise AssertionError(
                 f"{name} did not exit within {grace_s:g} s of {signal.Signals(signum).name}; killed.\n"
                 f"{stuck}\n--- the tail of its log ---\n{log}"
-            ) from None
+            )
 
     def children(self, name: str) -> list[int]:
         """The pids of a process's children (a supervisor's workers)."""

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import signal
 import textwrap
-import time
 
 import pytest
 
-from bench.harness import Platform
+from bench.harness import Platform, wait_until
 
 
 def test_a_worker_that_ignores_sigterm_is_killed_and_the_failure_shows_its_stack(tmp_path):
@@ -28,14 +27,12 @@ def test_a_worker_that_ignores_sigterm_is_killed_and_the_failure_shows_its_stack
                 time.sleep(0.05)
         never_stops()
     """)
-    process = platform.spawn("stubborn", [platform.python, "-c", "import workers.runner; exec(" + repr(code) + ")"])
-    deadline = time.monotonic() + 30
-    while "ready" not in platform.log("stubborn") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    process = platform.spawn("stubborn", [platform.python, "-c", code])
+    wait_until(lambda: "ready" in platform.log("stubborn"), 30, "the worker to start", interval=0.05)
     with pytest.raises(AssertionError) as failure:
         platform.kill("stubborn", signal.SIGTERM, grace_s=1)
     assert process.poll() == -signal.SIGKILL  # killed: nothing of it is left to hold a queue
     message = str(failure.value)
     assert "stubborn did not exit within 1 s of SIGTERM; killed." in message
-    assert "workers.runner" in message  # ps: its processes, with their state
+    assert "workers.runner" in message and " state " in message  # its processes, with their state
     assert "never_stops" in message  # its stack, from its log

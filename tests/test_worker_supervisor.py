@@ -221,13 +221,13 @@ def test_a_stop_request_takes_no_lock_so_a_signal_handler_cannot_hang_the_loop()
 def test_sigusr2_writes_a_stuck_workers_stacks_to_its_log_and_leaves_it_running(tmp_path):
     """``kill -USR2``: where a worker that will not stop is stuck, even inside a blocking call."""
     code = textwrap.dedent("""
-        import socket, sys, threading
+        import socket
         from workers.runner.processes import dump_stacks_on_signal
         dump_stacks_on_signal()
         left, right = socket.socketpair()
         def waits_for_the_broker():
             print("ready", flush=True)
-            left.recv(1)  # blocks in C, where a Python-level signal handler would never run
+            left.recv(1)  # blocked in a system call: faulthandler answers from C, without the interpreter
         waits_for_the_broker()
     """)
     log = tmp_path / "worker.log"

@@ -14,8 +14,9 @@ shutdown: the running job finishes its current step and reports), and a second s
 SIGQUIT (Celery's cold shutdown). Nothing is restarted once stopping has begun.
 
 A worker that will not stop, or hangs, can be asked where it is: ``kill -USR2 <pid>`` writes every
-thread's Python stack to its log, without stopping it (:func:`dump_stacks_on_signal`). It works
-while the process is blocked in a system call, where Celery's own SIGUSR1 handler cannot run.
+thread's Python stack to its log, without stopping it (:func:`dump_stacks_on_signal`). It writes
+from C, inside the signal itself, where Celery's own SIGUSR1 dump is a Python-level handler that
+runs only once the main thread gets back to the interpreter.
 
 No Django here: ``python -m workers.runner`` (database-free) and ``manage.py worker`` share it.
 """
