@@ -10,6 +10,9 @@ figures that say where the rest of the time goes and what each remaining lever w
   already at the machine's peak;
 * ``phases``: ms per step in the forward, the backward and the update, and the step's model
   FLOPs at the cube's rate, which is what the step would take if only its matmuls cost time;
+* ``profile``: ``torch.profiler``'s CPU self time per step by kind of work (:mod:`bench.kernel_profile`:
+  matmuls, elementwise, copies, dropout, attention, softmax and loss, optimizer, normalisation) and
+  the operators that take the most of it: what is left once the matmuls run at the peak;
 * ``variants``: ms per step and minor page faults per step of the step as it is (``base``), with
   the word embeddings frozen (what their dense gradient and update cost), and with large
   allocations served from the heap instead of fresh mappings (``heap``, glibc's ``mallopt``; what
@@ -95,6 +98,26 @@ def _allocations(heap: bool) -> None:
         libc.mallopt(M_MMAP_MAX, 65536)
         libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)
         libc.malloc_trim(0)
+
+
+def profile(shape: dict, batch: int, steps: int) -> dict:
+    """The step's CPU self time by kind of work, from ``torch.profiler`` over ``steps`` steps after a warm-up."""
+    from bench.kernel_profile import StepProfile
+    from workers.engine.cpu_kernels import cpu_training_kernels
+
+    cpu = torch.device("cpu")
+    torch.manual_seed(0)
+    step = Step(shape)
+    batches = [synthetic_batch(batch, cpu) for _ in range(steps)]
+    with cpu_training_kernels(step.model, cpu):
+        for each in batches[:3]:
+            step(each)
+        profiler = StepProfile(cpu)
+        profiler.start()
+        for each in batches:
+            step(each)
+        profiler.stop(steps)
+    return profiler.summary(top=8)
 
 
 def variants(shape: dict, batch: int, steps: int, rounds: int) -> dict:
@@ -196,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch": args.batch,
         "matmul_gflops": rates,
         "phases_ms": phases(shape, args.batch, args.steps, rates["cube_1024"]),
+        "profile": profile(shape, args.batch, args.steps),
         "variants": variants(shape, args.batch, args.steps, args.rounds),
     }
     if args.compile:
@@ -207,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ms per step: forward {times['forward']:.1f}, backward {times['backward']:.1f}, "
           f"update {times['update']:.1f}; its matmuls alone at the cube's rate "
           f"{times['matmul_only_ms']:.1f}")  # fmt: skip
+    shares = result["profile"]["share_by_kind"]
+    print("CPU self time by kind: " + ", ".join(f"{kind} {share:.0%}" for kind, share in shares.items()))
     for name, figure in result["variants"].items():
         print(f"{name}: {figure['ms_per_step']:.1f} ms per step ({figure['ratio_to_base']:.3f}x base), "
               f"{figure['faults_per_step']:.0f} minor faults per step")  # fmt: skip

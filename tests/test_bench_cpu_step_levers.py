@@ -17,9 +17,14 @@ def test_the_levers_tool_measures_every_figure_it_names(tmp_path, capsys):
     phases = result["phases_ms"]
     assert phases["forward"] > 0 and phases["backward"] > 0 and phases["update"] > 0
     assert 10 <= phases["real_tokens_per_step"] <= 60 * 32
+    shares = result["profile"]["share_by_kind"]
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert {"matmul", "dropout", "optimizer"} <= set(shares)  # the step's products, its masks and its update
+    assert result["profile"]["profiled_steps"] == 2 and result["profile"]["busy_ms_per_step"] > 0
     assert set(result["variants"]) == set(cpu_step_levers.VARIANTS)
     for figure in result["variants"].values():
         assert len(figure["rounds_ms"]) == 2 and figure["ms_per_step"] > 0 and figure["faults_per_step"] >= 0
     assert result["variants"]["base"]["ratio_to_base"] == pytest.approx(1.0)
     assert "torch_compile" not in result  # only with --compile, which takes about a minute
-    assert "minor faults per step" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "minor faults per step" in printed and "CPU self time by kind: " in printed
