@@ -25,12 +25,14 @@ figures that say where the rest of the time goes and what each remaining lever w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import resource
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -100,19 +102,29 @@ def _allocations(heap: bool) -> None:
         libc.malloc_trim(0)
 
 
+@contextlib.contextmanager
+def warm_step(shape: dict, batch: int, steps: int) -> Iterator[tuple[Step, list[dict[str, torch.Tensor]]]]:
+    """A seeded step and ``steps`` synthetic batches, under the engine's CPU kernels, after three warm-up steps.
+
+    Every measurement starts from the same state, so their figures describe the same step.
+    """
+    from workers.engine.cpu_kernels import cpu_training_kernels
+
+    torch.manual_seed(0)
+    step = Step(shape)
+    batches = [synthetic_batch(batch, torch.device("cpu")) for _ in range(steps)]
+    with cpu_training_kernels(step.model, torch.device("cpu")):
+        for each in batches[:3]:
+            step(each)
+        yield step, batches
+
+
 def profile(shape: dict, batch: int, steps: int) -> dict:
     """The step's CPU self time by kind of work, from ``torch.profiler`` over ``steps`` steps after a warm-up."""
     from bench.kernel_profile import StepProfile
-    from workers.engine.cpu_kernels import cpu_training_kernels
 
-    cpu = torch.device("cpu")
-    torch.manual_seed(0)
-    step = Step(shape)
-    batches = [synthetic_batch(batch, cpu) for _ in range(steps)]
-    with cpu_training_kernels(step.model, cpu):
-        for each in batches[:3]:
-            step(each)
-        profiler = StepProfile(cpu)
+    profiler = StepProfile(torch.device("cpu"))
+    with warm_step(shape, batch, steps) as (step, batches):
         profiler.start()
         for each in batches:
             step(each)
@@ -122,17 +134,10 @@ def profile(shape: dict, batch: int, steps: int) -> dict:
 
 def variants(shape: dict, batch: int, steps: int, rounds: int) -> dict:
     """Median ms and minor faults per step of each variant, alternating in one process."""
-    from workers.engine.cpu_kernels import cpu_training_kernels
-
-    torch.manual_seed(0)
-    step = Step(shape)
-    batches = [synthetic_batch(batch, torch.device("cpu")) for _ in range(steps)]
-    words = step.model.bert.embeddings.word_embeddings.weight
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     faults: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    with cpu_training_kernels(step.model, torch.device("cpu")):
-        for each in batches[:3]:
-            step(each)
+    with warm_step(shape, batch, steps) as (step, batches):
+        words = step.model.bert.embeddings.word_embeddings.weight
         for _ in range(rounds):
             for name in VARIANTS:
                 words.requires_grad_(name != "frozen_word_embeddings")
@@ -160,14 +165,7 @@ def variants(shape: dict, batch: int, steps: int, rounds: int) -> dict:
 
 def phases(shape: dict, batch: int, steps: int, cube_gflops: float) -> dict:
     """ms per step by phase, against the model FLOPs' time at the cube's rate."""
-    from workers.engine.cpu_kernels import cpu_training_kernels
-
-    torch.manual_seed(0)
-    step = Step(shape)
-    batches = [synthetic_batch(batch, torch.device("cpu")) for _ in range(steps)]
-    with cpu_training_kernels(step.model, torch.device("cpu")):
-        for each in batches[:3]:
-            step(each)
+    with warm_step(shape, batch, steps) as (step, batches):
         step.seconds = dict.fromkeys(step.seconds, 0.0)
         for each in batches:
             step(each)
