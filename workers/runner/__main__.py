@@ -1,12 +1,14 @@
-"""``python -m workers.runner [--gpus N|auto] [--per-gpu K] [--name PREFIX]``: GPU worker processes, kept alive.
+"""``python -m workers.runner [--gpus N|auto] [--per-gpu K | --gpus-per-worker N] [--name PREFIX]``: GPU workers.
 
-Each process is a Celery worker on the ``gpu`` queue with ``CUDA_VISIBLE_DEVICES`` pinned to its
-GPU, the solo pool (one job at a time, run in the process that heartbeats) and a name
-``PREFIX<i>@host``: one per visible GPU, or ``--per-gpu K`` (``BIOLM_WORKERS_PER_GPU``) sharing each
-GPU, so that jobs too small to fill a card run side by side. With no GPU, one worker runs jobs on the
-CPU. ``DATABASE_URL`` is removed from their environment. A worker process that dies is restarted
-(:mod:`workers.runner.processes`); one that keeps dying at start-up is given up on and reported to
-the platform, which shows it as failing. Ctrl-C (or SIGTERM) stops them all.
+Each process is a Celery worker with ``CUDA_VISIBLE_DEVICES`` pinned to its GPUs, the solo pool (one
+job at a time, run in the process that heartbeats) and a name ``PREFIX<i>@host``: one per visible
+GPU; or ``--per-gpu K`` (``BIOLM_WORKERS_PER_GPU``) sharing each GPU, so that fine-tuning jobs too
+small to fill a card run side by side; or ``--gpus-per-worker N`` (``BIOLM_GPUS_PER_WORKER``) GPUs
+each, for pretraining jobs that ask for N. Each consumes the broker queue of what it owns
+(:mod:`biolm.placement`). With no GPU, one worker runs jobs on the CPU. ``DATABASE_URL`` is removed
+from their environment. A worker process that dies is restarted (:mod:`workers.runner.processes`);
+one that keeps dying at start-up is given up on and reported to the platform, which shows it as
+failing. Ctrl-C (or SIGTERM) stops them all.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import sys
 
 from biolm.owner_only import owner_only_files
-from workers.runner.gpu_workers import report_give_up, visible_gpus, worker_processes, workers_per_gpu
+from workers.runner.gpu_workers import gpus_per_worker, report_give_up, visible_gpus, worker_processes, workers_per_gpu
 from workers.runner.processes import RestartPolicy, Supervisor
 
 
@@ -25,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", default="auto", help="how many GPU workers (default: one per visible GPU)")
     parser.add_argument(
         "--per-gpu", default=None, help="workers sharing each GPU (default: BIOLM_WORKERS_PER_GPU, else 1)"
+    )
+    parser.add_argument(
+        "--gpus-per-worker", default=None, help="GPUs each worker owns (default: BIOLM_GPUS_PER_WORKER, else 1)"
     )
     parser.add_argument("--name", default="gpu", help="worker name prefix (default: gpu)")
     parser.add_argument("--loglevel", default="INFO")
@@ -39,10 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--gpus takes a number or auto, not {args.gpus!r}")
     try:
         per_gpu = workers_per_gpu(args.per_gpu)
+        per_worker = gpus_per_worker(args.gpus_per_worker, per_gpu)
     except ValueError as exc:
         parser.error(str(exc))
     gpus = visible_gpus() if args.gpus == "auto" else int(args.gpus)
-    processes = worker_processes(gpus, args.name, args.loglevel, per_gpu=per_gpu)
+    processes = worker_processes(gpus, args.name, args.loglevel, per_gpu=per_gpu, per_worker=per_worker)
     supervisor = Supervisor(processes, policy, on_give_up=report_give_up)
     return supervisor.run()
 

@@ -11,6 +11,11 @@ Environment: ``CELERY_BROKER_URL`` (default: the embedded filesystem broker unde
 ``BIOLM_VAR_DIR``), ``BIOLM_API_URL`` (the platform's internal API, default
 ``http://127.0.0.1:8000/internal/``), ``BIOLM_WORKER_SECRET`` (to register the worker's
 heartbeats), ``BIOLM_WORKER_DIR`` (scratch space for jobs), ``BIOLM_HEARTBEAT_S``.
+
+A worker consumes the broker queue of what it owns (:mod:`biolm.placement`: ``gpu``, ``gpu-4``,
+``gpu-shared``), in place of the ``gpu`` that ``-Q`` names, so that the dispatcher's choice of worker
+holds however it was started; its heartbeat says how many GPUs it owns, how many no running job holds,
+and each one's model and memory.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ import threading
 from pathlib import Path
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutting_down
 
 from biolm import broker
 from biolm.owner_only import owner_only_files
+from biolm.placement import GPU_QUEUE, Need, Seat
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
-from workers.runner.gpu_workers import visible_gpus
+from workers.runner.gpu_workers import SHARES_GPU_VARIABLE, describe_gpus, visible_gpus
 from workers.runner.health import health_file
 from workers.runner.processes import dump_stacks_on_signal
 
@@ -55,6 +61,20 @@ def gpu_count() -> int:
     return visible_gpus()
 
 
+def seat() -> Seat:
+    """What this worker offers: its GPUs (:func:`gpu_count`), shared with other workers when
+    ``BIOLM_WORKER_SHARES_GPU`` is 1 (:func:`workers.runner.gpu_workers.worker_processes` sets it)."""
+    count = gpu_count()
+    return Seat(count, shared=count > 0 and os.environ.get(SHARES_GPU_VARIABLE, "").strip() == "1")
+
+
+def own_gpus() -> list[dict]:
+    """The model and memory of each GPU this worker owns (none on the CPU, or without nvidia-smi)."""
+    if not gpu_count():
+        return []
+    return describe_gpus(os.environ.get("CUDA_VISIBLE_DEVICES") or None)
+
+
 app = Celery("biolm-worker")
 app.conf.update(
     broker_url=BROKER_URL,
@@ -74,10 +94,44 @@ app.conf.update(
 
 @app.task(bind=True, name=broker.GPU_TASK, acks_late=True, reject_on_worker_lost=True, max_retries=0, shared=False)
 def run_job(self, job_id: int, token: str) -> str:
+    global _running
     worker = self.request.hostname or "worker"
-    outcome = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR).run()
+    _running = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR)
+    try:
+        outcome = _running.run()
+    finally:
+        _running = None
     logger.info("job #%s: %s %s", job_id, outcome.status, outcome.detail[:200])
     return outcome.status
+
+
+_running: JobRun | None = None  # the job this worker runs now (the solo pool runs one at a time)
+
+
+def held_gpus(run: JobRun | None) -> int:
+    """The GPUs ``run`` holds: its spec's (pretraining: ``gpus``; fine-tuning: one), none before its claim."""
+    spec = getattr(run, "spec", None)
+    if spec is None:
+        return 0
+    return Need.of(spec.KIND, {"gpus": getattr(spec, "gpus", 1)}).gpus
+
+
+@celeryd_after_setup.connect
+def _consume_the_seats_queue(sender=None, instance=None, **_: object) -> None:
+    """Consume this worker's seat's broker queue in place of ``gpu`` (``-Q gpu``, as a worker started by hand
+    says): a message sent to a four-GPU seat must not reach it unless it owns four."""
+    queues = getattr(getattr(instance, "app", None), "amqp", None)
+    if queues is None:
+        return
+    consume_seat_queue(queues.queues, seat().queue)
+
+
+def consume_seat_queue(queues, queue: str) -> None:
+    """Make Celery's ``queues`` (``app.amqp.queues``) consume ``queue`` in place of the plain ``gpu`` one."""
+    if queue == GPU_QUEUE or GPU_QUEUE not in queues.consume_from:
+        return
+    queues.select_add(queues[queue])  # declared as `-Q` declares it, as the platform sends to it: both named `queue`
+    queues.deselect([GPU_QUEUE])
 
 
 class Liveness(threading.Thread):
@@ -88,14 +142,20 @@ class Liveness(threading.Thread):
         self.worker_name = name
         self.stopped = threading.Event()
         self.client = PlatformClient(API_URL, os.environ.get("BIOLM_WORKER_SECRET", ""), retry_for_s=HEARTBEAT_S)
-        self.gpus = gpu_count()
+        self.seat = seat()
+        self.devices = own_gpus()  # the models and memory do not change while the worker runs
+
+    def beat(self) -> dict:
+        """The heartbeat's body: alive, on ``QUEUES``, one job at a time, and the GPUs it owns and has free."""
+        free = max(0, self.seat.gpus - held_gpus(_running))
+        return {"name": self.worker_name, "queues": QUEUES, "slots": 1, "gpus": self.seat.gpus, "gpus_free": free,
+                "shares_gpu": self.seat.shared, "gpu_devices": self.devices}  # fmt: skip
 
     def run(self) -> None:
         alive = health_file(WORK_DIR, self.worker_name)
         while not self.stopped.is_set():
             try:
-                beat = {"name": self.worker_name, "queues": QUEUES, "slots": 1, "gpus": self.gpus}
-                self.client.post("workers/heartbeat", beat)
+                self.client.post("workers/heartbeat", self.beat())
             except (Unreachable, Rejected) as exc:
                 logger.warning("worker heartbeat not delivered: %s", exc)
             else:  # for the host's health check (python -m workers.runner.health)

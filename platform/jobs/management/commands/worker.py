@@ -1,10 +1,11 @@
-"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto] [--per-gpu K]``: the CPU and GPU workers, kept alive.
+"""``manage.py worker [--queues gpu,cpu] [--gpus N|auto] [--per-gpu K | --gpus-per-worker N]``: the workers, kept alive.
 
 * ``cpu``: a Celery worker of this project on the ``cpu`` queue with the embedded beat, which
   ticks every ``BIOLM_TICK_S`` seconds (reaper and dispatcher) and runs the platform's own jobs
   (recording results). It needs the database.
-* ``gpu``: one database-free worker per visible GPU, or ``--per-gpu K`` sharing each (``BIOLM_WORKERS_PER_GPU``;
-  one on the CPU, ``trainer0@host``, when there is none), as
+* ``gpu``: one database-free worker per visible GPU, or ``--per-gpu K`` sharing each (``BIOLM_WORKERS_PER_GPU``),
+  or one per ``--gpus-per-worker N`` GPUs (``BIOLM_GPUS_PER_WORKER``; one on the CPU, ``trainer0@host``, when
+  there is none), as
   ``python -m workers.runner`` starts them: without ``DATABASE_URL``, reaching the platform at
   ``BIOLM_API_URL`` with the worker secret, which this command passes to them.
 
@@ -49,9 +50,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--per-gpu", default=None, help="GPU workers sharing each GPU (default: BIOLM_WORKERS_PER_GPU, else 1)"
         )
+        parser.add_argument(
+            "--gpus-per-worker", default=None, help="GPUs each GPU worker owns (default: BIOLM_GPUS_PER_WORKER, else 1)"
+        )
         parser.add_argument("--loglevel", default="INFO")
 
-    def handle(self, *args, queues: str, gpus: str, per_gpu: str | None, loglevel: str, **options) -> None:
+    def handle(self, *args, queues: str, gpus: str, per_gpu: str | None, gpus_per_worker: str | None, loglevel: str,
+               **options) -> None:  # fmt: skip
         chosen = [q.strip() for q in queues.split(",") if q.strip()]
         unknown = sorted(set(chosen) - set(QUEUES))
         if unknown or not chosen:
@@ -61,6 +66,7 @@ class Command(BaseCommand):
         try:
             policy = RestartPolicy.from_environment()
             sharing = gpu_workers.workers_per_gpu(per_gpu)
+            owning = gpu_workers.gpus_per_worker(gpus_per_worker, sharing)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         root = settings.BASE_DIR
@@ -79,7 +85,7 @@ class Command(BaseCommand):
             count = gpu_workers.visible_gpus() if gpus == "auto" else int(gpus)
             # Named for what it runs on: trainer0@host where there is no GPU (pages show names; jobs.waiting.queue_name)
             name = "gpu" if count else "trainer"
-            processes += gpu_workers.worker_processes(count, name, loglevel, environment, per_gpu=sharing)
+            processes += gpu_workers.worker_processes(count, name, loglevel, environment, sharing, owning)
         self.stdout.write(f"started {', '.join(chosen)} workers (Ctrl-C stops them)")
         self.stdout.flush()
         if Supervisor(processes, policy, on_give_up=report_give_up).run():
