@@ -146,8 +146,14 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ("name", "queues", "slots", "last_heartbeat", "state", "problem", "started_at")
-    readonly_fields = ("name", "queues", "slots", "started_at", "last_heartbeat", "problem", "problem_at")
+    list_display = ("name", "queues", "slots", "runs_on", "gpus_free", "last_heartbeat", "state", "problem",
+                    "started_at")  # fmt: skip
+    readonly_fields = ("name", "queues", "slots", "gpus", "gpus_free", "shares_gpu", "gpu_devices", "started_at",
+                       "last_heartbeat", "problem", "problem_at")  # fmt: skip
+
+    @admin.display(description="runs on")
+    def runs_on(self, worker: Worker) -> str:
+        return worker.device
 
     @admin.display(description="state")
     def state(self, worker: Worker) -> str:

@@ -5,8 +5,10 @@ message, and then calls, with ``Authorization: Bearer <job token>``:
 
 * ``POST /internal/jobs/<id>/claim`` with a delivery id of its own making: the job is its to
   run (200, with the job's spec, its typed contract, and the locations of its inputs) or not
-  (409: already taken, cancelled, finished, or its dependencies have not succeeded), in which
-  case the worker stops at once;
+  (409: already taken, cancelled, finished, or its dependencies have not succeeded; or the worker,
+  as its last heartbeat described it, cannot hold the job's GPUs, :mod:`biolm.placement`: the job is
+  handed back, no attempt charged, and sent again to a worker that can), in which case the worker
+  stops at once;
 * ``POST .../heartbeat`` with progress and new log lines: "continue", or "stop" when the
   delivery lost the job (cancelled, reaped, redelivered elsewhere);
 * ``PUT .../outputs/<name>``: results, the pretrained model, a pretraining checkpoint;
@@ -40,7 +42,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import artefacts, completion, dispatch, lifecycle, tasks
-from jobs.models import Job
+from jobs.models import WAITING, Job, Worker
 
 logger = logging.getLogger("biolm.jobs")
 
@@ -132,6 +134,11 @@ class FailIn(DeliveryIn):
     )
 
 
+class GpuDeviceIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, help_text="The GPU's model, as nvidia-smi names it.")
+    memory_bytes = serializers.IntegerField(min_value=0, help_text="Its memory (nvidia-smi's memory.total).")
+
+
 class WorkerIn(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     queues = serializers.ListField(child=serializers.ChoiceField(choices=Job.Queue.values), min_length=1)
@@ -139,6 +146,20 @@ class WorkerIn(serializers.Serializer):
     gpus = serializers.IntegerField(
         min_value=0, max_value=64, default=0, help_text="GPUs its jobs run on; 0 (or absent): the CPU."
     )
+    gpus_free = serializers.IntegerField(
+        min_value=0, max_value=64, required=False, help_text="Of its GPUs, those no running job holds (absent: all)."
+    )
+    shares_gpu = serializers.BooleanField(
+        default=False, help_text="It shares its GPU with other workers: it takes fine-tuning jobs only."
+    )
+    gpu_devices = serializers.ListField(
+        child=GpuDeviceIn(), max_length=64, default=list, help_text="Each of its GPUs' model and memory."
+    )
+
+    def validate(self, data: dict) -> dict:
+        if data.get("gpus_free", 0) > data["gpus"]:
+            raise serializers.ValidationError({"gpus_free": f"more than its {data['gpus']} GPUs"})
+        return data
 
 
 class WorkerProblemIn(serializers.Serializer):
@@ -156,8 +177,11 @@ def _valid(serializer_class, request: Request) -> dict:
 class ClaimView(WorkerView):
     @extend_schema(request=ClaimIn, responses={200: ClaimOut, 409: None})
     def post(self, request: Request, job_id: int) -> Response:
-        job_for(request, job_id)
+        waiting_job = job_for(request, job_id)
         data = _valid(ClaimIn, request)
+        refused = _cannot_hold(waiting_job, data["worker"])
+        if refused:
+            return Response({"detail": refused}, status=status.HTTP_409_CONFLICT)
         job = lifecycle.claim(job_id, _bearer(request), data["delivery"], data["worker"])
         if job is None:
             current = Job.objects.get(pk=job_id)
@@ -170,6 +194,21 @@ class ClaimView(WorkerView):
             lifecycle.fail(job.pk, job.token, data["delivery"], str(exc), Job.Cause.PLATFORM)
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs})
+
+
+def _cannot_hold(job: Job, name: str) -> str:
+    """Why worker ``name`` may not take the waiting GPU ``job`` ("" when it may), after handing the job back.
+
+    Dispatch sends a job only to a seat that holds it, so this catches a worker consuming another seat's
+    queue (started by hand with ``-Q gpu-4`` on one GPU). A worker that has not heartbeated yet is taken at
+    its word, as before seats had names.
+    """
+    worker = Worker.objects.filter(name=name).first()
+    if job.queue != Job.Queue.GPU or job.status not in WAITING or worker is None or worker.seat.holds(job.need):
+        return ""
+    lifecycle.hand_back(job.pk, job.token)
+    transaction.on_commit(tasks.kick)
+    return f"job #{job.pk} {job.need.describe()}; worker {name} has {worker.device}: handed back, no attempt charged"
 
 
 class HeartbeatView(WorkerView):
@@ -285,6 +324,9 @@ class WorkerHeartbeatView(WorkerView):
     def post(self, request: Request) -> Response:
         _require_worker_secret(request)
         data = _valid(WorkerIn, request)
-        dispatch.record_worker(data["name"], data["queues"], data["slots"], gpus=data["gpus"])
+        dispatch.record_worker(
+            data["name"], data["queues"], data["slots"], gpus=data["gpus"], gpus_free=data.get("gpus_free"),
+            shares_gpu=data["shares_gpu"], gpu_devices=data["gpu_devices"],
+        )  # fmt: skip
         transaction.on_commit(tasks.kick)  # a free slot may have appeared
         return Response(status=status.HTTP_204_NO_CONTENT)

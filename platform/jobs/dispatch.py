@@ -9,6 +9,17 @@ next job is chosen here, by
 2. then, between owners equally loaded, the one whose oldest job has waited longest,
 3. then, within an owner, higher ``priority`` first, then the oldest.
 
+A GPU job goes only where it fits (:mod:`biolm.placement`). The GPU workers are grouped by *seat*,
+what each can hold (one GPU, N GPUs of one host, a GPU shared with other workers), and each seat has a
+broker queue of its own (``gpu``, ``gpu-4``, ``gpu-shared``) that only its workers consume. The free
+slots are counted per seat: its live workers' slots less the jobs running on it or sent to it
+(``Job.sent_to``, written by the same conditional UPDATE that marks a job sent). Walking the fair
+order, each job goes to the smallest seat with a free slot that holds it, so a four-GPU worker is
+left for a four-GPU job while smaller ones are free; a job no free seat holds stays in the database
+and does not hold up those behind it. So a ``gpus=4`` job is sent only when a worker owning four
+GPUs of one host is idle, and that worker holds them for it alone (it runs one job at a time). The
+claim checks the same rule once more (:func:`jobs.api.ClaimView`).
+
 A message that never reaches a worker (a broker restarted without persistence) is sent again
 after ``redispatch_after_s``; duplicates are harmless because a job runs only under a claim
 (:mod:`jobs.lifecycle`).
@@ -22,10 +33,11 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import Count, F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from biolm.placement import Seat
 from jobs import lifecycle
 from jobs.models import WAITING, Job, Worker
 
@@ -41,9 +53,18 @@ class Place:
 
 
 def record_worker(
-    name: str, queues: list[str], slots: int = 1, now: dt.datetime | None = None, gpus: int = 0
+    name: str,
+    queues: list[str],
+    slots: int = 1,
+    now: dt.datetime | None = None,
+    gpus: int = 0,
+    gpus_free: int | None = None,
+    shares_gpu: bool = False,
+    gpu_devices: list[dict] | None = None,
 ) -> Worker:
-    """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU)."""
+    """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU),
+    ``gpus_free`` of them held by no job (all when it does not say), shared with other workers or not, and
+    ``gpu_devices``: each GPU's model and memory."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
         name=name,
@@ -51,6 +72,9 @@ def record_worker(
             "queues": ",".join(sorted(queues)),
             "slots": slots,
             "gpus": gpus,
+            "gpus_free": gpus if gpus_free is None else min(gpus_free, gpus),
+            "shares_gpu": shares_gpu and gpus > 0,
+            "gpu_devices": list(gpu_devices or []),
             "last_heartbeat": now,
             "problem": "",
             "problem_at": None,
@@ -82,6 +106,42 @@ def capacity(queue: str, stale_after_s: float, now: dt.datetime | None = None) -
     """Slots of the live workers consuming ``queue``."""
     workers = live_workers(stale_after_s, now)
     return sum(w.slots for w in workers if queue in w.queues.split(","))
+
+
+def route(worker: Worker, queue: str) -> str:
+    """The broker queue ``worker`` consumes for jobs of ``queue``: its seat's for GPU jobs, else the queue's own."""
+    return worker.seat.queue if queue == Job.Queue.GPU else queue
+
+
+def seats(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> dict[str, Seat | None]:
+    """The broker queues of ``queue``'s live workers, smallest seat first, each with its seat (None: not a GPU one)."""
+    found = {route(w, queue): w.seat if queue == Job.Queue.GPU else None
+             for w in live_workers(stale_after_s, now) if queue in w.queues.split(",")}  # fmt: skip
+    return dict(sorted(found.items(), key=lambda item: item[1].size if item[1] else (0, 0)))
+
+
+def free_slots(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> dict[str, int]:
+    """Per broker queue of ``queue`` (its seats'): live workers' slots less the jobs running on it or sent to it."""
+    slots: dict[str, int] = dict.fromkeys(seats(queue, stale_after_s, now), 0)
+    for worker in live_workers(stale_after_s, now):
+        if queue in worker.queues.split(","):
+            slots[route(worker, queue)] += worker.slots
+    in_flight = (
+        Job.objects.filter(queue=queue)
+        .filter(Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False))
+        .values_list("sent_to")
+        .annotate(n=Count("pk"))
+    )
+    for sent_to, count in in_flight:
+        target = sent_to or queue  # a job sent before seats had names went to the queue's own
+        if target in slots:
+            slots[target] -= count
+    return slots
+
+
+def placeable(job: Job, seats_: dict[str, Seat | None]) -> bool:
+    """Whether some live worker of these seats could ever hold ``job`` (busy or not)."""
+    return any(seat is None or seat.holds(job.need) for seat in seats_.values())
 
 
 def _owner(job: Job) -> int:
@@ -149,6 +209,7 @@ def places(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> 
         Job.objects.filter(queue=queue, status__in=WAITING, dispatched_at__isnull=False).order_by("dispatched_at", "pk")
     )
     order = sent + fair_order(queue, now)
+    live_seats = seats(queue, stale_after_s, now)
     slots = capacity(queue, stale_after_s, now)
     running = Job.objects.filter(queue=queue, status=Job.Status.RUNNING)
     free_now = max(0, slots - running.count())
@@ -156,7 +217,7 @@ def places(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> 
     durations: dict[str, float] = {}
     result: dict[int, Place] = {}
     for index, job in enumerate(order):
-        if not slots:
+        if not slots or not placeable(job, live_seats):  # no live worker can hold it: no start to promise
             result[job.pk] = Place(index + 1, None)
             continue
         duration = durations.setdefault(job.kind, typical_duration_s(job.kind, queue))
@@ -170,10 +231,11 @@ def places(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> 
 
 
 def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after_s: float, now=None) -> list[int]:
-    """Send as many of each queue's next jobs as its live workers have free slots; the ids sent.
+    """Send each queue's next jobs to the free slots of the live workers that can hold them; the ids sent.
 
-    ``send`` puts one job's message on the broker. A job is marked sent by a conditional UPDATE
-    first, so two dispatchers running at once never send the same job twice.
+    ``send`` puts one job's message on the broker queue ``job.sent_to`` (the seat chosen for it, see the
+    module docstring). A job is marked sent by a conditional UPDATE first, so two dispatchers running at
+    once never send the same job twice.
     """
     now = now or timezone.now()
     Job.objects.filter(status__in=WAITING, dispatched_at__lt=now - dt.timedelta(seconds=redispatch_after_s)).update(
@@ -181,15 +243,21 @@ def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after
     )
     sent: list[int] = []
     for queue in Job.Queue.values:
-        in_flight = Job.objects.filter(queue=queue).filter(
-            Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False)
-        )
-        free = capacity(queue, stale_after_s, now) - in_flight.count()
-        for job in fair_order(queue, now)[: max(0, free)]:
+        live_seats = seats(queue, stale_after_s, now)
+        free = free_slots(queue, stale_after_s, now)
+        for job in fair_order(queue, now):
+            if not any(count > 0 for count in free.values()):
+                break
+            fits = (q for q, seat in live_seats.items() if free[q] > 0 and (seat is None or seat.holds(job.need)))
+            target = next(fits, None)  # the smallest free seat that holds it
+            if target is None:  # no free worker can hold it: the jobs behind it may still fit
+                continue
             first = Coalesce(F("first_sent_at"), Value(now))
             if Job.objects.filter(pk=job.pk, dispatched_at__isnull=True, status__in=WAITING).update(
-                dispatched_at=now, first_sent_at=first
+                dispatched_at=now, first_sent_at=first, sent_to=target
             ):
+                job.sent_to = target
+                free[target] -= 1
                 send(job)
                 sent.append(job.pk)
     return sent

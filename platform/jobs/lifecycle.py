@@ -108,6 +108,12 @@ def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
     return Job.objects.get(pk=job_id)
 
 
+def hand_back(job_id: int, token: str) -> bool:
+    """A worker that cannot hold the waiting job gives its message back: no attempt is charged, and the job is
+    sent again at the next dispatch, to a seat that holds it (:mod:`jobs.dispatch`). False if it was not waiting."""
+    return bool(Job.objects.filter(pk=job_id, token=token, status__in=WAITING).update(dispatched_at=None, sent_to=""))
+
+
 def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
     return Job.objects.filter(pk=job_id, token=token, claim=delivery, status=Job.Status.RUNNING)
 

@@ -18,6 +18,7 @@ from django.db import models
 from django.utils import timezone
 
 from biolm.contract import FinetuneJob, PretrainJob, ScoreJob, parse_job_spec
+from biolm.placement import Need, Seat, plural
 from registry.models import Benchmark, Dataset, LanguageModel
 
 
@@ -84,6 +85,9 @@ class Job(models.Model):
     queued_at = models.DateTimeField(default=timezone.now, help_text="When it last entered its queue.")
     not_before = models.DateTimeField(null=True, blank=True, help_text="Back-off: not dispatched before this.")
     dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When its message was last sent.")
+    sent_to = models.CharField(
+        max_length=20, blank=True, help_text="The broker queue its last message went to (gpu, gpu-4, gpu-shared, cpu)."
+    )
     first_sent_at = models.DateTimeField(
         null=True, blank=True, help_text="When its first message of this wait was sent (no consumer took it since)."
     )
@@ -101,6 +105,11 @@ class Job(models.Model):
     @property
     def progress(self) -> float | None:
         return self.progress_step / self.progress_total if self.progress_total else None
+
+    @property
+    def need(self) -> Need:
+        """The GPUs it asks for (:mod:`biolm.placement`): a pretraining job its spec's ``gpus``, on no shared GPU."""
+        return Need.of(self.kind, self.spec if isinstance(self.spec, dict) else {})
 
     @cached_property
     def contract(self) -> PretrainJob | FinetuneJob | ScoreJob:
@@ -126,6 +135,15 @@ class Worker(models.Model):
     gpus = models.PositiveSmallIntegerField(
         default=0, help_text="GPUs its jobs run on, as its heartbeat reports them; 0: it runs them on the CPU."
     )
+    gpus_free = models.PositiveSmallIntegerField(
+        default=0, help_text="Of its GPUs, those no running job holds, as its last heartbeat said."
+    )
+    shares_gpu = models.BooleanField(
+        default=False, help_text="It shares its GPU with other workers (BIOLM_WORKERS_PER_GPU): fine-tuning jobs only."
+    )
+    gpu_devices = models.JSONField(
+        default=list, blank=True, help_text="Each of its GPUs as nvidia-smi names it: [{name, memory_bytes}]."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     last_heartbeat = models.DateTimeField(default=timezone.now, null=True, blank=True, db_index=True)
     problem = models.TextField(blank=True, help_text="Why its supervisor stopped restarting it.")
@@ -136,6 +154,27 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def seat(self) -> Seat:
+        """What it can hold (:class:`biolm.placement.Seat`), and so the broker queue it consumes."""
+        return Seat(self.gpus, shared=self.shares_gpu)
+
+    @property
+    def device(self) -> str:
+        """What its jobs run on, in words: "CPU", "1 GPU, shared", "4 GPUs (NVIDIA H200, 140 GiB each)"."""
+        if not self.gpus:
+            return "CPU"
+        kinds = sorted({(d.get("name", "?"), d.get("memory_bytes", 0)) for d in self.gpu_devices or []})
+        details = "; ".join(f"{name}, {memory / 2**30:.0f} GiB" for name, memory in kinds)
+        each = " each" if details and len(kinds) == 1 and self.gpus > 1 else ""
+        shared = ", shared" if self.shares_gpu else ""
+        return f"{plural(self.gpus)}{shared}" + (f" ({details}{each})" if details else "")
+
+    @property
+    def free(self) -> str:
+        """Its GPUs that no running job holds, "3 of 4", as its last heartbeat said ("-" on the CPU)."""
+        return f"{self.gpus_free} of {self.gpus}" if self.gpus else "-"
 
 
 class Run(models.Model):

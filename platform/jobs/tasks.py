@@ -10,7 +10,8 @@
   the code it loaded is the code the job pins (:mod:`biolm.contract.code`): a plugin of another
   version or content fails the job as the plugin's, not retried and refunded.
 
-GPU jobs go to :data:`biolm.broker.GPU_TASK` on the ``gpu`` queue, a task of the database-free
+GPU jobs go to :data:`biolm.broker.GPU_TASK` on the broker queue the dispatcher chose for them
+(``Job.sent_to``: ``gpu``, ``gpu-4``, ``gpu-shared``, :mod:`biolm.placement`), a task of the database-free
 worker (:mod:`workers.runner`); it is sent by name, since the platform does not import it. Every
 message carries the job's id and token only: the claim returns the job's spec, once.
 """
@@ -43,9 +44,9 @@ INSTALL_HINT = (
 
 
 def send(job: Job) -> None:
-    """One message per dispatched job: its id and its token (the claim returns the spec)."""
+    """One message per dispatched job: its id and its token (the claim returns the spec), on its seat's queue."""
     if job.queue == Job.Queue.GPU:
-        current_app.send_task(GPU_TASK, args=[job.pk, job.token], queue=Job.Queue.GPU)
+        current_app.send_task(GPU_TASK, args=[job.pk, job.token], queue=job.sent_to or Job.Queue.GPU)
     else:
         run_platform_job.apply_async(args=[job.pk, job.token], queue=Job.Queue.CPU)
 

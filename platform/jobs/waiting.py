@@ -1,9 +1,11 @@
 """Why a waiting job is still waiting, in words an operator or a submitter can act on.
 
-A job can wait for four reasons: a job it depends on has not succeeded yet, it is retrying and
-its back-off is not over, its queue has no live worker, or every live worker is busy. The third
-is the one nobody notices by themselves: a crashed worker that nothing restarted leaves its
-queue's jobs "queued" for ever. So a waiting job on a queue without a live worker says so,
+A job can wait for five reasons: a job it depends on has not succeeded yet, it is retrying and
+its back-off is not over, its queue has no live worker, no live worker can hold it ("needs 4 GPUs
+on one host; the largest live worker has 2", :mod:`biolm.placement`), or every live worker that can
+is busy. The third and the fourth are the ones nobody notices by themselves: a crashed worker that
+nothing restarted leaves its queue's jobs "queued" for ever, and so does a pretraining job asking for
+more GPUs than any worker owns. So a waiting job on a queue without a live worker says so,
 "waiting: no training worker is running", naming the workers that served the queue lately and went
 silent or were given up on, in the admin's job list and in ``manage.py demo``'s terminal.
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from biolm.placement import unplaced
 from jobs.lifecycle import blocked_by_dependencies
 from jobs.models import WAITING, Job, Worker
 
@@ -61,6 +64,12 @@ class QueueState:
     def name(self) -> str:
         """The queue's name as people read it (:func:`queue_name`): "training", "GPU training" or "scoring"."""
         return queue_name(self.queue, self.gpu)
+
+    def unplaced_note(self, job: Job) -> str:
+        """Why no live worker of this queue can hold ``job`` (too few GPUs on any one), or "" when one can."""
+        if self.queue != Job.Queue.GPU:
+            return ""
+        return unplaced(job.need, (worker.seat for worker in self.live))
 
     def unserved_note(self, now: dt.datetime | None = None) -> str:
         """``waiting: no training worker is running``, with what became of the queue's workers when known."""
@@ -112,6 +121,8 @@ def reason(job: Job, states: dict[str, QueueState], now: dt.datetime | None = No
     state = states.get(job.queue)
     if state is not None and not state.served:
         return state.unserved_note(now)
+    if state is not None and (note := state.unplaced_note(job)):
+        return f"waiting: {note}"
     if job.not_before is not None and job.not_before > now:
         return f"retrying in {max(1, int((job.not_before - now).total_seconds()))} s (back-off)"
     if job.dispatched_at is not None:

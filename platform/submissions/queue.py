@@ -10,7 +10,8 @@ finished, whichever is later) to when it started: an aggregate job that waited a
 fine-tuning did not wait an hour for a worker.
 
 Queues are named by what they do here ("training", "scoring"; :func:`jobs.waiting.queue_name`), and a
-worker says whether it runs its jobs on a GPU or the CPU, as its heartbeat reported.
+worker says what it runs its jobs on (the CPU, or how many GPUs of which model and memory) and how many
+of its GPUs no running job holds, as its heartbeat reported.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class WorkerRow:
     name: str
     queues: tuple[str, ...]  # by what they do here ("training", "scoring")
     slots: int
-    device: str  # "CPU", "1 GPU", "2 GPUs"
+    device: str  # "CPU", "1 GPU", "4 GPUs (NVIDIA H200, 140 GiB each)", "1 GPU, shared" (Worker.device)
+    gpus_free: str  # "3 of 4" (none held by a running job), "-" on the CPU
     state: str  # live, silent or failing (jobs.waiting.worker_state)
     heartbeat_age_s: float | None
     problem: str
@@ -85,6 +87,12 @@ class QueueSummary:
     queues: list[QueueHealth] = field(default_factory=list)
     workers: list[WorkerRow] = field(default_factory=list)
     running: list[RunningJob] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> bool:
+        """Whether any worker shown runs on GPUs: only then has the table a "GPUs free" column (a CPU-only site's
+        pages never mention a GPU, :func:`jobs.waiting.queue_name`)."""
+        return any(worker.gpus_free != "-" for worker in self.workers)
 
 
 def queue_summary(now: dt.datetime | None = None) -> QueueSummary:
@@ -160,7 +168,8 @@ def _workers(states: dict[str, waiting.QueueState], now: dt.datetime) -> list[Wo
             name=worker.name,
             queues=tuple(waiting.queue_name(queue, bool(worker.gpus)) for queue in worker.queues.split(",")),
             slots=worker.slots,
-            device=f"{worker.gpus} GPU{'s' if worker.gpus > 1 else ''}" if worker.gpus else "CPU",
+            device=worker.device,
+            gpus_free=worker.free,
             state=kind,
             heartbeat_age_s=(now - worker.last_heartbeat).total_seconds() if worker.last_heartbeat else None,
             problem=worker.problem,
