@@ -50,7 +50,8 @@ class JobAdmin(admin.ModelAdmin):
     raw_id_fields = ("language_model", "submission", "depends_on")
     readonly_fields = (
         "token", "claim", "attempts", "worker", "last_heartbeat", "progress_step", "progress_total", "progress_loss",
-        "eta_s", "queued_at", "dispatched_at", "started_at", "finished_at", "failure_cause", "error", "log_tail",
+        "eta_s", "queued_at", "dispatched_at", "sent_to", "started_at", "finished_at", "failure_cause", "error",
+        "log_tail",
     )  # fmt: skip
     exclude = ("log",)
     actions = ("cancel_jobs", "retry_jobs", "requeue_jobs", "raise_priority")
