@@ -338,11 +338,11 @@ def packing_seconds(train: dict, tokenizer, config: Config, setup: Setup, block:
     On a GPU it is not hidden behind the device's work: the H200 run of 2026-11-28 spent 18 ms of a
     108 ms step packing 256 instances, which made the unpadded arm slower than the padded one.
     """
-    from workers.engine.pretrain.masking import masking_generator
+    from workers.engine.pretrain.masking import masking_random
     from workers.engine.pretrain.packing import pack
 
     rows = np.arange(min(setup.batch_size(config, block), len(train["ids"])))
-    batch = masker_for(tokenizer)(train, rows, config.mask_rate, masking_generator(config.seed, 0), True)
+    batch = masker_for(tokenizer)(train, rows, config.mask_rate, masking_random(config.seed, 0, rows), True)
     model = fresh_model(replace(setup, size="tiny"), tokenizer, block, config.seed)
     timings = []
     for _ in range(repeats):

@@ -20,7 +20,7 @@ from transformers import AutoModelForPreTraining, BertConfig, BertForPreTraining
 
 from workers.engine import varlen_attention
 from workers.engine.pretrain.loop import LoopSettings, Masker, pretrain_loop
-from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.masking import IGNORE, masking_random
 from workers.engine.pretrain.mlm import masked_lm_loss, mlm_forward
 from workers.engine.pretrain.packing import OFFSETS_KEY, SEGMENTS_KEY, block_diagonal_mask, pack
 
@@ -57,8 +57,7 @@ def masker() -> Masker:
 
 
 def masked_batch(count: int, seed: int = 0) -> dict:
-    generator = torch.Generator().manual_seed(seed)
-    return masker()(padded_blocks(count, seed), np.arange(count), 0.3, generator, False)
+    return masker()(padded_blocks(count, seed), np.arange(count), 0.3, masking_random(seed, 0, range(count)), False)
 
 
 @pytest.fixture

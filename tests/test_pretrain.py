@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 from workers.engine.__main__ import main
 from workers.engine.pretrain.data import is_heldout, open_blocks, write_blocks
 from workers.engine.pretrain.loop import LoopSettings, micro_batch_indices
-from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
+from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_random, scheduled_rate
 from workers.engine.pretrain.objectives import masked_language_model
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.vocabulary import train_byte_level_bpe
@@ -63,7 +63,8 @@ def test_mlm_masks_the_rate_of_maskable_tokens_80_10_10_and_never_a_special_one(
     ids = torch.randint(5, 1000, (64, 512))
     special = torch.zeros_like(ids, dtype=torch.bool)
     special[:, 0] = special[:, -1] = True
-    inputs, labels = mask_tokens(ids, special, rate=0.15, mask_id=4, vocab_size=1000, generator=masking_generator(1, 0))
+    draws = masking_random(1, 0, range(64))
+    inputs, labels = mask_tokens(ids, special, rate=0.15, mask_id=4, vocab_size=1000, random=draws)
     chosen = labels != IGNORE
     assert not chosen[special].any()
     assert abs(chosen.float().mean().item() / (510 / 512) - 0.15) < 0.005
@@ -85,7 +86,7 @@ def test_whole_word_masking_masks_every_piece_of_a_chosen_word(kind, hoc_train):
     special = words < 0
     assert (torch.bincount(words[~special].view(-1)) > 1).any()  # some words have several pieces
     _, labels = mask_tokens(ids, special, rate=0.15, mask_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                            generator=masking_generator(3, 0), word_ids=words)  # fmt: skip
+                            random=masking_random(3, 0, range(32)), word_ids=words)  # fmt: skip
     chosen = labels != IGNORE
     for row in range(32):
         for word in words[row].unique().tolist():
@@ -101,14 +102,14 @@ def test_masks_are_dynamic_per_step_and_reproducible_from_seed_and_step():
 
     def labels(seed, step):
         return mask_tokens(
-            ids, special, rate=0.15, mask_id=4, vocab_size=1000, generator=masking_generator(seed, step)
+            ids, special, rate=0.15, mask_id=4, vocab_size=1000, random=masking_random(seed, step, range(8))
         )[1]
 
     assert torch.equal(labels(7, 3), labels(7, 3))
     assert not torch.equal(labels(7, 3), labels(7, 4))
 
 
-def test_the_masking_rate_schedule_of_seed_004_rises_from_5_to_25_percent_every_fifth_of_training():
+def test_the_masking_rate_schedule_of_gu_et_al_2021_rises_from_5_to_25_percent_every_fifth_of_training():
     rates = [round(scheduled_rate(step, 1000), 4) for step in (0, 199, 200, 400, 600, 800, 999)]
     assert rates == [0.05, 0.05, 0.10, 0.15, 0.20, 0.25, 0.25]
 
@@ -240,7 +241,7 @@ def test_a_run_killed_with_sigkill_and_resumed_ends_with_the_weights_of_an_unint
     assert whole.wait(timeout=600) == 0, whole.stdout.read()
 
     killed = run_pretrain(corpus, tmp_path / "killed")
-    state = tmp_path / "killed" / "checkpoint" / "state.pt"
+    state = tmp_path / "killed" / "checkpoint" / "state.json"
     deadline = time.monotonic() + 300
     while not state.exists() and killed.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

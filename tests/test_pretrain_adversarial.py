@@ -13,7 +13,7 @@ from transformers import BertConfig, BertForMaskedLM
 
 from workers.engine.pretrain.adversarial import Adversarial, symmetric_kl
 from workers.engine.pretrain.loop import Masker
-from workers.engine.pretrain.masking import IGNORE
+from workers.engine.pretrain.masking import IGNORE, masking_random
 from workers.engine.pretrain.mlm import masked_lm_loss, mlm_forward
 from workers.engine.pretrain.objectives import masked_language_model
 
@@ -41,7 +41,7 @@ MASKER = Masker(MASK, VOCAB, (PAD, CLS, SEP), PAD)
 def masked_batch(rows: int = 4) -> dict[str, torch.Tensor]:
     data = blocks(rows)
     index = np.arange(rows)
-    batch = MASKER(data, index, 0.15, torch.Generator().manual_seed(0), False)
+    batch = MASKER(data, index, 0.15, masking_random(0, 0, index), False)
     batch["block"] = torch.from_numpy(index)
     assert int((batch["labels"] != IGNORE).sum()) > 0
     return batch

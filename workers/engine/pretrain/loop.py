@@ -4,12 +4,18 @@ The optimiser is the one Lewis et al. 2020 and Gu et al. 2021 use for pretrainin
 eps 1e-6 and weight decay 0.01, a linear warm-up then linear decay to zero, gradient clipping at
 1.0, and bf16 autocast where the hardware runs it natively.
 
-**Exact resume.** Every ``checkpoint_every`` optimiser steps the loop writes, atomically, the
-model, optimiser and scheduler states, the global RNG states (dropout draws from them) and the
-step. Everything else is a function of (seed, step): the order of blocks in an epoch is a
-permutation seeded by (seed, epoch), the masks of a step come from a generator seeded by
-(seed, step). So a run killed at any point and resumed from its last checkpoint ends with the
-same weights as one that was never interrupted, bit for bit on the same machine.
+**Past one process** the loop runs on torch's engines (:mod:`.parallel`): DDP, or FSDP2 for a model
+that does not fit replicated. Each process draws, masks and trains on its own rows of every
+micro-batch (``rank::world``), prepared on a thread ahead of the step; the step's token counts are
+an all-reduce of the processes' counts.
+
+**Exact resume.** Every ``checkpoint_every`` optimiser steps every process writes its shard of the
+model and optimiser, and its RNG states (dropout draws from them), with
+``torch.distributed.checkpoint`` (:mod:`.checkpoints`). Everything else is a function of (seed,
+step): the order of blocks in an epoch is a permutation seeded by (seed, epoch), the masks of a
+step a hash of (seed, step, row). So a run killed at any point and resumed from its last checkpoint
+ends with the same weights as one that was never interrupted, bit for bit on the same machine and
+number of processes; at another number of processes it continues the same curve.
 
 Losses are appended to ``loss.json`` (training loss every step, held-out loss every
 ``eval_every`` steps) for plotting; the log is rewritten at each checkpoint and cut back to the
@@ -20,13 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
-import pickle
-import random
-import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,15 +40,25 @@ import torch
 from transformers import get_linear_schedule_with_warmup
 
 from workers.engine import varlen_attention
+from workers.engine.pretrain import parallel
 from workers.engine.pretrain.adversarial import Adversarial
+from workers.engine.pretrain.checkpoints import CHECKPOINT, load_checkpoint, save_checkpoint, seed_everything
 from workers.engine.pretrain.distillation import Distillation
-from workers.engine.pretrain.masking import IGNORE, mask_tokens, masking_generator, scheduled_rate
-from workers.engine.pretrain.mlm import masked_lm_loss
+from workers.engine.pretrain.masking import (
+    IGNORE,
+    MASKING_SCHEME,
+    RowRandom,
+    mask_tokens,
+    masking_random,
+    scheduled_rate,
+)
 from workers.engine.pretrain.packing import check_packable, pack
+
+logger = logging.getLogger("biolm.pretrain")
 
 OPTIMIZER_KERNELS = ("auto", "fused", "foreach", "default")
 ProgressCallback = Callable[[int, int, float | None, float | None], None]  # step, total, loss, tokens/s
-CHECKPOINT = "checkpoint"
+__all__ = ["CHECKPOINT", "LoopSettings", "Masker", "heldout_loss", "pretrain_loop"]
 
 
 @dataclass(frozen=True)
@@ -67,10 +82,13 @@ class LoopSettings:
     compile: bool = False  # torch.compile the encoder (opt-in: on a CPU its compilation outweighs short runs)
     varlen_attention: bool = False  # unpadded rows through FlashAttention's varlen kernels, no mask (CUDA, bf16/fp16)
     optimizer_kernel: str = "auto"  # AdamW's kernel: fused where the device has one, else foreach; "default": torch's
+    parallelism: str = "auto"  # past one process: ddp, fsdp, or auto (the memory plan's choice; ddp without one)
+    activation_checkpointing: bool = False  # recompute each encoder layer in the backward instead of storing it
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.accumulation < 1:
             raise ValueError("steps, batch size and accumulation must be positive")
+        parallel.resolve(self.parallelism)  # refuses an unknown one
         if self.optimizer_kernel not in OPTIMIZER_KERNELS:
             known = ", ".join(OPTIMIZER_KERNELS)
             raise ValueError(f"optimizer_kernel {self.optimizer_kernel!r}: expected one of {known}")
@@ -91,13 +109,13 @@ class Masker:
     special_ids: tuple[int, ...]
     pad_id: int
 
-    def __call__(self, data: dict, index, rate: float, generator: torch.Generator, whole: bool) -> dict:
+    def __call__(self, data: dict, index, rate: float, random: RowRandom, whole: bool) -> dict:
         input_ids = torch.from_numpy(np.ascontiguousarray(data["ids"][index], dtype=np.int64))
         special = torch.isin(input_ids, torch.tensor(self.special_ids))
         word_ids = torch.from_numpy(np.ascontiguousarray(data["words"][index], dtype=np.int64)) if whole else None
         inputs, labels = mask_tokens(
             input_ids, special, rate=rate, mask_id=self.mask_id, vocab_size=self.vocab_size,
-            generator=generator, word_ids=word_ids,
+            random=random, word_ids=word_ids,
         )  # fmt: skip
         batch = {"input_ids": inputs, "attention_mask": (input_ids != self.pad_id).long(), "labels": labels}
         if "labels" in data:  # sentence pairs: segment ids and the NSP / SOP label
@@ -129,26 +147,39 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-@torch.inference_mode()
-def heldout_loss(model, blocks, masker: Masker, settings: LoopSettings, device, dtype) -> float | None:
-    """Mean MLM loss over up to ``eval_blocks`` held-out blocks, with fixed masks (comparable across steps)."""
+@torch.no_grad()  # not inference_mode: FSDP's gathered parameters must stay usable by the next training step
+def heldout_loss(
+    module, blocks, masker: Masker, settings: LoopSettings, device, dtype, rank: int = 0, world: int = 1
+) -> float | None:
+    """Mean MLM loss over up to ``eval_blocks`` held-out blocks, with fixed masks (comparable across steps).
+
+    ``module`` is a model, or the loop's step module under DDP or FSDP. Every process scores its rows of
+    each chunk (all run the same number of forwards, which a sharded model's gathers need) and the
+    sums are reduced: the same loss as one process's, whatever their number.
+    """
     count = min(len(blocks["ids"]), settings.eval_blocks)
     if count == 0:
         return None
-    was_training = model.training
-    model.eval()
-    generator = masking_generator(settings.seed, -1)
+    if hasattr(module, "base_model"):  # a bare model
+        module = parallel.StepModule(module)
+    was_training = module.training
+    module.eval()
     total = tokens = 0.0
     for start in range(0, count, settings.micro_batch):
         rows = np.arange(start, min(start + settings.micro_batch, count))
-        batch = masker(blocks, rows, settings.mask_rate, generator, settings.whole_word)
+        mine, weight = rows[rank::world], 1.0
+        if not len(mine):  # fewer rows than processes: run one row for the gathers, count none
+            mine, weight = rows[:1], 0.0
+        batch = masker(blocks, mine, settings.mask_rate, masking_random(settings.seed, -1, mine), settings.whole_word)
+        inner = getattr(module, "module", module).model
         if settings.unpadded:
-            batch = pack(batch, model, masker.pad_id)
+            batch = pack(batch, inner, masker.pad_id)
         batch = {k: v.to(device) for k, v in batch.items()}
         masked = int((batch["labels"] != IGNORE).sum())
-        total += float(masked_lm_loss(model, batch, 1, device, dtype, pair_weight=0.0))  # the MLM part only
-        tokens += masked
-    model.train(was_training)
+        total += weight * float(module(batch, -1, 1, 1, 1, device, dtype, heldout=True))  # the MLM part only
+        tokens += weight * masked
+    module.train(was_training)
+    total, tokens = parallel.all_reduce_sum([total, tokens], device, world)
     return total / tokens if tokens else None
 
 
@@ -166,72 +197,125 @@ def pretrain_loop(
     progress: ProgressCallback | None = None,
     distillation: Distillation | None = None,
     adversarial: Adversarial | None = None,
+    planned_parallelism: str | None = None,
 ) -> dict:
     """Train ``model`` for ``settings.steps`` optimiser steps; returns the run's summary.
 
     With ``distillation`` the step's loss is the distillation loss of Lewis et al. 2020 from its teacher (and the
     projection it learns is trained and checkpointed with the model); with ``adversarial`` it is
-    ALUM's (MLM plus the adversarial term). Held-out loss stays MLM's.
+    ALUM's (MLM plus the adversarial term). Held-out loss stays MLM's. ``planned_parallelism`` is the
+    memory plan's choice, which ``parallelism: auto`` takes. Under FSDP ``model`` is sharded in place
+    when this returns: :func:`workers.engine.pretrain.checkpoints.full_model_state` gathers it.
     """
     n_blocks = len(train_blocks["ids"])
     if n_blocks < settings.micro_batch:
         raise ValueError(
             f"the corpus gives {n_blocks} training blocks, fewer than one micro-batch of {settings.micro_batch}"
         )
-    _check_fast_paths(model, settings, distillation, adversarial, device, dtype)
-    model.to(device)
-    model.train()
-    if settings.compile:
-        model.base_model.compile()  # in place: the state dict's names (checkpoints) stay the model's own
-    trained: list[torch.nn.Module] = [model]
-    if distillation is not None:
-        distillation.to(device)
-        trained.append(distillation.projection)
-    optimizer, scheduler = _optimizer_and_schedule(trained, settings)
     rank, world = distributed_rank_and_world()
-    step, log = _resume_or_seed(out, resume, model, optimizer, scheduler, device, rank, trained[1:], settings.seed)
+    _check_fast_paths(model, settings, distillation, adversarial, device, dtype)
+    how, step_module, wrapped = _engine(model, settings, device, dtype, world, distillation or adversarial,
+                                        planned_parallelism)  # fmt: skip
+    optimizer, scheduler = _optimizer_and_schedule(step_module, settings)  # after wrapping: FSDP's shards
+    step, log = _resume_or_seed(out, resume, wrapped, optimizer, scheduler, rank, world, settings.seed)
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
     if progress is not None:
         progress(step, settings.steps, None, None)
-    with attention_for(model, settings):
+
+    def prepare(at: int) -> tuple[float, list[dict]]:
+        rate = scheduled_rate(at, settings.steps) if settings.rate_schedule else settings.mask_rate
+        pin = device.type == "cuda"
+        return rate, step_micro_batches(train_blocks, masker, settings, at, rate, rank, world, pin=pin)
+
+    with attention_for(model, settings), BatchPrefetcher(prepare, step, settings.steps) as batches:
         while step < settings.steps:
-            rate = scheduled_rate(step, settings.steps) if settings.rate_schedule else settings.mask_rate
-            micro_batches = step_micro_batches(train_blocks, masker, settings, step, rate)
+            rate, micro_batches = batches.take(step)
             loss_sum, step_tokens = _accumulate_gradients(
-                model, micro_batches, step, settings, device, dtype, rank, world, distillation, adversarial,
-                masker.pad_id,
-            )  # fmt: skip
+                wrapped, micro_batches, step, settings, device, dtype, world, masker.pad_id
+            )
             real_tokens += step_tokens
-            if world > 1:
-                loss_sum = all_reduce_gradients(trained, loss_sum, device)
-            torch.nn.utils.clip_grad_norm_([p for module in trained for p in module.parameters()], 1.0)
+            torch.nn.utils.clip_grad_norm_(list(step_module.parameters()), 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             elapsed = seconds_before + time.perf_counter() - start
             entry = {"step": step, "loss": loss_sum, "mask_rate": rate, "seconds": elapsed}
-            if rank == 0 and (step % settings.eval_every == 0 or step == settings.steps):
-                entry["heldout_loss"] = heldout_loss(model, heldout_blocks, masker, settings, device, dtype)
+            if step % settings.eval_every == 0 or step == settings.steps:
+                entry["heldout_loss"] = heldout_loss(wrapped, heldout_blocks, masker, settings, device, dtype, rank,
+                                                     world)  # fmt: skip
             log.append(entry)
             if progress is not None and rank == 0:
-                progress(step, settings.steps, loss_sum, real_tokens * world / (time.perf_counter() - start))
+                progress(step, settings.steps, loss_sum, real_tokens / (time.perf_counter() - start))
             if step % settings.checkpoint_every == 0 or step == settings.steps:
-                save_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, step, log, rank, world, trained[1:])
+                save_checkpoint(out / CHECKPOINT, wrapped, optimizer, scheduler, step, log, rank=rank, world=world,
+                                parallelism=how)  # fmt: skip
                 if rank == 0:
                     write_log(out, log)
     if rank == 0:
         write_log(out, log)
-    return _run_summary(step, log, real_tokens, world, time.perf_counter() - start, settings)
+    return _run_summary(step, log, real_tokens, world, time.perf_counter() - start, settings, how)
 
 
-def _optimizer_and_schedule(trained: list[torch.nn.Module], settings: LoopSettings):
-    """AdamW over every trained module (a distillation projection too) with warm-up then linear decay.
+def _engine(model, settings: LoopSettings, device, dtype, world: int, objective, planned: str | None):
+    """The model on its device, inside its step module, under DDP or FSDP2: (parallelism, step module, wrapped)."""
+    if settings.micro_batch < world:
+        raise ValueError(
+            f"a micro-batch of {settings.micro_batch} sequences (batch size {settings.batch_size} / accumulation "
+            f"{settings.accumulation}) cannot give each of {world} processes a row: lower the accumulation"
+        )
+    model.to(device)
+    model.train()
+    if settings.compile:
+        model.base_model.compile()  # in place: the state dict's names (checkpoints) stay the model's own
+    if isinstance(objective, Distillation):
+        objective.to(device)
+    how = parallel.resolve(settings.parallelism, planned) if world > 1 else "single"
+    step_module = parallel.StepModule(model, objective)
+    wrapped = parallel.wrap(step_module, how, world, device, dtype,
+                            activation_checkpointing=settings.activation_checkpointing)  # fmt: skip
+    return how, step_module, wrapped
 
-    One optimiser for all of them, so a checkpoint's single optimiser state resumes them all.
+
+class BatchPrefetcher:
+    """Prepares step ``n + 1``'s micro-batches on a thread while step ``n`` trains.
+
+    Masking is NumPy and torch work on the host that releases the GIL; on a GPU it would otherwise
+    stand between two steps while the device waits. One step ahead is enough: a step takes longer than
+    its masks.
     """
-    groups = [group for module in trained for group in parameter_groups(module, settings.weight_decay)]
-    kernel = optimizer_kernel(settings.optimizer_kernel, next(trained[0].parameters()).device)
+
+    def __init__(self, prepare: Callable[[int], tuple[float, list[dict]]], first: int, last: int) -> None:
+        self.prepare, self.last = prepare, last
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="biolm-batches")
+        self.pending: dict[int, Future] = {}
+        self._schedule(first)
+
+    def _schedule(self, step: int) -> None:
+        if step < self.last and step not in self.pending:
+            self.pending[step] = self.pool.submit(self.prepare, step)
+
+    def take(self, step: int) -> tuple[float, list[dict]]:
+        self._schedule(step)
+        result = self.pending.pop(step).result()
+        self._schedule(step + 1)
+        return result
+
+    def __enter__(self) -> BatchPrefetcher:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _optimizer_and_schedule(step_module: torch.nn.Module, settings: LoopSettings):
+    """AdamW over the step's parameters (a distillation projection's too) with warm-up then linear decay.
+
+    One optimiser for all of them, so a checkpoint's single optimiser state resumes them all. Under
+    FSDP the parameters are this process's shards, and so are AdamW's states.
+    """
+    groups = parameter_groups(step_module, settings.weight_decay)
+    kernel = optimizer_kernel(settings.optimizer_kernel, next(step_module.parameters()).device)
     optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, betas=settings.betas, eps=settings.eps, **kernel)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.steps), settings.steps)
     return optimizer, scheduler
@@ -285,7 +369,7 @@ def attention_for(model: torch.nn.Module, settings: LoopSettings):
 
 
 def _resume_or_seed(
-    out: Path, resume: bool, model, optimizer, scheduler, device, rank: int, extra: list[torch.nn.Module], seed: int
+    out: Path, resume: bool, wrapped, optimizer, scheduler, rank: int, world: int, seed: int
 ) -> tuple[int, list[dict]]:
     """The step and loss log to continue from: a checkpoint's (with its RNG states) or, fresh, step 0 seeded.
 
@@ -293,64 +377,74 @@ def _resume_or_seed(
     the checkpoint saved, so dropout draws what the uninterrupted run would have drawn.
     """
     if resume and (out / CHECKPOINT).is_dir():
-        return load_checkpoint(out / CHECKPOINT, model, optimizer, scheduler, device, rank, extra)
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
+        step, log, written_by = load_checkpoint(
+            out / CHECKPOINT, wrapped, optimizer, scheduler, rank=rank, world=world, seed=seed
+        )
+        if written_by != world and rank == 0:
+            logger.warning("resuming at step %d on %d processes from a checkpoint %d wrote: the masks and data order "
+                           "are the same; dropout draws anew", step, world, written_by)  # fmt: skip
+        return step, log
+    seed_everything(seed)
     return 0, []
 
 
-def step_micro_batches(train_blocks: dict, masker: Masker, settings: LoopSettings, step: int, rate: float) -> list:
-    """The masked micro-batches of optimiser step ``step``, all of them, whatever this process trains on.
+def step_micro_batches(
+    train_blocks: dict, masker: Masker, settings: LoopSettings, step: int, rate: float, rank: int = 0,
+    world: int = 1, *, pin: bool = False,
+) -> list:  # fmt: skip
+    """This process's rows (``rank::world``) of every micro-batch of optimiser step ``step``, masked.
 
-    Every process draws the masks of the whole step (cheap), so the masks do not depend on the
-    number of processes; each then trains on its share of the rows.
+    A row's masks are drawn from (seed, step, its position in the step) alone, so each process draws
+    its own rows only and the masks do not depend on the number of processes. ``pin``: in page-locked
+    memory, for non-blocking copies to a GPU.
     """
     n_blocks = len(train_blocks["ids"])
-    generator = masking_generator(settings.seed, step)
     micro_batches = []
     for micro in range(settings.accumulation):
         chosen = micro_batch_indices(n_blocks, settings, step, micro)
-        micro_batches.append(masker(train_blocks, chosen, rate, generator, settings.whole_word))
-        micro_batches[-1]["block"] = torch.from_numpy(chosen)  # seeds per-row randomness (adversarial noise)
+        positions = micro * settings.micro_batch + np.arange(len(chosen))
+        mine, where = chosen[rank::world], positions[rank::world]
+        batch = masker(train_blocks, mine, rate, masking_random(settings.seed, step, where), settings.whole_word)
+        batch["block"] = torch.from_numpy(mine)  # seeds per-row randomness (adversarial noise)
+        micro_batches.append({k: v.pin_memory() for k, v in batch.items()} if pin else batch)
     return micro_batches
 
 
 def _accumulate_gradients(
-    model, micro_batches: list[dict], step: int, settings: LoopSettings, device, dtype, rank: int, world: int,
-    distillation: Distillation | None, adversarial: Adversarial | None, pad_id: int,
-) -> tuple[float, int]:  # fmt: skip
-    """Backward this process's share of every micro-batch; (its summed loss, the real tokens it ran).
+    wrapped, micro_batches: list[dict], step: int, settings: LoopSettings, device, dtype, world: int, pad_id: int
+) -> tuple[float, int]:
+    """Backward this process's share of every micro-batch; (the step's summed loss, the real tokens run here).
 
-    Each loss is divided by the whole step's masked (and real) token counts, not the share's, so
-    the gradients summed over micro-batches and processes are exactly one big batch's. With
-    ``unpadded`` each share is packed (after the split, so every process packs only its rows).
+    Each loss is divided by the whole step's masked (and real) token counts, an all-reduce of the
+    processes' counts, so the gradients summed over micro-batches and processes (DDP's and FSDP's
+    sum reductions) are exactly one big batch's. With ``unpadded`` each share is packed.
     """
-    masked = max(sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches), 1)
-    tokens = max(sum(int(batch["attention_mask"].sum()) for batch in micro_batches), 1)
+    counts = [
+        sum(int((batch["labels"] != IGNORE).sum()) for batch in micro_batches),
+        sum(int(batch["attention_mask"].sum()) for batch in micro_batches),
+    ]
+    masked, tokens = (max(int(count), 1) for count in parallel.all_reduce_sum(counts, device, world))
+    model = getattr(wrapped, "module", wrapped).model
     loss_sum, real_tokens = 0.0, 0
-    for batch in micro_batches:
-        share = {k: v[rank::world] for k, v in batch.items()}
+    for index, share in enumerate(micro_batches):
         real_tokens += int(share["attention_mask"].sum())
         if settings.unpadded:
             share = pack(share, model, pad_id)
         share = {k: v.to(device, non_blocking=True) for k, v in share.items()}
-        if distillation is not None:
-            loss = distillation.loss(model, share, masked, tokens, device, dtype)
-        elif adversarial is not None:
-            loss = adversarial.loss(model, share, step, masked, device, dtype, rows=settings.batch_size)
-        else:
-            loss = masked_lm_loss(model, share, masked, device, dtype, rows=settings.batch_size)
-        loss.backward()
+        with parallel.gradient_sync(wrapped, last=index == len(micro_batches) - 1):
+            loss = wrapped(share, step, masked, tokens, settings.batch_size, device, dtype)
+            loss.backward()
         loss_sum += float(loss.detach())
-    return loss_sum, real_tokens
+    return parallel.all_reduce_sum([loss_sum], device, world)[0], real_tokens
 
 
 def _run_summary(
-    step: int, log: list[dict], real_tokens: int, world: int, train_seconds: float, settings: LoopSettings
+    step: int, log: list[dict], real_tokens: int, world: int, train_seconds: float, settings: LoopSettings, how: str
 ) -> dict:
     """What ``pretrain_loop`` returns: the last losses, this session's speed and the settings it ran."""
     return {
+        "parallelism": how,
+        "masking_scheme": MASKING_SCHEME,
         "steps": step,
         "final_loss": log[-1]["loss"] if log else None,
         "heldout_loss": next((e["heldout_loss"] for e in reversed(log) if e.get("heldout_loss") is not None), None),
@@ -368,29 +462,6 @@ def distributed_rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
-def all_reduce_gradients(modules: list[torch.nn.Module], loss: float, device) -> float:
-    """Sum every gradient (and the logged loss) across processes, in one flat buffer."""
-    import torch.distributed as dist
-
-    grads = [p.grad for module in modules for p in module.parameters() if p.grad is not None]
-    flat = torch.cat(
-        [g.reshape(-1) for g in grads] + [torch.tensor([loss], device=grads[0].device, dtype=grads[0].dtype)]
-    )
-    dist.all_reduce(flat)
-    offset = 0
-    for grad in grads:
-        grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
-        offset += grad.numel()
-    return float(flat[-1])
-
-
-def _barrier(world: int) -> None:
-    if world > 1:
-        import torch.distributed as dist
-
-        dist.barrier()
-
-
 def write_log(out: Path, log: list[dict]) -> None:
     _atomic_write(out / "loss.json", json.dumps(log))
 
@@ -399,99 +470,6 @@ def _atomic_write(path: Path, text: str) -> None:
     temporary = path.with_suffix(path.suffix + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
-
-
-def rng_states() -> dict:
-    kind, keys, position, has_gauss, cached = np.random.get_state()
-    # Plain lists and numbers, not a numpy array: the checkpoint then loads with weights_only=True.
-    numpy_state = [kind, keys.tolist(), int(position), int(has_gauss), float(cached)]
-    states = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def save_checkpoint(
-    directory: Path,
-    model,
-    optimizer,
-    scheduler,
-    step: int,
-    log: list[dict],
-    rank: int = 0,
-    world: int = 1,
-    extra: list[torch.nn.Module] = (),
-) -> None:
-    """Write the resumable state to a fresh directory, then swap it in: a kill never leaves half a checkpoint.
-
-    Every process holds the same weights and optimiser state (gradients are summed across them),
-    so process 0 writes those; each process writes its own RNG states, which dropout draws from.
-    """
-    staging = directory.with_name(directory.name + ".tmp")
-    if rank == 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-    _barrier(world)
-    torch.save(rng_states(), staging / f"rng-{rank}.pt")
-    if rank == 0:
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "step": step,
-                "processes": world,
-                "extra": [module.state_dict() for module in extra],  # a distillation projection
-            },
-            staging / "state.pt",
-        )
-        (staging / "loss.json").write_text(json.dumps(log), encoding="utf-8")
-    _barrier(world)
-    if rank == 0:
-        previous = directory.with_name(directory.name + ".old")
-        shutil.rmtree(previous, ignore_errors=True)
-        if directory.exists():
-            os.replace(directory, previous)
-        os.replace(staging, directory)
-        shutil.rmtree(previous, ignore_errors=True)
-    _barrier(world)
-
-
-def _load_tensors(path: Path, **kwargs):
-    """``torch.load`` of tensors, containers and numbers only: a file with anything else is refused unrun."""
-    try:
-        return torch.load(path, weights_only=True, **kwargs)
-    except pickle.UnpicklingError as exc:
-        raise ValueError(
-            f"{path.name}: holds objects other than tensors and numbers, which biolm does not unpickle "
-            f"(a checkpoint of an older biolm, or not biolm's): start the run again without --resume ({exc})"
-        ) from None
-
-
-def load_checkpoint(
-    directory: Path, model, optimizer, scheduler, device: torch.device, rank: int = 0, extra=()
-) -> tuple[int, list[dict]]:
-    # weights_only: a checkpoint comes back through the platform, and unpickling anything else could run code.
-    state = _load_tensors(directory / "state.pt", map_location=device)
-    model.load_state_dict(state["model"])
-    for module, saved in zip(extra, state.get("extra", []), strict=True):
-        module.load_state_dict(saved)
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    rng_path = directory / f"rng-{rank}.pt"
-    if not rng_path.exists():
-        raise ValueError(
-            f"{directory}: written by {state.get('processes', 1)} process(es); resume with the same number"
-        )
-    rng = _load_tensors(rng_path)
-    random.setstate(rng["python"])
-    kind, keys, position, has_gauss, cached = rng["numpy"]
-    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), position, has_gauss, cached))
-    torch.set_rng_state(rng["torch"])
-    if "cuda" in rng and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
-    log = json.loads((directory / "loss.json").read_text(encoding="utf-8"))
-    return int(state["step"]), [entry for entry in log if entry["step"] <= state["step"]]
 
 
 def unigram_baseline(train_ids: np.ndarray, heldout: dict[str, np.ndarray], special_ids, rows: int) -> float:

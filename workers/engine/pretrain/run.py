@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
 from workers.engine.pretrain.adversarial import Adversarial
+from workers.engine.pretrain.checkpoints import full_model_state
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
 from workers.engine.pretrain.data import (
     CorpusProgress,
@@ -44,6 +46,7 @@ from workers.engine.pretrain.data import (
 )
 from workers.engine.pretrain.distillation import Distillation
 from workers.engine.pretrain.loop import LoopSettings, Masker, ProgressCallback, pretrain_loop, unigram_baseline
+from workers.engine.pretrain.masking import MASKING_SCHEME
 from workers.engine.pretrain.mlm import has_pair_head
 from workers.engine.pretrain.objectives import MaskedLanguageModel
 from workers.engine.tokenization import load_tokenizer
@@ -54,6 +57,7 @@ logger = logging.getLogger("biolm.pretrain")
 LOOP_KEYS = {
     "batch_size", "accumulation", "learning_rate", "warmup_ratio", "weight_decay", "checkpoint_every",
     "eval_every", "eval_blocks", "seed", "unpadded", "compile", "optimizer_kernel", "varlen_attention",
+    "parallelism", "activation_checkpointing",
 }  # fmt: skip
 
 
@@ -118,6 +122,9 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     preprocessors = [_preprocessor(contributions, slug) for slug in settings.get("preprocessors", ())]
     rank, world = start_processes()
     device, dtype = _device_and_dtype(args, world)
+    if world > 1:
+        check_shared_output(args.out, rank, world)
+    resume = args.resume or restarted_by_torchrun()
     block_size = int(settings.get("block_size", 128))
     heldout_share = float(settings.get("heldout_share", 0.05))
 
@@ -131,7 +138,7 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
         raise ValueError(f"--corpus {args.corpus}: no documents (after the recipe's preprocessors)")
     tokenizer, vocabulary = _tokenizer_and_vocabulary(args, settings, objective, documents, heldout_share)
     stats, train_blocks, heldout_blocks = _corpus_blocks(
-        args, settings, objective, tokenizer, documents, block_size, heldout_share, rank, world
+        args, settings, objective, tokenizer, documents, block_size, heldout_share, rank, world, resume
     )
     loop = LoopSettings(
         steps=args.steps or int(settings.get("steps", 1000)),
@@ -146,16 +153,19 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
     distillation = _distillation(args, settings, model) if objective.distill else None
+    placement = rank_placement(rank, world)
     started = time.perf_counter()
     summary = pretrain_loop(
         model, train_blocks, heldout_blocks, masker, loop, args.out,
-        device=device, dtype=dtype, resume=args.resume, progress=progress, distillation=distillation,
+        device=device, dtype=dtype, resume=resume, progress=progress, distillation=distillation,
         adversarial=adversarial,
     )  # fmt: skip
+    # A sharded model is gathered, tensor by tensor, onto rank 0's host; a replicated one is whole on every rank.
+    weights = full_model_state(model, world) if summary["parallelism"] == "fsdp" else None
     if rank != 0:
         return {"training": summary, "rank": rank}
     contamination_report = _contamination(contributions, settings, documents, args.corpus)
-    model.save_pretrained(args.out)
+    model.save_pretrained(args.out, state_dict=weights)
     tokenizer.save_pretrained(args.out)
     report = {
         "recipe": {"slug": recipe.slug, "objectives": list(recipe.objectives), "settings": settings},
@@ -173,6 +183,9 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
         "provenance": {
             **efficiency.provenance(device, dtype, [loop.seed], efficiency.plugin_versions(manager)),
             "biolm": biolm.__version__,
+            "masking_scheme": MASKING_SCHEME,
+            "processes": world,
+            "ranks": placement,
         },
     }
     (args.out / "pretraining.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
@@ -251,16 +264,17 @@ def _tokenizer_and_vocabulary(args: PretrainArguments, settings: dict, objective
 
 def _corpus_blocks(
     args: PretrainArguments, settings: dict, objective, tokenizer, documents, block_size: int, heldout_share: float,
-    rank: int, world: int,
+    rank: int, world: int, resume: bool,
 ) -> tuple[dict, dict, dict]:  # fmt: skip
     """The corpus statistics and the training and held-out token blocks (sentence pairs for NSP/SOP).
 
     Process 0 packs the blocks on disk (a resumed run keeps those it packed before, so its data
-    is the interrupted run's); every process then opens them, memory-mapped.
+    is the interrupted run's); every process then opens them, memory-mapped, from ``--out``, which
+    across nodes is a shared filesystem (:func:`check_shared_output`).
     """
     data_dir = args.out / "data"
     stats_path = data_dir / "corpus.json"
-    if rank == 0 and not (args.resume and stats_path.is_file()):
+    if rank == 0 and not (resume and stats_path.is_file()):
         progress = CorpusProgress("corpus blocks", args.corpus)
         if objective.pairs:
             write_pair_blocks(documents(), tokenizer, data_dir, block_size=block_size, heldout_share=heldout_share,
@@ -298,6 +312,63 @@ def _barrier(world: int) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def restarted_by_torchrun() -> bool:
+    """Whether torchrun restarted this worker group (``--max-restarts``): it then resumes its last checkpoint.
+
+    torchrun restarts every process of the group with the same arguments; without this, a group
+    restarted after one rank's crash would start again from step 0 over its own checkpoint.
+    """
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) > 0
+
+
+def check_shared_output(out: Path, rank: int, world: int) -> None:
+    """Refuse, before any work, ranks that do not all see ``--out``: the corpus blocks and checkpoint live there.
+
+    Rank 0 writes a token there; every rank must read it back. On one host it always can; across
+    nodes it can only on a filesystem the nodes share (NFS, Lustre, GPFS), which biolm requires.
+    """
+
+    import torch.distributed as dist
+
+    marker = out / ".biolm-ranks-share-this-folder"
+    token = f"{os.getpid()}@{socket.gethostname()}:{time.time_ns()}"
+    shared = [token]
+    dist.broadcast_object_list(shared, src=0)
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        marker.write_text(shared[0], encoding="utf-8")
+    dist.barrier()
+    sees = marker.is_file() and marker.read_text(encoding="utf-8") == shared[0]
+    hosts: list = [None] * world
+    dist.all_gather_object(hosts, (socket.gethostname(), sees))
+    blind = sorted({host for host, saw in hosts if not saw})
+    dist.barrier()
+    if rank == 0:
+        marker.unlink(missing_ok=True)
+    if blind:
+        raise ValueError(
+            f"--out {out}: the ranks on {', '.join(blind)} do not see what rank 0 writes there; pretraining across "
+            "nodes needs --out on a filesystem every node shares (the corpus blocks and the checkpoint live there)"
+        )
+
+
+def rank_placement(rank: int, world: int) -> list[dict]:
+    """Where each rank runs (host, local rank, device), gathered on every rank: a job's page shows it."""
+    here = {
+        "rank": rank,
+        "host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+        "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "node_rank": int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")) or 0),
+    }
+    if world == 1:
+        return [here]
+    import torch.distributed as dist
+
+    everyone: list = [None] * world
+    dist.all_gather_object(everyone, here)
+    return everyone
 
 
 def _contamination(contributions, settings: dict, documents, corpus: Path) -> dict:

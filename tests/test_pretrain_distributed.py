@@ -1,0 +1,137 @@
+"""Pretraining past one process on torch's engines: DDP, FSDP2 and DCP, with gloo on this CPU.
+
+Real processes (``torch.multiprocessing`` spawn, a TCP rendezvous on a free port), a tiny model of each
+family the engine pretrains, dropout off where weights are compared: processes cannot draw one
+process's dropout masks, while every other draw (data order, masks, ALUM's noise) is a function of
+(seed, step, row) and so the same whatever the number of processes.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+from distributed_pretraining import blocks, masker, run, settings
+
+from workers.engine.pretrain.checkpoints import read_state, safe_reader
+from workers.engine.pretrain.loop import LoopSettings, step_micro_batches
+
+pytestmark = pytest.mark.slow
+TOLERANCE = 1e-5  # fp32; the ranks' sums are added in another order than one process's
+
+
+def assert_same_weights(actual: dict, expected: dict, atol: float = TOLERANCE) -> None:
+    assert actual.keys() == expected.keys()
+    for name, tensor in expected.items():
+        torch.testing.assert_close(actual[name], tensor, rtol=0, atol=atol, msg=name)
+
+
+def test_each_process_draws_only_its_rows_and_the_masks_do_not_depend_on_the_number_of_processes():
+    loop = LoopSettings(steps=10, batch_size=12, accumulation=2, whole_word=True)
+    data = blocks(40)
+    whole = step_micro_batches(data, masker(), loop, 3, 0.15)
+    for world in (2, 3, 4):
+        shares = [step_micro_batches(data, masker(), loop, 3, 0.15, rank, world) for rank in range(world)]
+        for micro, batch in enumerate(whole):
+            for rank in range(world):
+                for key in ("input_ids", "labels", "block"):
+                    assert torch.equal(shares[rank][micro][key], batch[key][rank::world]), (world, rank, key)
+    assert not torch.equal(whole[0]["labels"], step_micro_batches(data, masker(), loop, 4, 0.15)[0]["labels"])
+
+
+def test_one_two_and_four_ddp_processes_end_with_the_weights_of_one_process_after_20_steps_with_accumulation(
+    tmp_path,
+):
+    one = run(1, tmp_path / "1", settings=settings(parallelism="ddp"))
+    assert one["log"][-1]["loss"] < one["log"][0]["loss"]  # it trained
+    for world in (2, 4):
+        many = run(world, tmp_path / str(world), settings=settings(parallelism="ddp"))
+        assert many["summary"]["parallelism"] == "ddp" and many["summary"]["processes"] == world
+        assert_same_weights(many["weights"], one["weights"])
+        assert many["log"][-1]["heldout_loss"] == pytest.approx(one["log"][-1]["heldout_loss"], abs=TOLERANCE)
+        assert [e["loss"] for e in many["log"]] == pytest.approx([e["loss"] for e in one["log"]], abs=TOLERANCE)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "longformer", "big-bird", "megatron-bert"])
+def test_fsdp_over_two_processes_trains_each_family_as_one_process_does(family, tmp_path):
+    """FSDP2's reduce-scatter sums what DDP's all-reduce sums: within 1e-5 of one process, held-out loss too."""
+    options = {"family": family, "settings": settings(steps=6, checkpoint_every=6, eval_every=3, parallelism="fsdp")}
+    one = run(1, tmp_path / "one", **options)
+    sharded = run(2, tmp_path / "fsdp", **options)
+    assert sharded["summary"]["parallelism"] == "fsdp"
+    assert_same_weights(sharded["weights"], one["weights"])
+    assert sharded["log"][-1]["heldout_loss"] == pytest.approx(one["log"][-1]["heldout_loss"], abs=TOLERANCE)
+
+
+def test_a_tiny_megatron_bert_sharded_over_four_processes_holds_under_30_percent_of_the_replicated_bytes(tmp_path):
+    """Parameters, gradients and AdamW's states, counted from the tensors each rank holds after a backward."""
+    options = {"family": "megatron-bert", "settings": settings(steps=2, checkpoint_every=2, eval_every=2)}
+    replicated = run(4, tmp_path / "ddp", **{**options, "settings": {**options["settings"], "parallelism": "ddp"}})
+    sharded = run(4, tmp_path / "fsdp", **{**options, "settings": {**options["settings"], "parallelism": "fsdp"}})
+    full = sum(replicated["bytes"][0].values())
+    assert all(part > 0 for part in replicated["bytes"][0].values())
+    for rank, counted in enumerate(sharded["bytes"]):
+        assert counted["gradients"] > 0 and counted["optimizer"] > 0, rank
+        assert sum(counted.values()) <= 0.30 * full, (rank, counted, replicated["bytes"][0])
+
+
+@pytest.mark.parametrize("objective", ["distillation", "alum"])
+def test_distillation_and_alum_under_ddp_train_as_in_one_process(objective, tmp_path):
+    options = {"objective": objective, "settings": settings(steps=6, checkpoint_every=6, eval_every=6)}
+    one = run(1, tmp_path / "one", **options)
+    two = run(2, tmp_path / "two", **{**options, "settings": {**options["settings"], "parallelism": "ddp"}})
+    assert_same_weights(two["weights"], one["weights"])
+
+
+def test_a_run_resumed_on_four_then_two_then_one_process_continues_the_curve_of_an_uninterrupted_run(tmp_path):
+    """FSDP's shards at 4, resumed as DDP at 2, then alone: DCP reshards the model and AdamW's states."""
+    loop = settings(checkpoint_every=5, eval_every=5)
+    whole = run(1, tmp_path / "whole", settings=loop)
+    out = tmp_path / "resumed"
+    run(4, out, settings={**loop, "parallelism": "fsdp"}, stop_at=10)
+    assert read_state(out / "checkpoint")["processes"] == 4
+    run(2, out, settings={**loop, "parallelism": "ddp"}, stop_at=15, resume=True)
+    resumed = run(1, out, settings=loop, resume=True)
+    assert [e["step"] for e in resumed["log"]] == list(range(1, 21))
+    assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in whole["log"]], abs=TOLERANCE)
+    assert_same_weights(resumed["weights"], whole["weights"])
+
+
+def test_a_run_resumed_on_the_same_number_of_processes_is_exact_dropout_included(tmp_path):
+    loop = {**settings(checkpoint_every=5, eval_every=5), "parallelism": "ddp"}
+    whole = run(2, tmp_path / "whole", settings=loop, dropout=0.1)
+    run(2, tmp_path / "resumed", settings=loop, dropout=0.1, stop_at=10)
+    resumed = run(2, tmp_path / "resumed", settings=loop, dropout=0.1, resume=True)
+    assert [e["loss"] for e in resumed["log"]] == [e["loss"] for e in whole["log"]]
+    for name, tensor in whole["weights"].items():
+        assert torch.equal(resumed["weights"][name], tensor), name
+
+
+def test_a_checkpoint_whose_dcp_metadata_holds_other_objects_is_refused_unrun(tmp_path, capfd):
+    run(1, tmp_path / "run", settings=settings(steps=2, checkpoint_every=2, eval_every=2))
+    metadata = tmp_path / "run" / "checkpoint" / "shards" / ".metadata"
+    assert safe_reader(metadata.parent).read_metadata().state_dict_metadata  # biolm's own metadata reads back
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("this ran",))
+
+    metadata.write_bytes(pickle.dumps(Payload()))
+    capfd.readouterr()
+    with pytest.raises(ValueError, match=r"builtins\.print, not one of DCP's metadata classes"):
+        safe_reader(metadata.parent).read_metadata()
+    assert "this ran" not in capfd.readouterr().out
+
+
+def test_a_checkpoint_of_the_replicated_layout_before_dcp_is_refused_with_what_to_do(tmp_path):
+    old = tmp_path / "checkpoint"
+    old.mkdir()
+    torch.save({"model": {}, "step": 3}, old / "state.pt")
+    with pytest.raises(ValueError, match=r"before sharded checkpoints .* start the run again without --resume"):
+        read_state(old)
+
+
+def test_the_micro_batch_must_give_every_process_a_row(tmp_path):
+    with pytest.raises(Exception, match="cannot give each of 4 processes a row: lower the accumulation"):
+        run(4, tmp_path / "run", settings=settings(batch_size=8, accumulation=4))
