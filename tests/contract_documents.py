@@ -56,11 +56,11 @@ def score_spec(finetune: FinetuneJob, finetune_job_id: int, metric: str | None =
     return score_job(BUILTIN, finetune, finetune_job_id, metric or finetune.metric, variant)
 
 
-def pretrain_spec(recipe: str = "tiny", *, steps: int | None = 50, gpus: int = 1, settings: Mapping | None = None
-                  ) -> PretrainJob:  # fmt: skip
+def pretrain_spec(recipe: str = "tiny", *, steps: int | None = 50, gpus: int = 1, settings: Mapping | None = None,
+                  nodes: int = 1) -> PretrainJob:  # fmt: skip
     corpus = Artefact("blobs/sha256/00/" + DIGEST, 10, DIGEST, "corpus.txt")
     return PretrainJob(recipe=recipe, corpus=corpus, output="submissions/1/pretrained", steps=steps,
-                       settings=dict(settings or {}), gpus=gpus)  # fmt: skip
+                       settings=dict(settings or {}), gpus=gpus, nodes=nodes)  # fmt: skip
 
 
 def results_document(spec: FinetuneJob, values: Mapping[str | int, float | None] | list[float], *,

@@ -12,6 +12,7 @@ from contract_documents import BUILTIN, checkpoint_model, finetune_spec, pretrai
 
 from biolm import plugin_set, protocols
 from biolm.contract import (
+    PRETRAIN_SPEC_VERSION,
     CodeMismatch,
     CodePin,
     ContractError,
@@ -39,13 +40,27 @@ from biolm.protocols import RunValue, combine
         finetune_spec("demo-ner", None, model=ModelInput(architecture="bert:tiny")),
         score_spec(finetune_spec("demo-ner"), 7),
         pretrain_spec(settings={"batch_size": 16}, gpus=2),
+        pretrain_spec(gpus=4, nodes=2),
     ],
-    ids=["finetune", "folds", "preview", "architecture", "score", "pretrain"],
+    ids=["finetune", "folds", "preview", "architecture", "score", "pretrain", "two-nodes"],
 )
 def test_every_kind_of_spec_is_equal_after_a_trip_through_json(spec):
     data = json.loads(json.dumps(spec.to_json()))
-    assert data["version"] == 1 and data["kind"] == spec.KIND
+    assert data["version"] == (PRETRAIN_SPEC_VERSION if spec.KIND == "pretrain" else 1) and data["kind"] == spec.KIND
     assert parse_job_spec(data) == spec and type(parse_job_spec(data)) is type(spec)
+
+
+def test_a_version_1_pretraining_spec_queued_before_nodes_existed_is_read_as_one_node():
+    current = pretrain_spec(gpus=2).to_json()
+    queued = {key: value for key, value in current.items() if key != "nodes"} | {"version": 1}
+    assert parse_job_spec(queued) == pretrain_spec(gpus=2)
+    assert parse_job_spec(queued).nodes == 1 and parse_job_spec(queued).processes == 2
+    with pytest.raises(ContractError, match=r"pretrain spec: unknown field\(s\) nodes"):
+        parse_job_spec({**queued, "nodes": 2})  # version 1 never had it
+    with pytest.raises(ContractError, match=r"reads pretrain spec version 1 or 2, not 3"):
+        parse_job_spec({**current, "version": 3})
+    with pytest.raises(ContractError, match=r"nodes must be a whole number from 1 to 1,024, not 0"):
+        parse_job_spec({**current, "nodes": 0})
 
 
 def test_the_fold_decision_is_the_protocols_and_the_statistic_goes_with_it():

@@ -28,7 +28,7 @@ from biolm.specs import ContractBreach, ImplementationError
 from tests.distributions import install_distribution
 from tests.faulty_plugin import CORPUS, METRICS, READER, line_of, loaded, write_package, write_polarity_splits
 from workers.engine.exit_status import PLUGIN_FAULT
-from workers.runner.execution import failure_cause, failure_summary
+from workers.runner.failures import failure_cause, failure_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 

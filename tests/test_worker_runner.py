@@ -17,17 +17,26 @@ def job(spec, tmp_path: Path) -> JobRun:
     return run
 
 
-def test_a_pretraining_job_on_several_gpus_is_launched_with_torchrun_on_its_spec(tmp_path):
+def test_a_pretraining_job_on_several_gpus_is_launched_with_torchrun_on_its_spec_restarting_in_place(
+    tmp_path, monkeypatch
+):
     corpus = tmp_path / "inputs" / "corpus"
     corpus.mkdir(parents=True)
     (corpus / "corpus.txt").write_text("text\n")
     spec_file = tmp_path / "spec.json"
     command = job(pretrain_spec(gpus=4), tmp_path)._pretrain_command(spec_file, {"corpus": corpus}, tmp_path / "out")
-    assert command[:5] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4"]
-    assert command[5:10] == ["-m", "workers.engine", "pretrain", "--spec", str(spec_file)]
+    assert command[:6] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
+                           "--max-restarts=2"]  # fmt: skip
+    assert command[6:11] == ["-m", "workers.engine", "pretrain", "--spec", str(spec_file)]
     assert "--resume" not in command and "--steps" not in command  # the spec says them
     single = job(pretrain_spec(gpus=1), tmp_path)._pretrain_command(spec_file, {"corpus": corpus}, tmp_path / "out")
     assert single[:4] == [sys.executable, "-m", "workers.engine", "pretrain"]
+    monkeypatch.setenv("BIOLM_TORCHRUN_MAX_RESTARTS", "0")
+    assert "--max-restarts=0" in job(pretrain_spec(gpus=2), tmp_path)._pretrain_command(spec_file, {"corpus": corpus},
+                                                                                         tmp_path / "out")  # fmt: skip
+    monkeypatch.setenv("BIOLM_TORCHRUN_MAX_RESTARTS", "many")
+    with pytest.raises(ValueError, match="BIOLM_TORCHRUN_MAX_RESTARTS takes a whole number from 0 to 100, not 'many'"):
+        job(pretrain_spec(gpus=2), tmp_path)._pretrain_command(spec_file, {"corpus": corpus}, tmp_path / "out")
 
 
 def test_a_fine_tuning_job_runs_its_spec_on_the_withheld_canonical_split(tmp_path):

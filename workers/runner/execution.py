@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -44,11 +43,10 @@ from pathlib import Path
 from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
 from biolm.intake_limits import ArchiveLimits
-from workers.engine.exit_status import CODE_MISSING, INPUT_REFUSED, PLUGIN_FAULT
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
-from workers.runner.processes import describe_exit
+from workers.runner.failures import failure_cause, failure_summary, plugin_of
 from workers.runner.transfer_heartbeats import heartbeats_while
 
 logger = logging.getLogger("biolm.worker")
@@ -57,56 +55,12 @@ ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = float(os.environ.get("BIOLM_HEARTBEAT_S", "5"))
 LOG_CHUNK_CHARS = 8_000
 STOP_GRACE_S = 10.0
-EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Fault)\b.*")
-
-
-def _lines(log_tail: str) -> list[str]:
-    return [line for line in log_tail.splitlines() if line.strip()]
-
-
-def failure_cause(code: int, log_tail: str) -> str:
-    """Whose failure an engine exit is (see :mod:`workers.engine.exit_status`): the submission's, a plugin's or ours.
-
-    The engine refuses input by printing ``error: ...`` and exiting with status 1 (the
-    submission's: charged), and reports a plugin's exception as ``error: plugin ...`` with status
-    3 (the plugin's: not retried); a crash (a traceback, a signal, running out of memory) is the
-    platform's, retried and refunded.
-    """
-    lines = _lines(log_tail)
-    last = lines[-1] if lines else ""
-    if code == PLUGIN_FAULT and last.startswith("error: plugin "):
-        return "plugin"
-    if code == CODE_MISSING:
-        return "platform"
-    refused = code == INPUT_REFUSED and last.startswith("error: ")
-    return "submission" if refused and "Traceback (most recent call last)" not in log_tail else "platform"
-
-
-def failure_summary(code: int, log_tail: str) -> str:
-    """The job's error: the engine's ``error:`` line, or how it crashed, in one line; the job's log keeps the rest."""
-    lines = _lines(log_tail)
-    if lines and lines[-1].startswith("error: ") and code in (INPUT_REFUSED, PLUGIN_FAULT, CODE_MISSING):
-        return lines[-1].removeprefix("error: ")
-    how = describe_exit(code)
-    after_traceback = log_tail.rpartition("Traceback (most recent call last)")[2] if "Traceback" in log_tail else ""
-    raised = [line for line in _lines(after_traceback) if EXCEPTION_LINE.match(line)]
-    if raised:
-        return f"the engine {how}: {raised[-1].strip()[:500]} (the traceback is in the job's log)"
-    hint = " (out of memory?)" if code == -signal.SIGKILL else ""
-    return f"the engine {how}{hint}; its last lines are in the job's log"
 
 
 @dataclass
 class Outcome:
     status: str  # succeeded, failed, stopped, not-claimed
     detail: str = ""
-
-
-def plugin_of(log_tail: str) -> str:
-    """The plugin an ``error: plugin <name> ...`` line names (``plugin version mismatch: <name> ...`` too)."""
-    last = (_lines(log_tail) or [""])[-1]
-    words = last.removeprefix("error: plugin ").removeprefix("version mismatch: ").split()
-    return words[0] if last.startswith("error: plugin ") and words else ""
 
 
 class JobRun:
@@ -150,6 +104,9 @@ class JobRun:
             return self._fail(f"this worker cannot read the job's spec: {exc}", "platform")
         if self.spec.KIND not in ("finetune", "pretrain"):
             return self._fail(f"a {self.spec.KIND} job cannot run on a GPU worker", "platform")
+        if getattr(self.spec, "nodes", 1) > 1:  # placement never sends one here; a worker of an older biolm might
+            return self._fail(f"a job on {self.spec.nodes} nodes runs on a cluster's (Slurm) worker; this worker "
+                              "runs jobs on its own host", "platform")  # fmt: skip
         refused = self._check_code()
         if refused is not None:
             return refused
@@ -165,6 +122,8 @@ class JobRun:
                 command = self._pretrain_command(spec_file, inputs, out)
             except ArchiveRefused as exc:  # a hostile resume archive: refusing it again would change nothing
                 return self._fail(str(exc), "submission")
+            except ValueError as exc:  # this worker's settings (BIOLM_TORCHRUN_MAX_RESTARTS): another may run it
+                return self._fail(f"this worker cannot launch the job: {exc}", "platform")
         code, stopped = self._supervise(command, out)
         if stopped:
             return Outcome("stopped", "the platform asked this delivery to stop")
@@ -225,10 +184,8 @@ class JobRun:
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
             self._note(f"resuming from the checkpoint an earlier attempt uploaded (step {_checkpoint_step(out)})")
-        gpus = self.spec.gpus
-        if gpus > 1:
-            return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}",
-                    "-m", "workers.engine", *arguments]  # fmt: skip
+        if self.spec.gpus > 1:
+            return [*torchrun_command(self.spec.gpus), "-m", "workers.engine", *arguments]
         return [sys.executable, "-m", "workers.engine", *arguments]
 
     def _supervise(self, command: list[str], out: Path) -> tuple[int, bool]:
@@ -383,6 +340,25 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+MAX_RESTARTS_VARIABLE = "BIOLM_TORCHRUN_MAX_RESTARTS"
+
+
+def max_restarts(environ: dict | None = None) -> int:
+    """torchrun's ``--max-restarts``: how often a crashed group restarts in place (resuming its checkpoint)."""
+    raw = (environ if environ is not None else os.environ).get(MAX_RESTARTS_VARIABLE, "").strip() or "2"
+    if not raw.isdigit() or int(raw) > 100:
+        raise ValueError(f"{MAX_RESTARTS_VARIABLE} takes a whole number from 0 to 100, not {raw!r}")
+    return int(raw)
+
+
+def torchrun_command(gpus: int) -> list[str]:
+    """torchrun on this host for ``gpus`` processes: a c10d rendezvous on a free local port (``--standalone``),
+    and ``--max-restarts`` restarts of the group, which resume from the run's last checkpoint
+    (:func:`workers.engine.pretrain.run.restarted_by_torchrun`) instead of step 0."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}",
+            f"--max-restarts={max_restarts()}"]  # fmt: skip
 
 
 def _checkpoint_step(out: Path) -> int | str:

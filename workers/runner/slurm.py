@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.runner.execution import failure_cause
+from workers.runner.failures import failure_cause
 
 logger = logging.getLogger("biolm.worker")
 
@@ -258,7 +258,7 @@ class JobState:
 
     @property
     def status(self) -> int:
-        """The status as :func:`workers.runner.execution.failure_cause` reads it: a signal is negative, as Popen's."""
+        """The status as :func:`workers.runner.failures.failure_cause` reads it: a signal is negative, as Popen's."""
         return -self.signal if self.signal else self.exit_code
 
 

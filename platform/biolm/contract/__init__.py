@@ -8,6 +8,7 @@ shows one spec of each kind and a results document.
 from biolm.contract.code import CodeMismatch, CodeMissing, CodePin, PinCheck, check, mismatch_message, pins_for
 from biolm.contract.errors import ContractError
 from biolm.contract.jobs import (
+    PRETRAIN_SPEC_VERSION,
     SPEC_VERSION,
     Artefact,
     FinetuneJob,
@@ -24,6 +25,7 @@ from biolm.contract.task_options import TaskOptions
 
 __all__ = [
     "RESULTS_VERSION",
+    "PRETRAIN_SPEC_VERSION",
     "SPEC_VERSION",
     "Artefact",
     "CodeMismatch",

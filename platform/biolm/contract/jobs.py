@@ -28,19 +28,27 @@ from biolm.contract.overrides import Overrides
 from biolm.contract.task_options import TaskOptions
 from biolm.specs import SpecError, check_slug
 
-SPEC_VERSION = 1
+SPEC_VERSION = 1  # fine-tuning and scoring specs
+PRETRAIN_SPEC_VERSION = 2  # 2 added ``nodes``; version 1 (one node) is still read, for jobs queued before
 GPUS_MAX = 64
+NODES_MAX = 1024
 STEPS_MAX = 100_000_000
 
 
-def _fields(data: object, kind: str, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    """The document's fields, after its version and kind are checked; unknown and missing fields refused."""
+def _fields(
+    data: object, kind: str, allowed: set[str], required: set[str], versions: tuple[int, ...] = (SPEC_VERSION,)
+) -> dict[str, Any]:
+    """The document's fields, after its version and kind are checked; unknown and missing fields refused.
+
+    ``versions``: those this biolm reads, the newest last (the one it writes).
+    """
     if not isinstance(data, Mapping):
         raise ContractError(f"a {kind} spec must be a JSON object, not {type(data).__name__}")
     values = dict(data)
     version = values.pop("version", None)
-    if version != SPEC_VERSION:
-        raise ContractError(f"this biolm reads {kind} spec version {SPEC_VERSION}, not {version!r}", "version")
+    if version not in versions or isinstance(version, bool):
+        readable = " or ".join(str(v) for v in versions)
+        raise ContractError(f"this biolm reads {kind} spec version {readable}, not {version!r}", "version")
     if values.pop("kind", None) != kind:
         raise ContractError(f"not a {kind} spec (kind {data.get('kind')!r})", "kind")
     unknown = sorted(set(values) - allowed)
@@ -283,7 +291,10 @@ class ScoreJob(JobSpec):
 
 @dataclass(frozen=True)
 class PretrainJob(JobSpec):
-    """Pretrain a recipe on a corpus (torchrun on ``gpus`` GPUs of one host) and store the checkpoint."""
+    """Pretrain a recipe on a corpus (torchrun on ``gpus`` GPUs of each of ``nodes`` hosts) and store the checkpoint.
+
+    ``gpus`` is per node, as torchrun's ``--nproc-per-node`` and Slurm's ``--gpus-per-node`` count them.
+    """
 
     KIND: ClassVar[str] = "pretrain"
 
@@ -294,9 +305,11 @@ class PretrainJob(JobSpec):
     settings: Mapping[str, Any] = field(default_factory=dict)
     gpus: int = 1
     code: tuple[CodePin, ...] = ()
+    nodes: int = 1
 
     def __post_init__(self) -> None:
         _slug(self.recipe, "recipe")
+        _count(self.nodes, "nodes", 1, NODES_MAX)
         if not isinstance(self.corpus, Artefact):
             raise ContractError("corpus must be an artefact", "corpus")
         _text(self.output, "output")
@@ -308,11 +321,15 @@ class PretrainJob(JobSpec):
         object.__setattr__(self, "code", _code(self.code))
 
     def __hash__(self) -> int:
-        return hash((self.recipe, self.corpus, self.output, self.steps, self.gpus, self.code))
+        return hash((self.recipe, self.corpus, self.output, self.steps, self.gpus, self.nodes, self.code))
+
+    @property
+    def processes(self) -> int:
+        return self.gpus * self.nodes
 
     def to_json(self) -> dict:
         return {
-            "version": SPEC_VERSION,
+            "version": PRETRAIN_SPEC_VERSION,
             "kind": self.KIND,
             "recipe": self.recipe,
             "corpus": self.corpus.to_json(),
@@ -320,13 +337,17 @@ class PretrainJob(JobSpec):
             "steps": self.steps,
             "settings": dict(self.settings),
             "gpus": self.gpus,
+            "nodes": self.nodes,
             "code": [pin.to_json() for pin in self.code],
         }
 
     @classmethod
     def from_json(cls, data: object) -> PretrainJob:
-        allowed = {"recipe", "corpus", "output", "steps", "settings", "gpus", "code"}
-        values = _fields(data, cls.KIND, allowed, {"recipe", "corpus", "output"})
+        version = data.get("version") if isinstance(data, Mapping) else None
+        allowed = {"recipe", "corpus", "output", "steps", "settings", "gpus", "code"} | (
+            {"nodes"} if version == 2 else set()
+        )
+        values = _fields(data, cls.KIND, allowed, {"recipe", "corpus", "output"}, (1, PRETRAIN_SPEC_VERSION))
         values["corpus"] = Artefact.from_json(values["corpus"])
         values["code"] = _code(values.get("code", []))
         return cls(**values)
