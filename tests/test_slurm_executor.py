@@ -111,7 +111,7 @@ def test_a_multi_node_script_runs_one_torchrun_per_node_meeting_on_the_first_nod
     for line in ("#SBATCH --job-name=biolm-job-42", "#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
                  "#SBATCH --gpus-per-node=4", "#SBATCH --partition=gpu", "#SBATCH --account=bio",
                  "#SBATCH --time=24:00:00", f"#SBATCH --output={tmp_path}/slurm.log", "#SBATCH --no-requeue",
-                 "export BIOLM_PROGRESS=p.json", "unset BIOLM_WORKER_SECRET DATABASE_URL",
+                 "export BIOLM_PROGRESS=p.json", "unset BIOLM_WORKER_SECRET DATABASE_URL CELERY_BROKER_URL",
                  'first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'):  # fmt: skip
         assert line in script.splitlines()
     launch = script.splitlines()[-1]
@@ -130,8 +130,9 @@ def test_a_cpu_job_asks_for_no_gpus_and_a_plain_job_runs_its_command_without_sru
         BatchJob(7, tmp_path, ("true",), nodes=2, torchrun=False)
 
 
-def test_the_batch_job_gets_the_workers_environment_without_its_secret_or_the_database():
-    env = job_environment({"PATH": "/bin", "BIOLM_WORKER_SECRET": "s3cret", "DATABASE_URL": "postgres://x"})
+def test_the_batch_job_gets_the_workers_environment_without_its_secret_the_database_or_the_broker():
+    env = job_environment({"PATH": "/bin", "BIOLM_WORKER_SECRET": "s3cret", "DATABASE_URL": "postgres://x",
+                           "CELERY_BROKER_URL": "redis://:pw@broker"})  # fmt: skip
     assert env == {"PATH": "/bin"}
 
 

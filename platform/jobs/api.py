@@ -41,6 +41,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from biolm.contract.jobs import NODES_MAX
 from jobs import artefacts, completion, dispatch, lifecycle, tasks
 from jobs.models import WAITING, Job, Worker
 
@@ -154,6 +155,13 @@ class WorkerIn(serializers.Serializer):
     )
     gpu_devices = serializers.ListField(
         child=GpuDeviceIn(), max_length=64, default=list, help_text="Each of its GPUs' model and memory."
+    )
+    executor = serializers.ChoiceField(
+        choices=["local", "slurm"], default="local",
+        help_text="local: it runs jobs on its own host; slurm: as batch jobs on a cluster (gpus: per node).",
+    )  # fmt: skip
+    nodes = serializers.IntegerField(
+        min_value=1, max_value=NODES_MAX, default=1, help_text="A Slurm worker: the nodes one job may span."
     )
 
     def validate(self, data: dict) -> dict:
@@ -326,7 +334,8 @@ class WorkerHeartbeatView(WorkerView):
         data = _valid(WorkerIn, request)
         dispatch.record_worker(
             data["name"], data["queues"], data["slots"], gpus=data["gpus"], gpus_free=data.get("gpus_free"),
-            shares_gpu=data["shares_gpu"], gpu_devices=data["gpu_devices"],
+            shares_gpu=data["shares_gpu"], gpu_devices=data["gpu_devices"], executor=data["executor"],
+            nodes=data["nodes"],
         )  # fmt: skip
         transaction.on_commit(tasks.kick)  # a free slot may have appeared
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -37,7 +37,7 @@ from django.db.models import Count, F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from biolm.placement import Seat
+from biolm.placement import Need, Seat
 from jobs import lifecycle
 from jobs.models import WAITING, Job, Worker
 
@@ -61,10 +61,13 @@ def record_worker(
     gpus_free: int | None = None,
     shares_gpu: bool = False,
     gpu_devices: list[dict] | None = None,
+    executor: str = "local",
+    nodes: int = 1,
 ) -> Worker:
     """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU),
     ``gpus_free`` of them held by no job (all when it does not say), shared with other workers or not, and
-    ``gpu_devices``: each GPU's model and memory."""
+    ``gpu_devices``: each GPU's model and memory. A Slurm worker (``executor="slurm"``) reaches up to ``nodes``
+    nodes, and ``gpus`` and ``gpu_devices`` are each node's."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
         name=name,
@@ -75,6 +78,8 @@ def record_worker(
             "gpus_free": gpus if gpus_free is None else min(gpus_free, gpus),
             "shares_gpu": shares_gpu and gpus > 0,
             "gpu_devices": list(gpu_devices or []),
+            "executor": executor,
+            "nodes": nodes if executor == "slurm" else 1,
             "last_heartbeat": now,
             "problem": "",
             "problem_at": None,
@@ -100,6 +105,18 @@ def record_problem(name: str, queues: list[str], problem: str, now: dt.datetime 
 def live_workers(stale_after_s: float, now: dt.datetime | None = None) -> QuerySet[Worker]:
     now = now or timezone.now()
     return Worker.objects.filter(last_heartbeat__gte=now - dt.timedelta(seconds=stale_after_s))
+
+
+def largest_gpu_memory(need: Need, stale_after_s: float, now: dt.datetime | None = None) -> int | None:
+    """The largest GPU memory, in bytes, of a live worker that could hold a job of ``need`` (a Slurm worker's per
+    its settings); None when none reports one (no such worker, or none knows its cards)."""
+    memories = [
+        int(device.get("memory_bytes") or 0)
+        for worker in live_workers(stale_after_s, now)
+        if Job.Queue.GPU in worker.queues.split(",") and worker.seat.holds(need)
+        for device in worker.gpu_devices or []
+    ]
+    return max(memories, default=0) or None
 
 
 def capacity(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> int:

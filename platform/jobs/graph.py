@@ -57,11 +57,11 @@ def stored_checkpoint(entries: Iterable[dict], prefix: str) -> ModelInput:
 
 
 def pretrain_spec(contributions: Contributions, recipe: str, corpus: dict, output: str, steps: int | None,
-                  settings: dict, gpus: int) -> PretrainJob:  # fmt: skip
+                  settings: dict, gpus: int, nodes: int = 1) -> PretrainJob:  # fmt: skip
     """The pretraining job's spec, pinning the recipe's code."""
     return PretrainJob(
         recipe=recipe, corpus=Artefact.from_json(corpus), output=output, steps=steps, settings=dict(settings),
-        gpus=gpus, code=pins_for(contributions, [("recipes", recipe)]),
+        gpus=gpus, nodes=nodes, code=pins_for(contributions, [("recipes", recipe)]),
     )  # fmt: skip
 
 

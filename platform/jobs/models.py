@@ -144,6 +144,13 @@ class Worker(models.Model):
     gpu_devices = models.JSONField(
         default=list, blank=True, help_text="Each of its GPUs as nvidia-smi names it: [{name, memory_bytes}]."
     )
+    executor = models.CharField(
+        max_length=10, default="local", choices=[("local", "local"), ("slurm", "Slurm")],
+        help_text="How it runs a job: as its own child process (local), or as a Slurm batch job (slurm).",
+    )  # fmt: skip
+    nodes = models.PositiveSmallIntegerField(
+        default=1, help_text="A Slurm worker: the nodes one job may span (gpus and gpu_devices are per node)."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     last_heartbeat = models.DateTimeField(default=timezone.now, null=True, blank=True, db_index=True)
     problem = models.TextField(blank=True, help_text="Why its supervisor stopped restarting it.")
@@ -158,11 +165,18 @@ class Worker(models.Model):
     @property
     def seat(self) -> Seat:
         """What it can hold (:class:`biolm.placement.Seat`), and so the broker queue it consumes."""
-        return Seat(self.gpus, shared=self.shares_gpu)
+        return Seat(self.gpus, shared=self.shares_gpu, nodes=self.nodes or 1, slurm=self.executor == "slurm")
 
     @property
     def device(self) -> str:
-        """What its jobs run on, in words: "CPU", "1 GPU, shared", "4 GPUs (NVIDIA H200, 140 GiB each)"."""
+        """What its jobs run on, in words: "CPU", "1 GPU, shared", "4 GPUs (NVIDIA H200, 140 GiB each)", and for a
+        Slurm worker "Slurm: up to 2 nodes of 4 GPUs (NVIDIA A100, 80 GiB each)"."""
+        if self.executor == "slurm":
+            each = f"{plural(self.gpus)}" if self.gpus else "CPUs"
+            kinds = sorted({(d.get("name", "?"), d.get("memory_bytes", 0)) for d in self.gpu_devices or []})
+            details = "; ".join(f"{name}, {memory / 2**30:.0f} GiB" for name, memory in kinds)
+            reach = f"Slurm: up to {plural(self.nodes or 1, 'node')} of {each}"
+            return reach + (f" ({details} each)" if details else "")
         if not self.gpus:
             return "CPU"
         kinds = sorted({(d.get("name", "?"), d.get("memory_bytes", 0)) for d in self.gpu_devices or []})

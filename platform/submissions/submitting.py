@@ -34,10 +34,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
-from biolm.contract.jobs import STEPS_MAX
+from biolm.contract.jobs import NODES_MAX, STEPS_MAX
 from biolm.job_specs import finetune_job
+from biolm.memory_plan import PlanRefused, parse_memory, plan_for_recipe
+from biolm.placement import Need
 from biolm.protocols import preview_overrides
-from jobs import artefacts, graph, tasks
+from jobs import artefacts, dispatch, graph, tasks
+from jobs.management.commands.plan_pretraining import DEFAULT_GPU_MEMORY
 from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
 from registry.models import (
     Benchmark,
@@ -103,7 +106,8 @@ class SubmissionRequest:
     overrides: dict = field(default_factory=dict)  # of the protocol's settings (biolm.contract.Overrides), as JSON
     pretrain_steps: int | None = None
     pretrain_settings: dict = field(default_factory=dict)
-    gpus: int = 1  # for the pretraining job: torchrun on this many GPUs of one host
+    gpus: int = 1  # for the pretraining job: torchrun on this many GPUs of each node
+    nodes: int = 1  # for the pretraining job: this many nodes (more than one: only a Slurm worker runs it)
     private: bool = False
     priority: int = 0
     preview: bool = False  # a quick preview: one grid point, one seed; marked as such, never ranked
@@ -161,8 +165,12 @@ def submit(request: SubmissionRequest) -> Submission:
     recipe = _recipe(request) if request.recipe else None
     if not 1 <= request.gpus <= 64:
         raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
+    if not 1 <= request.nodes <= NODES_MAX:
+        raise SubmissionError(f"--nodes must be from 1 to {NODES_MAX}, not {request.nodes}", "nodes")
     details = _details(request)
     contributions = load_contributions()
+    if recipe is not None:
+        _check_memory_plan(contributions, request)
     planned = _planned(contributions, benchmark, entries, overrides, request.preview)
     _check_quota(request.owner)  # at once, before the intake's work; counted again, under a lock, before the row
     _check_disk(request)
@@ -498,6 +506,29 @@ def _model_for_checkpoint(taken: TakenCheckpoint, request: SubmissionRequest, lo
     return model
 
 
+def _check_memory_plan(contributions, request: SubmissionRequest) -> None:
+    """Refuse, in the memory plan's one sentence naming the fix, a pretraining run that fits no GPU it could get.
+
+    The cards are the largest that a live worker able to hold the job reports (a Slurm worker's are its
+    settings, ``BIOLM_SLURM_GPU_MEMORY``), else ``manage.py plan_pretraining``'s default (80 GB) when none
+    reports its memory: so "needs fsdp" or "needs at least 16 GPUs" is said at submit, not
+    found as an out-of-memory error after a day in the queue. A run the plan cannot model (an architecture it
+    has no formula for) is left to the engine.
+    """
+    recipe = contributions.recipes.get(request.recipe)
+    if recipe is None:
+        return
+    need = Need(gpus=request.gpus, shareable=False, nodes=request.nodes)
+    memory = dispatch.largest_gpu_memory(need, settings.BIOLM_HEARTBEAT_STALE_S) or parse_memory(DEFAULT_GPU_MEMORY)
+    try:
+        plan_for_recipe({**recipe.settings, **request.pretrain_settings}, None, request.gpus, request.nodes, None,
+                        memory, contributions=contributions)  # fmt: skip
+    except PlanRefused as refused:
+        raise SubmissionError(f"recipe {recipe.slug}: {refused}", "gpus") from None
+    except (ValueError, TypeError, KeyError):  # settings the engine refuses in its own words, or no formula
+        return
+
+
 def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> LanguageModel:
     """A model row for what the pretraining job will produce; its checkpoint is filled when it succeeds.
 
@@ -532,7 +563,7 @@ def _source(contributions, request: SubmissionRequest, submission: Submission, c
     try:
         pretrain = graph.pretrain_spec(
             contributions, recipe.slug, corpus, f"{prefix}/pretrained", request.pretrain_steps,
-            request.pretrain_settings, request.gpus,
+            request.pretrain_settings, request.gpus, request.nodes,
         )  # fmt: skip
     except ContractError as exc:
         raise SubmissionError(str(exc), "steps" if exc.field == "steps" else "recipe") from None

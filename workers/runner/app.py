@@ -12,6 +12,11 @@ Environment: ``CELERY_BROKER_URL`` (default: the embedded filesystem broker unde
 ``http://127.0.0.1:8000/internal/``), ``BIOLM_WORKER_SECRET`` (to register the worker's
 heartbeats), ``BIOLM_WORKER_DIR`` (scratch space for jobs), ``BIOLM_HEARTBEAT_S``.
 
+``BIOLM_EXECUTOR=slurm`` makes it a Slurm worker (:mod:`workers.runner.executors`): on a cluster's login
+node, it runs each job as a batch job, and its seat is what its settings say one job may reach
+(:class:`workers.runner.slurm.SlurmReach`: nodes, GPUs per node, their model and memory), not what this
+host has.
+
 A worker consumes the broker queue of what it owns (:mod:`biolm.placement`: ``gpu``, ``gpu-4``,
 ``gpu-shared``), in place of the ``gpu`` that ``-Q`` names, so that the dispatcher's choice of worker
 holds however it was started; its heartbeat says how many GPUs it owns, how many no running job holds,
@@ -33,9 +38,11 @@ from biolm.owner_only import owner_only_files
 from biolm.placement import GPU_QUEUE, Need, Seat
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
+from workers.runner.executors import check_slurm, executor
 from workers.runner.gpu_workers import SHARES_GPU_VARIABLE, describe_gpus, visible_gpus
 from workers.runner.health import health_file
 from workers.runner.processes import dump_stacks_on_signal
+from workers.runner.slurm_settings import SlurmReach
 
 logger = logging.getLogger("biolm.worker")
 owner_only_files()  # `celery -A workers.runner.app worker` starts here: job scratch space and results owner-only
@@ -47,6 +54,9 @@ BROKER_URL = os.environ.get("CELERY_BROKER_URL", broker.DEFAULT_URL)
 API_URL = os.environ.get("BIOLM_API_URL", "http://127.0.0.1:8000/internal/").rstrip("/") + "/"
 WORK_DIR = Path(os.environ.get("BIOLM_WORKER_DIR", VAR_DIR / "worker"))
 QUEUES = os.environ.get("BIOLM_WORKER_QUEUES", "gpu").split(",")
+EXECUTOR = executor()  # a bad BIOLM_EXECUTOR (or Slurm setting) stops the worker at start, in one line
+if EXECUTOR == "slurm":
+    check_slurm()
 
 
 def gpu_count() -> int:
@@ -63,13 +73,20 @@ def gpu_count() -> int:
 
 def seat() -> Seat:
     """What this worker offers: its GPUs (:func:`gpu_count`), shared with other workers when
-    ``BIOLM_WORKER_SHARES_GPU`` is 1 (:func:`workers.runner.gpu_workers.worker_processes` sets it)."""
+    ``BIOLM_WORKER_SHARES_GPU`` is 1 (:func:`workers.runner.gpu_workers.worker_processes` sets it); a Slurm
+    worker's reach on the cluster (``BIOLM_SLURM_MAX_NODES`` nodes of ``BIOLM_SLURM_GPUS_PER_NODE``)."""
+    if EXECUTOR == "slurm":
+        reach = SlurmReach.from_environment()
+        return Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True)
     count = gpu_count()
     return Seat(count, shared=count > 0 and os.environ.get(SHARES_GPU_VARIABLE, "").strip() == "1")
 
 
 def own_gpus() -> list[dict]:
-    """The model and memory of each GPU this worker owns (none on the CPU, or without nvidia-smi)."""
+    """The model and memory of each GPU this worker owns (none on the CPU, or without nvidia-smi); a Slurm
+    worker's: one node's, as its settings say (``BIOLM_SLURM_GPU_MODEL``, ``BIOLM_SLURM_GPU_MEMORY``)."""
+    if EXECUTOR == "slurm":
+        return SlurmReach.from_environment().devices()
     if not gpu_count():
         return []
     return describe_gpus(os.environ.get("CUDA_VISIBLE_DEVICES") or None)
@@ -96,7 +113,7 @@ app.conf.update(
 def run_job(self, job_id: int, token: str) -> str:
     global _running
     worker = self.request.hostname or "worker"
-    _running = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR)
+    _running = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR, executor=EXECUTOR)
     try:
         outcome = _running.run()
     finally:
@@ -149,7 +166,8 @@ class Liveness(threading.Thread):
         """The heartbeat's body: alive, on ``QUEUES``, one job at a time, and the GPUs it owns and has free."""
         free = max(0, self.seat.gpus - held_gpus(_running))
         return {"name": self.worker_name, "queues": QUEUES, "slots": 1, "gpus": self.seat.gpus, "gpus_free": free,
-                "shares_gpu": self.seat.shared, "gpu_devices": self.devices}  # fmt: skip
+                "shares_gpu": self.seat.shared, "gpu_devices": self.devices, "executor": EXECUTOR,
+                "nodes": self.seat.nodes}  # fmt: skip
 
     def run(self) -> None:
         alive = health_file(WORK_DIR, self.worker_name)

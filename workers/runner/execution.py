@@ -7,6 +7,14 @@ plugin's fault: not retried, refunded), writes the spec to a file and runs the e
 (``--spec FILE``). The engine is a fresh process, so it always loads the plugins as installed now;
 when they changed since this worker's last job, the job's log says so.
 
+On a cluster (``BIOLM_EXECUTOR=slurm``, :mod:`workers.runner.executors`) only "run the engine" differs:
+the same command runs as a Slurm batch job (:class:`workers.runner.slurm.SlurmRun`: srun and torchrun
+on each of the job's nodes), whose log and progress file, in the job's folder on a filesystem the nodes
+share, reach the platform in the same heartbeats; a "stop" verdict is an ``scancel``. Slurm's endings
+that are the cluster's (a lost node, out of memory, preempted, over its time limit, or cancelled on the
+cluster by someone other than the platform) are the platform's: retried, resuming from the uploaded
+checkpoint.
+
 The engine runs in a child process (``python -m workers.engine ...``, or torchrun for a
 pretraining job on several GPUs) so that the worker can always stop it: a heartbeat answered
 "stop" (the job was cancelled, or reaped and given to another worker) terminates it within one
@@ -46,7 +54,16 @@ from biolm.intake_limits import ArchiveLimits
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
-from workers.runner.failures import failure_cause, failure_summary, plugin_of
+from workers.runner.failures import engine_exit, failure_cause, failure_summary, plugin_of
+from workers.runner.slurm import (
+    BatchJob,
+    SlurmError,
+    SlurmOutcome,
+    SlurmReach,
+    SlurmRun,
+    SlurmSettings,
+    engine_lines,
+)
 from workers.runner.transfer_heartbeats import heartbeats_while
 
 logger = logging.getLogger("biolm.worker")
@@ -64,8 +81,9 @@ class Outcome:
 
 
 class JobRun:
-    def __init__(self, job_id: int, token: str, *, api_url: str, worker: str, work_dir: Path) -> None:
-        self.job_id, self.worker = job_id, worker
+    def __init__(self, job_id: int, token: str, *, api_url: str, worker: str, work_dir: Path,
+                 executor: str = "local") -> None:  # fmt: skip
+        self.job_id, self.worker, self.executor = job_id, worker, executor
         self.spec: contract.FinetuneJob | contract.PretrainJob | None = None
         self.client = PlatformClient(api_url, token)
         self.delivery = uuid.uuid4().hex
@@ -104,7 +122,7 @@ class JobRun:
             return self._fail(f"this worker cannot read the job's spec: {exc}", "platform")
         if self.spec.KIND not in ("finetune", "pretrain"):
             return self._fail(f"a {self.spec.KIND} job cannot run on a GPU worker", "platform")
-        if getattr(self.spec, "nodes", 1) > 1:  # placement never sends one here; a worker of an older biolm might
+        if getattr(self.spec, "nodes", 1) > 1 and self.executor != "slurm":  # placement never sends one here
             return self._fail(f"a job on {self.spec.nodes} nodes runs on a cluster's (Slurm) worker; this worker "
                               "runs jobs on its own host", "platform")  # fmt: skip
         refused = self._check_code()
@@ -115,22 +133,15 @@ class JobRun:
         with self._heartbeats_while("downloading the inputs"):
             inputs = {role: self._download(role, entries) for role, entries in claimed["inputs"].items()}
         out = self.directory / "out"
-        if self.spec.KIND == "finetune":
-            command = self._finetune_command(spec_file, inputs, out)
-        else:
-            try:
-                command = self._pretrain_command(spec_file, inputs, out)
-            except ArchiveRefused as exc:  # a hostile resume archive: refusing it again would change nothing
-                return self._fail(str(exc), "submission")
-            except ValueError as exc:  # this worker's settings (BIOLM_TORCHRUN_MAX_RESTARTS): another may run it
-                return self._fail(f"this worker cannot launch the job: {exc}", "platform")
-        code, stopped = self._supervise(command, out)
-        if stopped:
-            return Outcome("stopped", "the platform asked this delivery to stop")
-        self._beat()  # the last progress and log lines
-        if code != 0:
-            tail = self._log_tail()
-            return self._fail(failure_summary(code, tail), failure_cause(code, tail), plugin_of(tail))
+        try:
+            command = self._command(spec_file, inputs, out)
+        except ArchiveRefused as exc:  # a hostile resume archive: refusing it again would change nothing
+            return self._fail(str(exc), "submission")
+        except ValueError as exc:  # this worker's settings (BIOLM_TORCHRUN_MAX_RESTARTS): another may run it
+            return self._fail(f"this worker cannot launch the job: {exc}", "platform")
+        ended = self._run_on_slurm(command, out) if self.executor == "slurm" else self._run_here(command, out)
+        if ended is not None:
+            return ended
         with self._heartbeats_while("uploading the outputs"):
             if self.spec.KIND == "finetune":
                 self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
@@ -166,6 +177,66 @@ class JobRun:
             return self._fail("; ".join(message for _, message in checked.differing), "plugin", plugin)
         return None
 
+    def _command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str] | BatchJob:
+        """What runs the engine: a command line here, or a Slurm batch job of the same engine command."""
+        if self.spec.KIND == "finetune":
+            command = self._finetune_command(spec_file, inputs, out)
+            return self._batch_job(tuple(command), torchrun=False) if self.executor == "slurm" else command
+        if self.executor == "slurm":
+            return self._batch_job(("-m", "workers.engine", *self._pretrain_arguments(spec_file, inputs, out)), True)
+        return self._pretrain_command(spec_file, inputs, out)
+
+    def _pretrain_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
+        """The engine on this host: torchrun on the spec's GPUs, or one process."""
+        arguments = self._pretrain_arguments(spec_file, inputs, out)
+        if self.spec.gpus > 1:
+            return [*torchrun_command(self.spec.gpus), "-m", "workers.engine", *arguments]
+        return [sys.executable, "-m", "workers.engine", *arguments]
+
+    def _batch_job(self, command: tuple[str, ...], torchrun: bool) -> BatchJob:
+        """The engine command as a batch job: a pretraining job's torchrun on each of its nodes (``gpus`` ranks per
+        node), a fine-tuning job's one process; GPUs asked of Slurm only where its nodes have them."""
+        reach = SlurmReach.from_environment()
+        gpus = self.spec.gpus if torchrun else 1
+        return BatchJob(
+            self.job_id, self.directory, command, nodes=getattr(self.spec, "nodes", 1) if torchrun else 1,
+            gpus_per_node=gpus if reach.gpus_per_node else 0, nproc_per_node=gpus,
+            max_restarts=max_restarts() if torchrun else 0, torchrun=torchrun,
+            environment={PROGRESS_VARIABLE: str(self.progress_path), "HF_HUB_OFFLINE": "1"},
+        )  # fmt: skip
+
+    def _run_here(self, command: list[str], out: Path) -> Outcome | None:
+        """The engine as this worker's child; None when it succeeded, else how the attempt ended."""
+        code, stopped = self._supervise(command, out)
+        if stopped:
+            return Outcome("stopped", "the platform asked this delivery to stop")
+        self._beat()  # the last progress and log lines
+        if code == 0:
+            return None
+        code, tail = engine_exit(code, self._log_tail())
+        return self._fail(failure_summary(code, tail), failure_cause(code, tail), plugin_of(tail))
+
+    def _run_on_slurm(self, job: BatchJob, out: Path) -> Outcome | None:
+        """The engine as a Slurm batch job, heartbeating with its log; None when it succeeded, else how it ended."""
+
+        def heartbeat(text: str) -> str:
+            if text.strip():
+                self._notes.append(_readable(text)[-LOG_CHUNK_CHARS:])
+            verdict = self._beat()
+            if verdict != "stop":
+                self._upload_new_checkpoint(out)
+            return verdict
+
+        try:
+            ended = SlurmRun(job, SlurmSettings.from_environment(), heartbeat).run()
+        except SlurmError as exc:  # sbatch refused it: this cluster's configuration, not the job's
+            return self._fail(f"Slurm did not take the job: {exc}", "platform")
+        if ended.stopped:
+            return Outcome("stopped", f"the platform asked this delivery to stop (scancel {ended.slurm_job_id})")
+        if ended.succeeded:
+            return None
+        return self._fail(*slurm_failure(ended))
+
     def _finetune_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
         """The engine on the job's spec; only where its files are here is added."""
         return [
@@ -174,7 +245,8 @@ class JobRun:
             "--test_gold_withheld", "--out", str(out),
         ]  # fmt: skip
 
-    def _pretrain_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
+    def _pretrain_arguments(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
+        """The engine's arguments for the pretraining job; an earlier attempt's checkpoint unpacked to resume."""
         corpus = next(p for p in inputs["corpus"].rglob("*") if p.is_file())
         arguments = ["pretrain", "--spec", str(spec_file), "--corpus", str(corpus), "--out", str(out)]
         if "checkpoint" in inputs:  # an earlier attempt's last checkpoint: resume from it
@@ -184,9 +256,7 @@ class JobRun:
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
             self._note(f"resuming from the checkpoint an earlier attempt uploaded (step {_checkpoint_step(out)})")
-        if self.spec.gpus > 1:
-            return [*torchrun_command(self.spec.gpus), "-m", "workers.engine", *arguments]
-        return [sys.executable, "-m", "workers.engine", *arguments]
+        return arguments
 
     def _supervise(self, command: list[str], out: Path) -> tuple[int, bool]:
         """Run the engine, heartbeating; (exit status, whether the platform stopped it)."""
@@ -317,6 +387,26 @@ class JobRun:
         except (Conflict, Rejected, Unreachable) as exc:
             logger.warning("job #%s: could not report its failure: %s", self.job_id, exc)
         return Outcome("failed", error)
+
+
+def slurm_failure(ended: SlurmOutcome) -> tuple[str, str, str]:
+    """A failed batch job's error line, cause and plugin (for :meth:`JobRun._fail`).
+
+    FAILED is the engine's exit (its status and ``error:`` line, read through torchrun's report); every other
+    ending is the cluster's, so the platform's: retried, resuming from the last uploaded checkpoint. A job
+    cancelled on the cluster by someone other than the platform (an operator's ``scancel``, a drained
+    partition) counts as preempted: the platform's own cancel is the way to stop a job for good.
+    """
+    where = f" on {','.join(ended.nodes)}" if ended.nodes else ""
+    if ended.state == "FAILED":
+        code, tail = engine_exit(ended.status, engine_lines(ended.log_tail))
+        return failure_summary(code, tail), ended.cause, plugin_of(tail)
+    if ended.state == "CANCELLED":
+        return (f"Slurm job {ended.slurm_job_id} was cancelled on the cluster{where}, not by the platform "
+                "(scancel): retried, resuming from its last checkpoint", "platform", "")  # fmt: skip
+    reason = f" ({ended.reason})" if ended.reason not in ("", "None") else ""
+    return (f"Slurm job {ended.slurm_job_id} ended {ended.state}{reason}{where}: the cluster's, so retried, resuming "
+            "from its last checkpoint", "platform", "")  # fmt: skip
 
 
 def job_steps(progress: dict) -> tuple[str, int, int]:

@@ -151,6 +151,26 @@ def worker_processes(
     return result
 
 
+def slurm_worker_process(
+    name: str = "slurm", loglevel: str = "INFO", environment: Mapping[str, str] | None = None
+) -> ManagedProcess:
+    """The one worker of a cluster's login node (``--executor slurm``): it owns no GPU here, and runs each job
+    as a Slurm batch job on the seat its settings reach (``slurm-MxN``), never with ``DATABASE_URL``."""
+    from workers.runner.slurm_settings import SlurmReach
+
+    env = dict(os.environ if environment is None else environment)
+    env.pop("DATABASE_URL", None)
+    env.update(BIOLM_WORKER_QUEUES="gpu", BIOLM_EXECUTOR="slurm", BIOLM_WORKER_GPUS="0", CUDA_VISIBLE_DEVICES="")
+    env[SHARES_GPU_VARIABLE] = "0"
+    reach = SlurmReach.from_environment(env)
+    queue = Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True).queue
+    command = [
+        sys.executable, "-m", "celery", "-A", "workers.runner.app", "worker", "-Q", queue, "--pool", "solo",
+        "-n", f"{name}0@%h", "--without-gossip", "--without-mingle", "--loglevel", loglevel,
+    ]  # fmt: skip
+    return ManagedProcess(node_name(name, 0), command, env, ROOT)
+
+
 def report_give_up(managed: ManagedProcess, reason: str) -> None:
     """Tell the platform that this worker is failing, so the admin and the demo show it (best effort)."""
     api = os.environ.get("BIOLM_API_URL", "http://127.0.0.1:8000/internal/").rstrip("/") + "/"

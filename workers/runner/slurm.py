@@ -38,14 +38,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.runner.failures import failure_cause
+from workers.runner.failures import engine_exit, failure_cause
+
+# The settings live in slurm_settings (which loads nothing of the engine's); the executor's users find them here too.
+from workers.runner.slurm_settings import TIME_LIMIT, SlurmReach, SlurmSettings, SlurmSettingsError  # noqa: F401
 
 logger = logging.getLogger("biolm.worker")
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND_TIMEOUT_S = 60.0
-# Variables a batch job never gets: the worker's credential for the platform, and the database.
-WITHHELD_VARIABLES = ("BIOLM_WORKER_SECRET", "DATABASE_URL")
+# Variables a batch job never gets: the worker's credential for the platform, the database, and the broker (whose
+# URL may carry a password): the engine needs none of them.
+WITHHELD_VARIABLES = ("BIOLM_WORKER_SECRET", "DATABASE_URL", "CELERY_BROKER_URL")
 
 # Slurm's job states (``scontrol show job``'s JobState) that end a job; COMPLETING is not one (epilogs run).
 TERMINAL_STATES = frozenset({
@@ -57,9 +61,6 @@ PLATFORM_ENDINGS = frozenset({"OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "TIMEOU
 # Lines Slurm's own programs add to a job's output ("srun: error: n1: task 0: Exited with exit code 1",
 # "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED ..."): not the engine's, so not its last line.
 SLURM_LINE = re.compile(r"^(srun|slurmstepd(-\S+)?|sbatch|salloc): ")
-# Slurm's time limit formats (sbatch --time): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
-# days-hours:minutes, days-hours:minutes:seconds; or no limit.
-TIME_LIMIT = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
 SCONTROL_KEY = re.compile(r"(?:^| )([A-Za-z][\w:/.-]*)=")
 
 
@@ -69,67 +70,6 @@ class SlurmError(RuntimeError):
 
 class SlurmJobUnknown(SlurmError):
     """``scontrol`` no longer knows the job (it ended over ``MinJobAge`` ago, or the controller lost its state)."""
-
-
-class SlurmSettingsError(ValueError):
-    """A BIOLM_SLURM_* variable that cannot be used; the message is one line naming it and what was expected."""
-
-
-# -- settings ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SlurmSettings:
-    """Where and how long the worker's batch jobs may run, from ``BIOLM_SLURM_*`` (docs/operators.md, Slurm).
-
-    ``extra_args`` go to ``sbatch``'s command line, after the script's own ``#SBATCH`` lines, so a site's
-    option (``--qos=high``, ``--constraint=a100``) wins over the script's.
-    """
-
-    partition: str = ""
-    account: str = ""
-    time_limit: str = ""
-    extra_args: tuple[str, ...] = ()
-    poll_s: float = 5.0
-
-    def __post_init__(self) -> None:
-        for variable, value in (("BIOLM_SLURM_PARTITION", self.partition), ("BIOLM_SLURM_ACCOUNT", self.account)):
-            if value and not re.fullmatch(r"[\w.,-]+", value):
-                raise SlurmSettingsError(f"{variable}={value!r}: expected a Slurm name (letters, digits, _ . , -)")
-        if self.time_limit and not TIME_LIMIT.match(self.time_limit):
-            raise SlurmSettingsError(
-                f"BIOLM_SLURM_TIME_LIMIT={self.time_limit!r}: expected a Slurm time limit such as 90, 4:00:00, "
-                "2-00:00:00 or UNLIMITED"
-            )
-        if self.extra_args and not self.extra_args[0].startswith("-"):
-            raise SlurmSettingsError(
-                f"BIOLM_SLURM_EXTRA_ARGS={shlex.join(self.extra_args)!r}: expected sbatch options, starting "
-                "with '-' (such as --qos=high)"
-            )
-        if not self.poll_s > 0:  # also refuses NaN
-            raise SlurmSettingsError(f"BIOLM_SLURM_POLL_S={self.poll_s!r}: expected a positive number of seconds")
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> SlurmSettings:
-        """The settings the environment gives; an unset or empty variable keeps its default."""
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str:
-            return env.get(name, "").strip()
-
-        raw_args, raw_poll = get("BIOLM_SLURM_EXTRA_ARGS"), get("BIOLM_SLURM_POLL_S")
-        try:
-            extra_args = tuple(shlex.split(raw_args))
-        except ValueError as exc:
-            raise SlurmSettingsError(f"BIOLM_SLURM_EXTRA_ARGS={raw_args!r}: expected shell words ({exc})") from None
-        try:
-            poll_s = float(raw_poll) if raw_poll else cls.poll_s
-        except ValueError:
-            raise SlurmSettingsError(
-                f"BIOLM_SLURM_POLL_S={raw_poll!r}: expected a positive number of seconds"
-            ) from None
-        return cls(partition=get("BIOLM_SLURM_PARTITION"), account=get("BIOLM_SLURM_ACCOUNT"),
-                   time_limit=get("BIOLM_SLURM_TIME_LIMIT"), extra_args=extra_args, poll_s=poll_s)  # fmt: skip
 
 
 # -- the batch script ----------------------------------------------------------------------------------------
@@ -393,14 +333,15 @@ def cause_of(state: JobState, log_tail: str) -> str:
     The cluster's endings (a lost node, out of memory, preempted, over its time) are "platform": retried,
     resuming from the checkpoint, and refunded. CANCELLED is "cancelled". FAILED is the batch script's
     non-zero status, which is the engine's (the script execs srun, which passes on its task's status), so
-    the engine's exit code and its last line keep their meaning.
+    the engine's exit code and its last line keep their meaning; under torchrun, which exits 1 whatever its
+    ranks did, the engine's own status and lines are read from torchrun's report (:func:`engine_exit`).
     """
     if state.state == "COMPLETED" and state.status == 0:
         return ""
     if state.state == "CANCELLED":
         return "cancelled"
     if state.state == "FAILED":
-        return failure_cause(state.status, engine_lines(log_tail))
+        return failure_cause(*engine_exit(state.status, engine_lines(log_tail)))
     return "platform"  # PLATFORM_ENDINGS, and endings no engine causes (REVOKED, SPECIAL_EXIT, a forgotten job)
 
 
@@ -427,6 +368,11 @@ class SlurmOutcome:
     @property
     def succeeded(self) -> bool:
         return not self.cause
+
+    @property
+    def status(self) -> int:
+        """The batch script's status as :func:`workers.runner.failures.failure_cause` reads it (a signal negative)."""
+        return -self.signal if self.signal else self.exit_code
 
 
 Heartbeat = Callable[[str], str]  # the log's new text -> the platform's verdict: "continue" or "stop"

@@ -9,6 +9,9 @@
   ``python -m workers.runner`` starts them: without ``DATABASE_URL``, reaching the platform at
   ``BIOLM_API_URL`` with the worker secret, which this command passes to them.
 
+``--executor slurm`` (``BIOLM_EXECUTOR=slurm``) makes the ``gpu`` worker the one Slurm worker of a cluster's
+login node, ``slurm0@host``, running each job as a batch job (docs/operators.md, "Running on a cluster").
+
 Every process is supervised (:mod:`workers.runner.processes`): one that dies is restarted after
 a back-off, one that keeps dying at start-up is given up on and shown as failing in the admin.
 Ctrl-C stops every process it started.
@@ -25,7 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 
 from jobs import dispatch
-from workers.runner import gpu_workers
+from workers.runner import executors, gpu_workers
 from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor
 
 QUEUES = ("gpu", "cpu")
@@ -53,10 +56,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--gpus-per-worker", default=None, help="GPUs each GPU worker owns (default: BIOLM_GPUS_PER_WORKER, else 1)"
         )
+        parser.add_argument(
+            "--executor", default=None, help="gpu workers: local or slurm (default: BIOLM_EXECUTOR, else local)"
+        )
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args, queues: str, gpus: str, per_gpu: str | None, gpus_per_worker: str | None, loglevel: str,
-               **options) -> None:  # fmt: skip
+               executor: str | None = None, **options) -> None:  # fmt: skip
         chosen = [q.strip() for q in queues.split(",") if q.strip()]
         unknown = sorted(set(chosen) - set(QUEUES))
         if unknown or not chosen:
@@ -67,6 +73,9 @@ class Command(BaseCommand):
             policy = RestartPolicy.from_environment()
             sharing = gpu_workers.workers_per_gpu(per_gpu)
             owning = gpu_workers.gpus_per_worker(gpus_per_worker, sharing)
+            chosen_executor = executors.executor(executor)
+            if chosen_executor == "slurm" and "gpu" in chosen:
+                executors.check_slurm()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         root = settings.BASE_DIR
@@ -81,7 +90,9 @@ class Command(BaseCommand):
                 "--schedule", str(settings.BIOLM_VAR_DIR / "celerybeat-schedule"),
             ]  # fmt: skip
             processes.append(ManagedProcess(f"cpu@{socket.gethostname()}", command, environment, root))
-        if "gpu" in chosen:
+        if "gpu" in chosen and chosen_executor == "slurm":
+            processes.append(gpu_workers.slurm_worker_process("slurm", loglevel, environment))
+        elif "gpu" in chosen:
             count = gpu_workers.visible_gpus() if gpus == "auto" else int(gpus)
             # Named for what it runs on: trainer0@host where there is no GPU (pages show names; jobs.waiting.queue_name)
             name = "gpu" if count else "trainer"

@@ -39,7 +39,10 @@ class Command(BaseCommand):
         parser.add_argument("--slug", help="The model's slug (default: from the checkpoint's name, made unique).")
         parser.add_argument("--steps", type=int, help="With --recipe: pretraining steps (default: the recipe's).")
         parser.add_argument("--pretrain-settings", default="{}", help="With --recipe: JSON of recipe settings.")
-        parser.add_argument("--gpus", type=int, default=1, help="With --recipe: GPUs of one host (torchrun).")
+        parser.add_argument("--gpus", type=int, default=1, help="With --recipe: GPUs of each node (torchrun).")
+        parser.add_argument(
+            "--nodes", type=int, default=1, help="With --recipe: nodes (more than 1 runs on a Slurm worker)."
+        )
         parser.add_argument(
             "--overrides",
             default=None,
@@ -83,6 +86,7 @@ class Command(BaseCommand):
             pretrain_steps=options["steps"],
             pretrain_settings=_json_object(options["pretrain_settings"], "--pretrain-settings"),
             gpus=options["gpus"],
+            nodes=options["nodes"],
             private=options["private"],
             priority=options["priority"],
             preview=options["preview"],
