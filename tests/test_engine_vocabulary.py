@@ -5,13 +5,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from tokenizers import pre_tokenizers
 
-from workers.engine.tokenization import load_tokenizer
+from workers.engine import merge_kernels, vocabulary
+from workers.engine.tokenization import BPE_SPECIAL_TOKENS, SPECIAL_TOKENS, load_tokenizer
 from workers.engine.vocabulary import DEFAULT_TERMS, compare, coverage, train_byte_level_bpe, train_vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +110,45 @@ def test_bad_requests_are_refused_with_the_reason():
         train_byte_level_bpe(["a b"], 100)
     with pytest.raises(ValueError, match="the term list is empty"):
         coverage(train_byte_level_bpe(["a b"], 300), terms=())
+
+
+def _word_tables(trials: int):
+    """Small word tables built to hit the merges' corners: runs of one letter, '#', non-ASCII, tied counts."""
+    rng = random.Random(41)
+    for _ in range(trials):
+        letters = rng.choice(["ab", "abc", "aab#", "xyz\u00e9", "a"])
+        words: Counter[str] = Counter()
+        for _ in range(rng.randint(1, 40)):
+            words["".join(rng.choice(letters) for _ in range(rng.randint(1, 9)))] += rng.randint(1, 4)
+        yield words, rng.randint(1, 70)
+
+
+def test_compiled_merges_are_the_python_loops_merges_on_adversarial_word_tables():
+    remade = 0  # tables where two different pairs made the same text (one piece, no new entry)
+    for words, need in _word_tables(250):
+        for continuation in ("##", ""):
+            spelling = {w[0] for w in words} | {continuation + ch for w in words for ch in w[1:]}
+            known = [*SPECIAL_TOKENS, *sorted(spelling)]
+            fast = merge_kernels.greedy_merges(words, known, need, continuation=continuation)
+            assert fast == merge_kernels.reference_merges(words, known, need, continuation=continuation), (words, need)
+            made = [merged for _, merged in fast]
+            remade += len(set(made)) < len(made)
+    assert remade > 0
+
+
+def test_merging_stops_at_the_pieces_asked_for_or_when_no_pair_is_left():
+    words = Counter({"lymphoma": 3, "lymph": 2})
+    assert [merged for _, merged in merge_kernels.greedy_merges(words, list("lymphoa"), 2)] == ["ly", "lym"]
+    everything = merge_kernels.greedy_merges(words, list("lymphoa"), 100)
+    assert everything == merge_kernels.reference_merges(words, list("lymphoa"), 100)
+    assert everything[-1][1] == "lymphoma" and len(everything) == 7
+
+
+@pytest.mark.official_data
+def test_the_compiled_learner_saves_the_file_the_python_merges_saved(hoc, monkeypatch):
+    texts, kinds = hoc_sentences(hoc, 1500), ("wordpiece", "byte-bpe")
+    compiled = {kind: train_vocabulary(texts, kind, 3000).backend_tokenizer.to_str() for kind in kinds}
+    monkeypatch.setattr(vocabulary, "merges", merge_kernels.reference_merges)
+    python = {kind: train_vocabulary(texts, kind, 3000).backend_tokenizer.to_str() for kind in kinds}
+    assert compiled == python
+    assert len(pre_tokenizers.ByteLevel.alphabet()) + len(BPE_SPECIAL_TOKENS) < 3000

@@ -10,9 +10,10 @@ starts from.
 Two kinds are learned, both deterministically (the ``tokenizers`` trainers as shipped break ties
 between equally frequent merges by hash-map order, so the same corpus gave different vocabularies
 from process to process), by learner 1 (words counted at ``str.split`` speed with the library's
-own normaliser and pre-tokenizer, :mod:`workers.engine.word_counts`; greedy merges in Python,
-ties by text) or learner 2 (the Rust trainers made deterministic,
-:mod:`workers.engine.vocabulary_trainer`):
+own normaliser and pre-tokenizer, :mod:`workers.engine.word_counts`; greedy merges, ties by text,
+compiled in :mod:`workers.engine.merge_kernels` and byte-identical to the Python loop of
+:func:`workers.engine.tokenization.greedy_merges` they replace, which took hours at PubMed's word
+counts) or learner 2 (the Rust trainers made deterministic, :mod:`workers.engine.vocabulary_trainer`):
 
 * ``wordpiece``: BERT, Bioformer and PubMedBERT style, cased or uncased, ``##`` continuations
   (:func:`workers.engine.tokenization.train_wordpiece`);
@@ -31,11 +32,13 @@ from pathlib import Path
 from tokenizers import normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
+from workers.engine import merge_kernels
 from workers.engine.tokenization import (
     BPE_SPECIAL_TOKENS,
+    CONTINUATION,
+    SPECIAL_TOKENS,
     byte_level_bpe_tokenizer,
-    greedy_merges,
-    train_wordpiece,
+    wordpiece_tokenizer,
 )
 from workers.engine.vocabulary_trainer import (
     LEARNER_VERSION,
@@ -46,8 +49,9 @@ from workers.engine.vocabulary_trainer import (
 from workers.engine.word_counts import count_words
 
 KINDS = ("wordpiece", "byte-bpe")
-# 1: counts by str.split + the library's normaliser and pre-tokenizer per distinct token, greedy merges
-# in Python, ties by text (every vocabulary biolm has learned); 2: the Rust trainers, made deterministic
+# 1: counts by str.split + the library's normaliser and pre-tokenizer per distinct token, greedy merges,
+# ties by text (every vocabulary biolm has learned; compiled since issue 41, the same bytes); 2: the Rust
+# trainers, made deterministic
 LEARNERS = (1, LEARNER_VERSION)
 DEFAULT_LEARNER = 1
 
@@ -81,9 +85,9 @@ def train_vocabulary(
 
     ``lowercase`` defaults to each kind's original: uncased WordPiece (BERT-uncased, PubMedBERT),
     cased byte-level BPE (RoBERTa). ``learner`` picks the vocabulary learner: 1 (the default)
-    merges in Python after a fast exact count (:mod:`workers.engine.word_counts`), 2 the
+    merges (:mod:`workers.engine.merge_kernels`) after a fast exact count (:mod:`workers.engine.word_counts`), 2 the
     ``tokenizers`` Rust trainers made deterministic (:mod:`workers.engine.vocabulary_trainer`),
-    whose merges are faster but whose count is slower, and whose ties fall differently.
+    whose count is slower and whose ties fall differently.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -95,6 +99,31 @@ def train_vocabulary(
     if kind == "wordpiece":
         return train_wordpiece(texts, size, lowercase=lower)
     return train_byte_level_bpe(texts, size, lowercase=lower)
+
+
+def train_wordpiece(texts: Iterable[str], vocab_size: int, lowercase: bool = True) -> PreTrainedTokenizerFast:
+    """A BERT-style WordPiece tokenizer (learner 1), the same file as :func:`tokenization.train_wordpiece` gives.
+
+    Special tokens, every character (word-initial and ``##`` forms) sorted, then merged pieces in
+    merge order, as that function learns them, by the compiled merges, so a PubMed-sized word table
+    takes minutes, not hours.
+    """
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    words = count_words(texts, normalizer, pre_tokenizers.BertPreTokenizer(), byte_level=False)
+    alphabet = sorted({word[0] for word in words if word} | {CONTINUATION + ch for word in words for ch in word[1:]})
+    vocab = [*SPECIAL_TOKENS, *(piece for piece in alphabet if piece not in SPECIAL_TOKENS)]
+    known = set(vocab)
+    if len(vocab) < vocab_size:
+        for _pair, merged in merges(words, vocab, vocab_size - len(vocab), continuation=CONTINUATION):
+            if merged not in known:
+                known.add(merged)
+                vocab.append(merged)
+    return wordpiece_tokenizer(vocab, lowercase=lowercase)
+
+
+def merges(words, known: Sequence[str], need: int, *, continuation: str = "") -> list[tuple[tuple[str, str], str]]:
+    """Learner 1's greedy merges until ``need`` new pieces (:func:`workers.engine.merge_kernels.greedy_merges`)."""
+    return merge_kernels.greedy_merges(words, known, need, continuation=continuation)
 
 
 def train_vocabulary_from_files(
@@ -124,17 +153,14 @@ def train_byte_level_bpe(texts: Iterable[str], vocab_size: int, *, lowercase: bo
     vocab = [*BPE_SPECIAL_TOKENS, *sorted(pre_tokenizers.ByteLevel.alphabet())]
     if vocab_size < len(vocab):
         raise ValueError(f"a byte-level BPE vocabulary needs at least {len(vocab)} entries, not {vocab_size}")
-    known, merges = set(vocab), []
-    spelled = {word: list(word) for word in words if word}
+    known, pairs = set(vocab), []
     if len(vocab) < vocab_size:
-        for pair, merged in greedy_merges(words, spelled, lambda a, b: a + b):
-            merges.append(pair)
+        for pair, merged in merges(words, vocab, vocab_size - len(vocab)):
+            pairs.append(pair)
             if merged not in known:
                 known.add(merged)
                 vocab.append(merged)
-                if len(vocab) >= vocab_size:
-                    break
-    return byte_level_bpe_tokenizer(vocab, merges, lowercase=lowercase)
+    return byte_level_bpe_tokenizer(vocab, pairs, lowercase=lowercase)
 
 
 def pieces(tokenizer: PreTrainedTokenizerBase, word: str) -> list[str]:
