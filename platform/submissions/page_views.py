@@ -46,6 +46,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "benchmark": submission.benchmarks.first(),
         "datasets": services.datasets_of(submission),
         "jobs": states,
+        "ranks": services.pretraining_ranks(model),
         "manage": manage,
         "public": model.visibility == LanguageModel.Visibility.PUBLIC,
         "homepage_link": is_web_address(model.homepage),

@@ -333,3 +333,19 @@ def evaluation_of(submission: Submission) -> tuple[dict, Protocol | None]:
     spec = job.contract
     changed = {} if spec.preview else spec.overrides.to_json()
     return changed, Protocol.objects.filter(slug=spec.protocol).first()
+
+
+def pretraining_ranks(model: LanguageModel) -> list[dict]:
+    """Where each rank of the model's pretraining ran (its report's ``provenance.ranks``: rank, host, node rank,
+    local rank), in rank order, for a run of several processes; [] for one process or no report yet. A two-node
+    job's page then says which node each rank was on, which is where a slow or failing node is found."""
+    report = model.pretraining if isinstance(model.pretraining, dict) else {}
+    ranks = (report.get("provenance") or {}).get("ranks") or []
+    rows = [
+        {key: entry.get(key, "") for key in ("rank", "host", "node_rank", "local_rank")}
+        for entry in ranks
+        if isinstance(entry, dict)
+    ]
+    if len(rows) < 2:
+        return []
+    return sorted(rows, key=lambda row: row["rank"] if isinstance(row["rank"], int) else 1 << 30)
