@@ -96,8 +96,10 @@ def test_a_two_node_pretraining_job_becomes_a_checkpoint_fine_tuned_onto_the_lea
     assert "slurm job" in tuned["log"]  # fine-tuned on the cluster too, as a one-node batch job
     html = page(platform, f"/submissions/{submitted['submission']}/")
     assert "Where the pretraining ran" in html
-    assert '<tr data-rank="0"><th scope="row">0</th><td class="text">n1</td><td>0</td><td>0</td></tr>' in html
-    assert '<tr data-rank="1"><th scope="row">1</th><td class="text">n2</td><td>1</td><td>0</td></tr>' in html
+    row = '<th scope="row" class="text">0</th><td class="text">n1</td><td>0</td><td>0</td></tr>'
+    assert f'<tr data-rank="0">{row}' in html
+    row = '<th scope="row" class="text">1</th><td class="text">n2</td><td>1</td><td>0</td></tr>'
+    assert f'<tr data-rank="1">{row}' in html
     assert "Two-node tiny" in page(platform, "/leaderboard/blurb-mini/")
 
 
