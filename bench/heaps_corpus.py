@@ -248,6 +248,7 @@ class HeapsCorpus:
         self.table.extend_to(int(target[-1]))
         self.words += total
         self.distinct = int(target[-1])
+        self.last_lengths = lengths
         forms = self.table.forms
         text = bytearray(b" ".join([forms[i] for i in ids.tolist()]))
         last = np.cumsum(lengths) - 1
@@ -286,7 +287,7 @@ def write_heaps_corpus(
     """Write at least ``size_bytes`` bytes (whole documents) of Heaps'-law text to ``out``; say what it holds.
 
     ``documents`` and ``fit`` default to the official real text and its fit. Returns the path,
-    bytes, documents, running and distinct words, the fit, the seed and the seconds it took.
+    bytes, documents, running and distinct (whitespace) words, the fit, the seed and the seconds it took.
     """
     if size_bytes <= 0:
         raise ValueError(f"size_bytes must be positive, not {size_bytes}")
@@ -300,7 +301,7 @@ def write_heaps_corpus(
     mean = sum(len(d.encode("utf-8")) + 1 for d in documents) / len(corpus.lengths)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    written = count = 0
+    written = count = words = 0
     with out.open("wb") as handle:
         while written < size_bytes:
             chunk, ends = corpus.chunk(min(DOCUMENTS_PER_CHUNK, int((size_bytes - written) / mean * 1.05) + 4))
@@ -308,12 +309,15 @@ def write_heaps_corpus(
             handle.write(chunk[: int(ends[keep - 1])])
             written += int(ends[keep - 1])
             count += keep
+            words += int(corpus.last_lengths[:keep].sum())
             if keep < len(ends):
                 break
     return {
         "path": str(out),
         "bytes": written,
         "documents": count,
+        "words": words,
+        "distinct_words": int(fit.expected(words)),  # by construction (the tests count them)
         "seed": seed,
         "fit": fit.to_dict(),
         "seconds": round(time.perf_counter() - started, 2),

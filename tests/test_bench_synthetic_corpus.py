@@ -88,6 +88,7 @@ def test_the_heaps_corpus_follows_its_fitted_curve_far_past_the_source_size(tmp_
         assert distinct == pytest.approx(TOY_FIT.K * n**TOY_FIT.beta, rel=0.10), n
     text = (tmp_path / "h.txt").read_text(encoding="utf-8")
     assert made["bytes"] == len(text.encode("utf-8")) >= 3_000_000 and text.count("\n") == made["documents"]
+    assert made["words"] == len(text.split()) and made["distinct_words"] == len(set(text.split()))
     lengths = {len(line.split()) for line in text.splitlines()}
     assert lengths <= {len(d.split()) for d in documents}
 
