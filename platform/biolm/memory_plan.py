@@ -531,19 +531,24 @@ def model_dims(
             f"(it knows {', '.join(sorted(FAMILY_DEFAULTS))})"
         )
     config = {**defaults, **spec.presets[preset], **(overrides or {})}
+    return dims_from_config(config, spec.model_type, f"{slug}:{preset}")
+
+
+def dims_from_config(config: Mapping[str, Any], model_type: str, name: str = "") -> ModelDims:
+    """The :class:`ModelDims` of a config's keyword arguments (a preset's, or a built model's ``to_dict()``)."""
     window = config.get("attention_window")
     if isinstance(window, list | tuple):
         window = max(window)  # per-layer windows: the widest decides the peak
-    sparse = spec.model_type == "big_bird" and config.get("attention_type") == "block_sparse"
+    sparse = model_type == "big_bird" and config.get("attention_type") == "block_sparse"
     return ModelDims(
         vocab_size=int(config["vocab_size"]), hidden_size=int(config["hidden_size"]),
         num_hidden_layers=int(config["num_hidden_layers"]), intermediate_size=int(config["intermediate_size"]),
         max_position_embeddings=int(config["max_position_embeddings"]),
         type_vocab_size=int(config["type_vocab_size"]), num_attention_heads=int(config["num_attention_heads"]),
-        model_type=spec.model_type, attention_window=int(window) if window else None,
+        model_type=model_type, attention_window=int(window) if window else None,
         sparse_block_size=int(config["block_size"]) if sparse else None,
         num_random_blocks=int(config.get("num_random_blocks", 0)) if sparse else 0,
-        attn_implementation=config.get("attn_implementation"), name=f"{slug}:{preset}",
+        attn_implementation=config.get("attn_implementation") or config.get("_attn_implementation"), name=name,
     )  # fmt: skip
 
 

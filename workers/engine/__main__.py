@@ -25,9 +25,9 @@ from transformers import HfArgumentParser  # noqa: E402
 
 from biolm.contract import CodeMismatch, CodeMissing, PretrainJob, check  # noqa: E402
 from biolm.owner_only import owner_only_files  # noqa: E402
-from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, report_failure  # noqa: E402
+from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, replay_failure, report_failure  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
-from workers.engine.pretrain.run import PretrainArguments, pretrain  # noqa: E402
+from workers.engine.pretrain.run import REFUSAL_RECORD, PretrainArguments, pretrain, restarted_by_torchrun  # noqa: E402
 from workers.engine.progress_file import ProgressFile  # noqa: E402
 from workers.engine.spec import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
 
@@ -109,6 +109,14 @@ def pretrain_main(argv: list[str]) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # Under torchrun a refusal is recorded, so that a restarted group replays it instead of running again.
+    record = args.out / REFUSAL_RECORD if "TORCHELASTIC_RESTART_COUNT" in os.environ else None
+    if record is not None and restarted_by_torchrun():
+        status = replay_failure(record)
+        if status is not None:
+            return status
+    elif record is not None:
+        record.unlink(missing_ok=True)  # a group's first start: a refusal an earlier run recorded is not this one's
     bar = None
     progress_file = ProgressFile.from_environment()
 
@@ -125,7 +133,7 @@ def pretrain_main(argv: list[str]) -> int:
     try:
         report = pretrain(args, progress)
     except Exception as exc:  # bad input (status 1), a plugin's bug (3), or a crash (raised: a traceback)
-        status = report_failure(exc, load_entrypoints=args.load_entrypoints, recipe=args.recipe)
+        status = report_failure(exc, load_entrypoints=args.load_entrypoints, recipe=args.recipe, record=record)
         if status is None:
             raise
         return status

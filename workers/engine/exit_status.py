@@ -18,8 +18,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
+from pathlib import Path
 
 from biolm.contract import CodeMismatch, CodeMissing
 from biolm.errors import DataFormatError
@@ -33,22 +35,51 @@ CODE_MISSING = 4
 
 
 def report_failure(
-    exc: Exception, *, load_entrypoints: bool, dataset: str | None = None, recipe: str | None = None
-) -> int | None:
-    """Print why the run stopped and return its exit status; None for a crash, which the caller re-raises."""
+    exc: Exception, *, load_entrypoints: bool, dataset: str | None = None, recipe: str | None = None,
+    record: Path | None = None,
+) -> int | None:  # fmt: skip
+    """Print why the run stopped and return its exit status; None for a crash, which the caller re-raises.
+
+    ``record``: a file to keep the status and the error line in, for :func:`replay_failure`.
+    """
+    status, line, with_traceback = _judge(exc, load_entrypoints, dataset, recipe)
+    if status is None:
+        return None
+    if with_traceback:
+        traceback.print_exception(exc, file=sys.stderr)  # kept in the job's log; the line below is its error
+    print(line, file=sys.stderr)
+    if record is not None:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"status": status, "line": line}), encoding="utf-8")
+    return status
+
+
+def replay_failure(record: Path) -> int | None:
+    """The status of a refusal :func:`report_failure` recorded, its line printed again; None without one.
+
+    torchrun restarts a worker group whatever the exit (``--max-restarts``): a refused input or a plugin's
+    fault would run again and fail the same way. The restarted processes replay the first refusal instead.
+    """
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    print("restarted by torchrun after a refusal: the same refusal again, without running", file=sys.stderr)
+    print(recorded["line"], file=sys.stderr)
+    return int(recorded["status"])
+
+
+def _judge(exc: Exception, load_entrypoints: bool, dataset: str | None, recipe: str | None):
+    """(status, the error line, whether the traceback goes before it); a status of None is a crash."""
     if isinstance(exc, CodeMismatch | CodeMissing):
-        print(f"error: {exc}", file=sys.stderr)
-        return PLUGIN_FAULT if isinstance(exc, CodeMismatch) else CODE_MISSING
+        return (PLUGIN_FAULT if isinstance(exc, CodeMismatch) else CODE_MISSING), f"error: {exc}", False
     try:
         contributions = collect_contributions(get_plugin_manager(load_entrypoints=load_entrypoints))
         fault = blame(exc, contributions, dataset, recipe)
     except Exception:  # the plugins cannot even be listed now: say nothing rather than hide the error
         fault = None
     if fault is not None:
-        traceback.print_exception(exc, file=sys.stderr)  # kept in the job's log; the line below is its error
-        print(f"error: {fault}", file=sys.stderr)
-        return PLUGIN_FAULT
+        return PLUGIN_FAULT, f"error: {fault}", True
     if isinstance(exc, ValueError | ImplementationError | DataFormatError):
-        print(f"error: {exc}", file=sys.stderr)
-        return INPUT_REFUSED
-    return None
+        return INPUT_REFUSED, f"error: {exc}", False
+    return None, "", False

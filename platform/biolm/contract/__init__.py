@@ -24,8 +24,8 @@ from biolm.contract.runs import parse_run_key, run_key
 from biolm.contract.task_options import TaskOptions
 
 __all__ = [
-    "RESULTS_VERSION",
     "PRETRAIN_SPEC_VERSION",
+    "RESULTS_VERSION",
     "SPEC_VERSION",
     "Artefact",
     "CodeMismatch",

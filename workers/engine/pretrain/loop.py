@@ -380,9 +380,11 @@ def _resume_or_seed(
         step, log, written_by = load_checkpoint(
             out / CHECKPOINT, wrapped, optimizer, scheduler, rank=rank, world=world, seed=seed
         )
-        if written_by != world and rank == 0:
+        if rank == 0 and written_by != world:
             logger.warning("resuming at step %d on %d processes from a checkpoint %d wrote: the masks and data order "
                            "are the same; dropout draws anew", step, world, written_by)  # fmt: skip
+        elif rank == 0:
+            logger.info("resuming at step %d from %s", step, out / CHECKPOINT)
         return step, log
     seed_everything(seed)
     return 0, []

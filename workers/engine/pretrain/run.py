@@ -16,6 +16,7 @@ architecture, vocabulary, block size, batch, learning rate, steps, preprocessors
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -53,6 +54,7 @@ from workers.engine.tokenization import load_tokenizer
 from workers.engine.vocabulary import compare, coverage, train_vocabulary
 
 logger = logging.getLogger("biolm.pretrain")
+REFUSAL_RECORD = ".engine-refusal.json"  # under torchrun: the first attempt's refusal, which restarts replay
 
 LOOP_KEYS = {
     "batch_size", "accumulation", "learning_rate", "warmup_ratio", "weight_decay", "checkpoint_every",
@@ -153,12 +155,13 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
     masker = Masker(tokenizer.mask_token_id, len(tokenizer), specials, tokenizer.pad_token_id)
     distillation = _distillation(args, settings, model) if objective.distill else None
+    loop, planned = plan_on_device(loop, model, block_size, settings, device, world)
     placement = rank_placement(rank, world)
     started = time.perf_counter()
     summary = pretrain_loop(
         model, train_blocks, heldout_blocks, masker, loop, args.out,
         device=device, dtype=dtype, resume=resume, progress=progress, distillation=distillation,
-        adversarial=adversarial,
+        adversarial=adversarial, planned_parallelism=planned,
     )  # fmt: skip
     # A sharded model is gathered, tensor by tensor, onto rank 0's host; a replicated one is whole on every rank.
     weights = full_model_state(model, world) if summary["parallelism"] == "fsdp" else None
@@ -303,8 +306,34 @@ def start_processes() -> tuple[int, int]:
     import torch.distributed as dist
 
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        store = _attempt_store(int(os.environ["RANK"]), world)
+        if store is None:
+            dist.init_process_group(backend=backend)
+        else:
+            dist.init_process_group(backend=backend, store=store, rank=int(os.environ["RANK"]), world_size=world)
     return dist.get_rank(), dist.get_world_size()
+
+
+def _attempt_store(rank: int, world: int):
+    """torchrun's store, under a prefix of its own for each restart of the group (None outside torchrun).
+
+    torchrun's agent keeps one store across the group's restarts, and the process group's keys (each
+    rank's address) have the same names every time: a restarted rank read a dead rank's address and the
+    group failed to connect. A prefix per ``TORCHELASTIC_RESTART_COUNT`` gives each attempt fresh keys.
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None:
+        return None
+    from datetime import timedelta
+
+    from torch.distributed import PrefixStore, TCPStore
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # the agent hosts it; else rank 0 does
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    store = TCPStore(host, port, world, is_master=not agent and rank == 0, timeout=timedelta(minutes=30),
+                     multi_tenant=not agent)  # fmt: skip
+    return PrefixStore(f"biolm/attempt-{attempt}", store)
 
 
 def _barrier(world: int) -> None:
@@ -312,6 +341,33 @@ def _barrier(world: int) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def plan_on_device(
+    loop: LoopSettings, model: torch.nn.Module, block_size: int, settings: dict, device: torch.device, world: int
+) -> tuple[LoopSettings, str | None]:
+    """The memory plan on this run's GPUs (:mod:`biolm.memory_plan`): its parallelism for ``auto``, and its
+    accumulation unless the recipe or ``--settings`` names one; logged. (On a CPU, none: DDP, as given.)
+
+    The plan is the submit-time plan again, now with the card's real memory: a run that cannot fit stops
+    here with the plan's sentence, before it packs a corpus or takes a step.
+    """
+    if device.type != "cuda":
+        return loop, None
+    from biolm.memory_plan import dims_from_config, plan_memory
+
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    config = {**model.config.to_dict(), "attn_implementation": model.config._attn_implementation}
+    dims = dims_from_config(config, model.config.model_type, str(settings.get("architecture", "")))
+    plan = plan_memory(
+        dims, block_size=block_size, global_batch=loop.batch_size, gpus_per_node=per_node, nodes=world // per_node,
+        parallelism=loop.parallelism, gpu_memory_bytes=torch.cuda.get_device_properties(device).total_memory,
+        activation_checkpointing=loop.activation_checkpointing, masked_fraction=loop.mask_rate,
+    )  # fmt: skip
+    logger.info("memory plan:\n%s", plan.describe())
+    if "accumulation" not in settings:
+        loop = dataclasses.replace(loop, accumulation=plan.accumulation)
+    return loop, plan.parallelism
 
 
 def restarted_by_torchrun() -> bool:
