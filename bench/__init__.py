@@ -13,6 +13,7 @@ BENCHMARKS = (
     "inference_throughput",
     "pretrain_throughput",
     "pretrain_unpadded",
+    "distributed_pretraining",
     "jobs",
     "checkpoint_intake",
     "leaderboard",

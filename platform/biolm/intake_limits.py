@@ -103,6 +103,33 @@ class ArchiveLimits(_FromEnvironment):
         return cls(**{**derived, **_read(cls, environ)})
 
 
+# A resumable pretraining checkpoint (torch.distributed.checkpoint): fp32 weights and AdamW's two fp32 moments.
+RESUME_BYTES_PER_PARAMETER = 12
+RESUME_FILES_PER_PROCESS = 2  # a DCP shard and an RNG file per rank
+RESUME_OTHER_FILES = 16  # DCP's metadata, the scheduler, state.json, loss.json, a distillation projection's keys
+RESUME_FILE_OVERHEAD_BYTES = 1 * MIB  # per file: DCP's per-tensor framing, an RNG file (about 20 KB)
+RESUME_METADATA_BYTES = 64 * MIB  # DCP's metadata: a few hundred bytes per tensor and shard
+
+
+def resume_archive_limits(parameters: int, processes: int, base: ArchiveLimits | None = None) -> ArchiveLimits:
+    """The limits of a pretraining job's own resume archive, from the job's model, not the submission cap.
+
+    A submitted checkpoint holds 4 bytes a parameter, and :class:`ArchiveLimits` is sized for that. A
+    resume archive holds 12 (weights and AdamW's states, fp32), in a shard per rank: GatorTron-large's
+    8.9 billion parameters make about 106 GB, which the submission limit (about 41 GB) would refuse.
+    ``parameters`` is the job's model as the memory plan counts it; every other limit is ``base``'s.
+    """
+    base = base or ArchiveLimits.from_env()
+    files = RESUME_FILES_PER_PROCESS * processes + RESUME_OTHER_FILES
+    states = RESUME_BYTES_PER_PARAMETER * parameters
+    total = states + files * RESUME_FILE_OVERHEAD_BYTES + RESUME_METADATA_BYTES + 2 * REPORT_FILE_BYTES
+    return ArchiveLimits(
+        max_total_bytes=max(base.max_total_bytes, total), max_members=max(base.max_members, files),
+        max_member_bytes=max(base.max_member_bytes, states + RESUME_FILE_OVERHEAD_BYTES), max_ratio=base.max_ratio,
+        ratio_floor_bytes=base.ratio_floor_bytes,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CheckpointLimits(_FromEnvironment):
     """How large a model a checkpoint's config may describe, checked before any weight is read."""

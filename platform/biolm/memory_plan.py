@@ -552,6 +552,23 @@ def dims_from_config(config: Mapping[str, Any], model_type: str, name: str = "")
     )  # fmt: skip
 
 
+def recipe_dims(
+    recipe_settings: Mapping[str, Any], architecture: str | None = None, *, contributions: Any = None,
+    load_entrypoints: bool = True,
+) -> ModelDims:  # fmt: skip
+    """The model a recipe's settings build, as ``workers/engine/pretrain/run.py`` builds it (see plan_for_recipe)."""
+    settings = dict(recipe_settings)
+    block_size = int(settings.get("block_size", DEFAULT_BLOCK_SIZE))
+    overrides = dict(settings.get("config", {}))
+    if not settings.get("continual"):
+        overrides["vocab_size"] = int(settings.get("vocab_size", DEFAULT_LEARNED_VOCABULARY))
+        overrides["max_position_embeddings"] = max(block_size, 128) + 2
+    return model_dims(
+        str(architecture or settings.get("architecture", DEFAULT_ARCHITECTURE)), overrides,
+        contributions=contributions, load_entrypoints=load_entrypoints,
+    )  # fmt: skip
+
+
 def plan_for_recipe(
     recipe_settings: Mapping[str, Any], architecture: str | None, gpus_per_node: int, nodes: int,
     parallelism: str | None, gpu_memory_bytes: int, *, activation_checkpointing: bool | None = None,
@@ -567,14 +584,7 @@ def plan_for_recipe(
     """
     settings = dict(recipe_settings)
     block_size = int(settings.get("block_size", DEFAULT_BLOCK_SIZE))
-    overrides = dict(settings.get("config", {}))
-    if not settings.get("continual"):
-        overrides["vocab_size"] = int(settings.get("vocab_size", DEFAULT_LEARNED_VOCABULARY))
-        overrides["max_position_embeddings"] = max(block_size, 128) + 2
-    dims = model_dims(
-        str(architecture or settings.get("architecture", DEFAULT_ARCHITECTURE)), overrides,
-        contributions=contributions, load_entrypoints=load_entrypoints,
-    )  # fmt: skip
+    dims = recipe_dims(settings, architecture, contributions=contributions, load_entrypoints=load_entrypoints)
     return plan_memory(
         dims, block_size=block_size, global_batch=int(settings.get("batch_size", DEFAULT_BATCH_SIZE)),
         gpus_per_node=gpus_per_node, nodes=nodes,

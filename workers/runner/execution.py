@@ -50,7 +50,7 @@ from pathlib import Path
 
 from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
-from biolm.intake_limits import ArchiveLimits
+from biolm.intake_limits import ArchiveLimits, resume_archive_limits
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
@@ -251,7 +251,7 @@ class JobRun:
         arguments = ["pretrain", "--spec", str(spec_file), "--corpus", str(corpus), "--out", str(out)]
         if "checkpoint" in inputs:  # an earlier attempt's last checkpoint: resume from it
             # Member by member, within the limits: whoever holds a job token could have uploaded this archive.
-            unpack(inputs["checkpoint"] / "checkpoint.tar", out, ArchiveLimits.from_env(),
+            unpack(inputs["checkpoint"] / "checkpoint.tar", out, resume_limits(self.spec),
                    label=f"the checkpoint.tar of job #{self.job_id}")  # fmt: skip
             arguments.append("--resume")
             self._checkpoint_sent = (out / "checkpoint").stat().st_mtime
@@ -430,6 +430,25 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def resume_limits(spec: contract.PretrainJob) -> ArchiveLimits:
+    """The limits of the job's own resume archive: its model's 12 bytes a parameter in shards, not the 4 bytes a
+    parameter a submitted checkpoint is held to (:func:`biolm.intake_limits.resume_archive_limits`).
+
+    The model is counted from the recipe and the job's settings by the memory plan's arithmetic; a recipe this
+    worker cannot size (an unknown architecture) keeps the submission limits, which refuse an archive too large.
+    """
+    from biolm.memory_plan import recipe_dims
+    from biolm.plugins import collect_contributions, get_plugin_manager
+
+    contributions = collect_contributions(get_plugin_manager())
+    recipe = contributions.recipes.get(spec.recipe)
+    try:
+        dims = recipe_dims({**(recipe.settings if recipe else {}), **spec.settings}, contributions=contributions)
+    except (ValueError, KeyError, TypeError):
+        return ArchiveLimits.from_env()
+    return resume_archive_limits(dims.pretraining_parameter_count(), spec.processes)
 
 
 MAX_RESTARTS_VARIABLE = "BIOLM_TORCHRUN_MAX_RESTARTS"

@@ -103,7 +103,8 @@ def wrap(
     from torch.nn.parallel import DistributedDataParallel
 
     ids = [device.index] if device.type == "cuda" else None
-    ddp = DistributedDataParallel(step_module, device_ids=ids, broadcast_buffers=False)
+    # The buffers (position ids) are the same on every rank: synced once at start, never before a forward.
+    ddp = DistributedDataParallel(step_module, device_ids=ids, forward_sync_buffers=False)
     ddp.register_comm_hook(state=None, hook=sum_all_reduce_hook)
     return ddp
 
