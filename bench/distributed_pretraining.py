@@ -92,14 +92,14 @@ def _flat_loop(model, blocks, settings, rank: int, world: int) -> tuple[list[flo
     """The old loop's step: each rank's rows, backward without any exchange, then the flat all-reduce."""
     import torch
 
-    from workers.engine.pretrain.loop import _optimizer_and_schedule, step_micro_batches
+    from workers.engine.pretrain.loop import optimizer_and_schedule, step_micro_batches
     from workers.engine.pretrain.masking import IGNORE
     from workers.engine.pretrain.mlm import masked_lm_loss
     from workers.engine.pretrain.parallel import StepModule, all_reduce_sum
 
     cpu = torch.device("cpu")
     step_module = StepModule(model)
-    optimizer, scheduler = _optimizer_and_schedule(step_module, settings)
+    optimizer, scheduler = optimizer_and_schedule(step_module, settings)
     losses, times = [], []
     for step in range(settings.steps):
         start = time.perf_counter()
@@ -196,7 +196,7 @@ def _memory_process(rank: int, world: int, port: int, out: str, config: dict, pa
     cpu = torch.device("cpu")
     step_module = parallel.StepModule(_model(bench, "megatron-bert"))
     wrapped = parallel.wrap(step_module, parallelism, world, cpu, None)
-    optimizer, _ = loop._optimizer_and_schedule(step_module, settings)
+    optimizer, _ = loop.optimizer_and_schedule(step_module, settings)
     batch = loop.step_micro_batches(_blocks(64, 128), _masker(), settings, 0, 0.15, rank, world)[0]
     wrapped(batch, 0, 100, 100, settings.batch_size, cpu, None).backward()
     optimizer.step()

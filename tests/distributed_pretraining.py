@@ -105,7 +105,7 @@ def train(rank: int, world: int, port: int, out: str, options: dict) -> None:
     if world > 1:
         dist.init_process_group("gloo", rank=rank, world_size=world)
     seen: dict = {}
-    original_optimizer, original_save = pretrain._optimizer_and_schedule, pretrain.save_checkpoint
+    original_optimizer, original_save = pretrain.optimizer_and_schedule, pretrain.save_checkpoint
 
     def remember(step_module, settings):  # the loop's own optimiser, to count its states' bytes
         optimizer, scheduler = original_optimizer(step_module, settings)
@@ -117,7 +117,7 @@ def train(rank: int, world: int, port: int, out: str, options: dict) -> None:
         if step == options.get("stop_at"):
             raise Stopped(step)
 
-    pretrain._optimizer_and_schedule, pretrain.save_checkpoint = remember, save_then_stop
+    pretrain.optimizer_and_schedule, pretrain.save_checkpoint = remember, save_then_stop
     model = tiny_model(options.get("family", "bert"), dropout=options.get("dropout", 0.0))
     settings = pretrain.LoopSettings(**options["settings"])
     cpu, train_blocks, masker_ = torch.device("cpu"), blocks(options.get("blocks", 64)), masker()

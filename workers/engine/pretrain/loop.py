@@ -216,7 +216,7 @@ def pretrain_loop(
     _check_fast_paths(model, settings, distillation, adversarial, device, dtype)
     how, step_module, wrapped = _engine(model, settings, device, dtype, world, distillation or adversarial,
                                         planned_parallelism)  # fmt: skip
-    optimizer, scheduler = _optimizer_and_schedule(step_module, settings)  # after wrapping: FSDP's shards
+    optimizer, scheduler = optimizer_and_schedule(step_module, settings)  # after wrapping: FSDP's shards
     step, log = _resume_or_seed(out, resume, wrapped, optimizer, scheduler, rank, world, settings.seed)
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
     if progress is not None:
@@ -308,7 +308,9 @@ class BatchPrefetcher:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _optimizer_and_schedule(step_module: torch.nn.Module, settings: LoopSettings):
+def optimizer_and_schedule(
+    step_module: torch.nn.Module, settings: LoopSettings
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """AdamW over the step's parameters (a distillation projection's too) with warm-up then linear decay.
 
     One optimiser for all of them, so a checkpoint's single optimiser state resumes them all. Under
