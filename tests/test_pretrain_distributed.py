@@ -64,6 +64,14 @@ def test_fsdp_over_two_processes_trains_each_family_as_one_process_does(family, 
     assert sharded["log"][-1]["heldout_loss"] == pytest.approx(one["log"][-1]["heldout_loss"], abs=TOLERANCE)
 
 
+def test_fsdp_with_activation_checkpointing_and_fused_adamw_on_the_shards_trains_as_one_process(tmp_path):
+    loop = settings(steps=6, checkpoint_every=6, eval_every=6, optimizer_kernel="fused")
+    one = run(1, tmp_path / "one", settings=loop)
+    sharded = run(2, tmp_path / "fsdp", settings={**loop, "parallelism": "fsdp", "activation_checkpointing": True})
+    assert sharded["summary"]["settings"]["activation_checkpointing"] is True
+    assert_same_weights(sharded["weights"], one["weights"])
+
+
 def test_a_tiny_megatron_bert_sharded_over_four_processes_holds_under_30_percent_of_the_replicated_bytes(tmp_path):
     """Parameters, gradients and AdamW's states, counted from the tensors each rank holds after a backward."""
     options = {"family": "megatron-bert", "settings": settings(steps=2, checkpoint_every=2, eval_every=2)}

@@ -57,14 +57,15 @@ def environment() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def test_two_torchrun_launchers_with_nnodes_2_train_as_one_job_with_the_weights_of_one_process(corpus, tmp_path):
+def test_two_torchrun_launchers_with_nnodes_2_shard_as_one_job_and_write_the_weights_of_one_process(corpus, tmp_path):
+    """FSDP across the two nodes: the final checkpoint is gathered from the shards onto rank 0's host."""
     one = subprocess.run([sys.executable, *engine_arguments(corpus, tmp_path / "one", 12)], cwd=ROOT,
                          env=environment(), capture_output=True, text=True, timeout=600)  # fmt: skip
     assert one.returncode == 0, one.stdout + one.stderr
     port = free_port()
     node = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
             f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=two-nodes", "--max-restarts=0",
-            *engine_arguments(corpus, tmp_path / "two", 12)]  # fmt: skip
+            *engine_arguments(corpus, tmp_path / "two", 12, parallelism="fsdp")]  # fmt: skip
     launchers = [
         subprocess.Popen(node, cwd=ROOT, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for _ in range(2)
@@ -73,6 +74,7 @@ def test_two_torchrun_launchers_with_nnodes_2_train_as_one_job_with_the_weights_
     assert [launcher.returncode for launcher in launchers] == [0, 0], "\n".join(outputs)
     report = json.loads((tmp_path / "two" / "pretraining.json").read_text())
     assert report["training"]["processes"] == 2 and report["provenance"]["processes"] == 2
+    assert report["training"]["parallelism"] == "fsdp" and report["provenance"]["masking_scheme"] == 2
     assert sorted(rank["node_rank"] for rank in report["provenance"]["ranks"]) == [0, 1]
     single = load_file(tmp_path / "one" / "model.safetensors")
     two_nodes = load_file(tmp_path / "two" / "model.safetensors")
