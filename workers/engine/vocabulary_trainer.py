@@ -1,7 +1,8 @@
 """Vocabulary learner 2: the ``tokenizers`` library's Rust trainers, made deterministic.
 
-Learner 1 (:func:`workers.engine.tokenization.train_wordpiece`, the default) merges in Python after
-a fast exact count. This one hands the counting and the merging to ``tokenizers.trainers``
+Learner 1 (:func:`workers.engine.vocabulary.train_wordpiece`, the default) runs compiled greedy
+merges (:mod:`workers.engine.merge_kernels`) after a fast exact count. This one hands the
+counting and the merging to ``tokenizers.trainers``
 (``WordPieceTrainer``, ``BpeTrainer``), reading the text from files in Rust across threads, and
 closes the door through which hash-map order reached the result (read in ``tokenizers`` 0.23,
 ``models/bpe/trainer.rs``):
@@ -27,11 +28,12 @@ byte symbols are the initial alphabet, sorted.
 
 Ties fall by the pieces' ids (special tokens, characters by code point, then merged pieces in
 the order they were made) where learner 1 breaks them by the pieces' text, so the two learners'
-vocabularies differ among equally frequent merges: a recipe picks one by number. Its merges are
-far faster than learner 1's; its count (the library's normaliser with its alignments, a hash map
-per line) is several times slower than learner 1's split-and-count, which decides a gigabyte's
-time on two cores (``python -m bench vocabulary``). Texts that are not files yet are spooled once
-to a temporary file (memory stays flat) and read from there.
+vocabularies differ among equally frequent merges: a recipe picks one by number. Its count (the
+library's normaliser with its alignments, a hash map per line) is several times slower than
+learner 1's split-and-count, which decides a gigabyte's time on two cores; since issue 41 learner
+1's merges are compiled too, so learner 2 is not the faster one there either
+(``python -m bench vocabulary``), and it stays the second learner, not the default. Texts that
+are not files yet are spooled once to a temporary file (memory stays flat) and read from there.
 """
 
 from __future__ import annotations
