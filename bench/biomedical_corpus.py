@@ -96,17 +96,17 @@ def missing(data: Path | None = None) -> str | None:
     """One line naming the first source file that is absent under ``data`` (default: the official data), or None."""
     from bench.common import missing_data
 
-    return missing_data(*source_files(_data(data)))
+    return missing_data(*source_files(data_folder(data)))
 
 
-def _data(data: Path | None) -> Path:
+def data_folder(data: Path | None) -> Path:
     from bench.common import data_dir
 
     return data_dir() if data is None else Path(data)
 
 
 def documents(data: Path | None = None) -> Iterator[str]:
-    data = _data(data)
+    data = data_folder(data)
     for source in (hoc_abstracts, pubmedqa_contexts, ner_sentences, biosses_sentences):
         for document in source(data):
             text = " ".join(document.split())

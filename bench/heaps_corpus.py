@@ -95,9 +95,9 @@ def chemprot_abstracts(data: Path) -> Iterator[str]:
 
 def real_documents(data: Path | None = None) -> list[str]:
     """The largest real biomedical text of the official files' training and dev splits, duplicates dropped."""
-    from bench.biomedical_corpus import _data, documents
+    from bench.biomedical_corpus import data_folder, documents
 
-    data = _data(data)
+    data = data_folder(data)
     seen: set[str] = set()
     out = []
     for document in (*documents(data), *(" ".join(a.split()) for a in chemprot_abstracts(data))):
