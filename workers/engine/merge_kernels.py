@@ -128,6 +128,284 @@ def _same_text(chars, piece_start, piece_length, piece, start, length) -> bool:
 
 
 @numba.njit(cache=True)
+def _text_table(chars: np.ndarray, piece_start: np.ndarray, piece_length: np.ndarray, pieces: int):
+    """Hash of each piece's text to its id (the next free hash on a collision), so equal texts are one piece."""
+    text_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
+    for piece in range(pieces):
+        h = _text_hash(chars, piece_start[piece], piece_length[piece])
+        while h in text_ids:
+            h += 1
+        text_ids[h] = piece
+    return text_ids
+
+
+@numba.njit(cache=True)
+def _grown_pairs(table, capacity: int):
+    """The pair arrays ``(first, second, count, head, stamp)`` at ``capacity``: new pairs have no node, no stamp."""
+    first, second, count, head, stamp = table
+    first, second, count = _grown(first, capacity), _grown(second, capacity), _grown(count, capacity)
+    old = len(head)
+    head, stamp = _grown(head, capacity), _grown(stamp, capacity)
+    head[old:] = -1
+    stamp[old:] = 0
+    return first, second, count, head, stamp
+
+
+@numba.njit(cache=True, inline="always")
+def _pair_id(pair_ids, first, second, count, head, pairs: int, left: int, right: int):
+    """The id of pair (left, right), a new one with count 0 if it was never made, and the pairs now.
+
+    The caller has made room for one more pair (:func:`_room`): no array is reassigned.
+    """
+    key = np.int64(left) * _PAIR_SHIFT + np.int64(right)
+    if key in pair_ids:
+        return pair_ids[key], pairs
+    pair_ids[key] = pairs
+    first[pairs], second[pairs], count[pairs], head[pairs] = left, right, 0, -1
+    return pairs, pairs + 1
+
+
+@numba.njit(cache=True)
+def _initial_pairs(sym: np.ndarray, nxt: np.ndarray, word_of: np.ndarray, word_count: np.ndarray):
+    """Every adjacent pair of the words with its count, and each pair's list of the positions where it is.
+
+    Returns ``(pair_ids, pairs, capacity, table, nodes, node_count)``: ``table`` holds the pair
+    arrays ``(first, second, count, head, stamp)``, ``nodes`` the node arrays ``(position, next)``.
+    """
+    pair_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
+    capacity = 1024
+    first = np.empty(capacity, dtype=np.int64)
+    second = np.empty(capacity, dtype=np.int64)
+    count = np.zeros(capacity, dtype=np.int64)
+    head = np.full(capacity, -1, dtype=np.int64)  # the pair's last node (-1: none)
+    stamp = np.zeros(capacity, dtype=np.int64)  # the last step that changed the pair
+    pairs = 0
+    node_pos = np.empty(len(sym) + 16, dtype=np.int32)  # a position where the pair was made
+    node_next = np.empty(len(sym) + 16, dtype=np.int32)  # the pair's previous node (-1: none)
+    node_count = 0
+    for p in range(len(sym)):
+        q = nxt[p]
+        if q < 0:
+            continue
+        if pairs == capacity:  # room for one more pair
+            capacity *= 2
+            first, second, count, head, stamp = _grown_pairs((first, second, count, head, stamp), capacity)
+        key = np.int64(sym[p]) * _PAIR_SHIFT + np.int64(sym[q])
+        if key in pair_ids:
+            k = pair_ids[key]
+        else:
+            k = pairs
+            pair_ids[key] = k
+            pairs += 1
+            first[k], second[k], count[k], head[k] = sym[p], sym[q], 0, -1
+        count[k] += word_count[word_of[p]]
+        node_pos[node_count], node_next[node_count] = p, head[k]
+        head[k] = node_count
+        node_count += 1
+    return pair_ids, pairs, capacity, (first, second, count, head, stamp), (node_pos, node_next), node_count
+
+
+@numba.njit(cache=True)
+def _heap_of(count, pairs, capacity, first, second, chars, start, length):
+    """A heap of ``capacity`` entries holding every pair with a positive count, and its size."""
+    heap_count = np.empty(capacity, dtype=np.int64)
+    heap_pair = np.empty(capacity, dtype=np.int64)
+    size = 0
+    for k in range(pairs):
+        if count[k] > 0:
+            heap_count[size], heap_pair[size] = count[k], k
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(heap_count, heap_pair, size, i, first, second, chars, start, length)
+    return heap_count, heap_pair, size
+
+
+@numba.njit(cache=True)
+def _merged_piece(a, b, continuation, chars, piece_start, piece_length, pieces, used, text_ids):
+    """The piece of a + b's text (a new one, written after the last piece's text, unless it is known).
+
+    Returns ``(merged, chars, piece_start, piece_length, pieces, used)``: the arrays may have grown.
+    """
+    skip = 0
+    if continuation and piece_length[b] >= 2 and chars[piece_start[b]] == 35 and chars[piece_start[b] + 1] == 35:
+        skip = 2
+    la, lb = piece_length[a], piece_length[b] - skip
+    chars = _grown(chars, used + la + lb)
+    chars[used : used + la] = chars[piece_start[a] : piece_start[a] + la]
+    chars[used + la : used + la + lb] = chars[piece_start[b] + skip : piece_start[b] + skip + lb]
+    h = _text_hash(chars, used, la + lb)
+    while h in text_ids:
+        candidate = text_ids[h]
+        if _same_text(chars, piece_start, piece_length, candidate, used, la + lb):
+            return candidate, chars, piece_start, piece_length, pieces, used
+        h += 1
+    m = pieces
+    piece_start, piece_length = _grown(piece_start, pieces + 1), _grown(piece_length, pieces + 1)
+    piece_start[m], piece_length[m] = used, la + lb
+    text_ids[h] = m
+    return m, chars, piece_start, piece_length, pieces + 1, used + la + lb
+
+
+@numba.njit(cache=True, inline="always")
+def _mark_changed(j: int, steps: int, stamp: np.ndarray, changed: np.ndarray, changed_count: int) -> int:
+    """Note pair ``j`` as changed in this step, once (the caller made room); returns the list's length."""
+    if stamp[j] != steps:
+        stamp[j] = steps
+        changed[changed_count] = j
+        changed_count += 1
+    return changed_count
+
+
+@numba.njit(cache=True, inline="always")
+def _merge_at(
+    p, q, a, b, m, steps, sym, nxt, prv, word_of, word_count, pair_ids, first, second, count, head, stamp, nodes, counts
+):
+    """One merge at positions p, q: the word's count leaves the pairs around it and joins the new ones.
+
+    ``nodes`` is ``(node_pos, node_next, changed)``: the arrays have room for two more pairs and
+    nodes and five more changed pairs. ``counts`` is ``(pairs, nodes, changed)``; returns the
+    position after q and the new counts.
+    """
+    node_pos, node_next, changed = nodes
+    pairs, node_count, changed_count = counts
+    weight = word_count[word_of[p]]
+    x, y = prv[p], nxt[q]
+    for side in range(3):
+        if side == 0:
+            if x < 0:
+                continue
+            key = np.int64(sym[x]) * _PAIR_SHIFT + np.int64(a)
+        elif side == 1:
+            key = np.int64(a) * _PAIR_SHIFT + np.int64(b)
+        else:
+            if y < 0:
+                continue
+            key = np.int64(b) * _PAIR_SHIFT + np.int64(sym[y])
+        j = pair_ids[key]
+        count[j] -= weight
+        changed_count = _mark_changed(j, steps, stamp, changed, changed_count)
+    sym[p], sym[q] = m, -1
+    nxt[p] = y
+    if y >= 0:
+        prv[y] = p
+    for side in range(2):
+        if side == 0:
+            if x < 0:
+                continue
+            left, right, at = np.int64(sym[x]), np.int64(m), x
+        else:
+            if y < 0:
+                continue
+            left, right, at = np.int64(m), np.int64(sym[y]), p
+        j, pairs = _pair_id(pair_ids, first, second, count, head, pairs, left, right)
+        count[j] += weight
+        node_pos[node_count], node_next[node_count] = at, head[j]
+        head[j] = node_count
+        node_count += 1
+        changed_count = _mark_changed(j, steps, stamp, changed, changed_count)
+    return y, (pairs, node_count, changed_count)
+
+
+@numba.njit(cache=True)
+def _room(pairs, capacity, table, node_pos, node_next, changed, nodes, changes):
+    """Room for ``pairs`` pairs, ``nodes`` nodes and ``changes`` changed pairs: the arrays, grown where short.
+
+    Called only when one is short, so that the hot loop of the merges reassigns no array.
+    """
+    if pairs > capacity:
+        capacity *= 2
+        table = _grown_pairs(table, capacity)
+    node_pos, node_next = _grown(node_pos, nodes), _grown(node_next, nodes)
+    return capacity, table, node_pos, node_next, _grown(changed, changes)
+
+
+@numba.njit(cache=True)
+def _merge_pair(k, a, b, m, steps, links, word_of, word_start, word_count, word_stamp, state):
+    """Merge every live place of pair ``k`` (a, b) into ``m``; equal pieces word by word, left to right.
+
+    A pair's nodes are every place it was ever made, so each is checked first (a merge elsewhere may
+    have changed it). ``state`` is ``(pair_ids, pairs, capacity, table, (node_pos, node_next),
+    nodes, changed, changed_count)``, returned with whatever grew: the arrays grow here, before each
+    merge, so that :func:`_merge_at` (the hot loop) never reassigns one.
+    """
+    sym, nxt, prv = links
+    pair_ids, pairs, capacity, table, (node_pos, node_next), node_count, changed, changed_count = state
+    first, second, count, head, stamp = table
+    node = head[k]
+    head[k] = -1
+    while node >= 0:
+        p = node_pos[node]
+        node = node_next[node]
+        if sym[p] != a:
+            continue
+        q = nxt[p]
+        if q < 0 or sym[q] != b:
+            continue
+        if a == b:
+            w = word_of[p]
+            if word_stamp[w] == steps:
+                continue
+            word_stamp[w] = steps
+            p = word_start[w]  # the word's first occurrence of the pair, left to right
+            while not (sym[p] == a and nxt[p] >= 0 and sym[nxt[p]] == b):
+                p = nxt[p]
+            q = nxt[p]
+        while True:
+            if pairs + 2 > capacity or node_count + 2 > len(node_pos) or changed_count + 5 > len(changed):
+                table = (first, second, count, head, stamp)
+                capacity, table, node_pos, node_next, changed = _room(
+                    pairs + 2, capacity, table, node_pos, node_next, changed, node_count + 2, changed_count + 5
+                )
+                first, second, count, head, stamp = table
+            y, (pairs, node_count, changed_count) = _merge_at(
+                p, q, a, b, m, steps, sym, nxt, prv, word_of, word_count, pair_ids,
+                first, second, count, head, stamp, (node_pos, node_next, changed), (pairs, node_count, changed_count),
+            )  # fmt: skip
+            if a != b:
+                break
+            # equal pieces: go on along the word, left to right, from the piece after the merge
+            p = y
+            found = False
+            while p >= 0:
+                q = nxt[p]
+                if q >= 0 and sym[p] == a and sym[q] == b:
+                    found = True
+                    break
+                p = q
+            if not found:
+                break
+    table = (first, second, count, head, stamp)
+    return pair_ids, pairs, capacity, table, (node_pos, node_next), node_count, changed, changed_count
+
+
+@numba.njit(cache=True)
+def _push_changed(changed, changed_count, table, pairs, heap, chars, start, length):
+    """Push each changed pair still alive with its new count; a full heap is rebuilt from the live pairs.
+
+    ``heap`` is ``(heap_count, heap_pair, size)``, returned as it is after the pushes.
+    """
+    first, second, count = table[0], table[1], table[2]
+    heap_count, heap_pair, size = heap
+    for i in range(changed_count):
+        j = changed[i]
+        if count[j] <= 0:
+            continue
+        if size == len(heap_count):
+            # rebuild from the live pairs (drops the stale entries), larger if still half full
+            live = 0
+            for t in range(pairs):
+                if count[t] > 0:
+                    live += 1
+            new_capacity = max(len(heap_count), 4 * live)
+            heap_count, heap_pair, size = _heap_of(count, pairs, new_capacity, first, second, chars, start, length)
+            continue  # every live pair, this one included, is in the heap now
+        heap_count[size], heap_pair[size] = count[j], j
+        size += 1
+        _sift_up(heap_count, heap_pair, size - 1, first, second, chars, start, length)
+    return heap_count, heap_pair, size
+
+
+@numba.njit(cache=True)
 def learn_merges(
     sym: np.ndarray,
     nxt: np.ndarray,
@@ -153,221 +431,42 @@ def learn_merges(
     """
     pieces = known
     used = piece_start[pieces - 1] + piece_length[pieces - 1] if pieces else 0
-    text_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
-    for piece in range(pieces):
-        h = _text_hash(chars, piece_start[piece], piece_length[piece])
-        while h in text_ids:
-            h += 1
-        text_ids[h] = piece
-
-    pair_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
-    capacity = 1024
-    first = np.empty(capacity, dtype=np.int64)
-    second = np.empty(capacity, dtype=np.int64)
-    count = np.zeros(capacity, dtype=np.int64)
-    head = np.full(capacity, -1, dtype=np.int64)
-    stamp = np.zeros(capacity, dtype=np.int64)
-    pairs = 0
-    node_pos = np.empty(len(sym) + 16, dtype=np.int32)  # a position where the pair was made
-    node_next = np.empty(len(sym) + 16, dtype=np.int32)  # the pair's previous node (-1: none)
-    nodes = 0
-    for p in range(len(sym)):
-        q = nxt[p]
-        if q < 0:
-            continue
-        key = np.int64(sym[p]) * _PAIR_SHIFT + np.int64(sym[q])
-        if key in pair_ids:
-            k = pair_ids[key]
-        else:
-            k = pairs
-            pair_ids[key] = k
-            pairs += 1
-            if pairs > capacity:
-                capacity *= 2
-                first, second, count = _grown(first, capacity), _grown(second, capacity), _grown(count, capacity)
-                old = len(head)
-                head, stamp = _grown(head, capacity), _grown(stamp, capacity)
-                head[old:] = -1
-                stamp[old:] = 0
-            first[k], second[k], count[k], head[k] = sym[p], sym[q], 0, -1
-        count[k] += word_count[word_of[p]]
-        node_pos[nodes], node_next[nodes] = p, head[k]
-        head[k] = nodes
-        nodes += 1
-
+    text_ids = _text_table(chars, piece_start, piece_length, pieces)
+    pair_ids, pairs, capacity, table, nodes, node_count = _initial_pairs(sym, nxt, word_of, word_count)
+    first, second, count = table[0], table[1], table[2]
     heap_capacity = max(1024, 2 * pairs)
-    heap_count = np.empty(heap_capacity, dtype=np.int64)
-    heap_pair = np.empty(heap_capacity, dtype=np.int64)
-    size = 0
-    for k in range(pairs):
-        if count[k] > 0:
-            heap_count[size], heap_pair[size] = count[k], k
-            size += 1
-    for i in range(size // 2 - 1, -1, -1):
-        _sift_down(heap_count, heap_pair, size, i, first, second, chars, piece_start, piece_length)
-
+    heap = _heap_of(count, pairs, heap_capacity, first, second, chars, piece_start, piece_length)
     out = np.empty((max(need, 16), 3), dtype=np.int64)
     steps = 0
     made = 0
     changed = np.empty(1024, dtype=np.int64)
     word_stamp = np.zeros(len(word_start), dtype=np.int64)
-    while made < need and size > 0:
+    while made < need and heap[2] > 0:
+        heap_count, heap_pair, size = heap
         c, k = heap_count[0], heap_pair[0]
         size -= 1
         heap_count[0], heap_pair[0] = heap_count[size], heap_pair[size]
         _sift_down(heap_count, heap_pair, size, 0, first, second, chars, piece_start, piece_length)
+        heap = heap_count, heap_pair, size
         if count[k] != c or c == 0:
             continue  # a stale entry: the pair's count changed after it was pushed
         a, b = first[k], second[k]
-        # the merged text, written after the last piece's; kept only if it is a new piece
-        skip = 0
-        if continuation and piece_length[b] >= 2 and chars[piece_start[b]] == 35 and chars[piece_start[b] + 1] == 35:
-            skip = 2
-        la, lb = piece_length[a], piece_length[b] - skip
-        chars = _grown(chars, used + la + lb)
-        chars[used : used + la] = chars[piece_start[a] : piece_start[a] + la]
-        chars[used + la : used + la + lb] = chars[piece_start[b] + skip : piece_start[b] + skip + lb]
-        h = _text_hash(chars, used, la + lb)
-        m = -1
-        while h in text_ids:
-            candidate = text_ids[h]
-            if _same_text(chars, piece_start, piece_length, candidate, used, la + lb):
-                m = candidate
-                break
-            h += 1
-        if m < 0:
-            m = pieces
-            piece_start, piece_length = _grown(piece_start, pieces + 1), _grown(piece_length, pieces + 1)
-            piece_start[m], piece_length[m] = used, la + lb
-            text_ids[h] = m
-            pieces += 1
-            used += la + lb
-            made += 1
+        m, chars, piece_start, piece_length, grown, used = _merged_piece(
+            a, b, continuation, chars, piece_start, piece_length, pieces, used, text_ids
+        )
+        made += grown - pieces
+        pieces = grown
         if steps >= len(out):
             bigger = np.empty((2 * len(out), 3), dtype=np.int64)
             bigger[:steps] = out[:steps]
             out = bigger
         out[steps, 0], out[steps, 1], out[steps, 2] = a, b, m
         steps += 1
-        changed_count = 0
-
-        node = head[k]
-        head[k] = -1
-        while node >= 0:
-            p = node_pos[node]
-            node = node_next[node]
-            if sym[p] != a:
-                continue
-            q = nxt[p]
-            if q < 0 or sym[q] != b:
-                continue
-            if a == b:
-                w = word_of[p]
-                if word_stamp[w] == steps:
-                    continue
-                word_stamp[w] = steps
-                p = word_start[w]  # the word's first occurrence of the pair, left to right
-                while not (sym[p] == a and nxt[p] >= 0 and sym[nxt[p]] == b):
-                    p = nxt[p]
-                q = nxt[p]
-            while True:
-                # one merge at p, q: the word's count leaves the pairs around it and joins the new ones
-                weight = word_count[word_of[p]]
-                x, y = prv[p], nxt[q]
-                for side in range(3):
-                    if side == 0:
-                        if x < 0:
-                            continue
-                        key = np.int64(sym[x]) * _PAIR_SHIFT + np.int64(a)
-                    elif side == 1:
-                        key = np.int64(a) * _PAIR_SHIFT + np.int64(b)
-                    else:
-                        if y < 0:
-                            continue
-                        key = np.int64(b) * _PAIR_SHIFT + np.int64(sym[y])
-                    j = pair_ids[key]
-                    count[j] -= weight
-                    if stamp[j] != steps:
-                        stamp[j] = steps
-                        changed = _grown(changed, changed_count + 1)
-                        changed[changed_count] = j
-                        changed_count += 1
-                sym[p], sym[q] = m, -1
-                nxt[p] = y
-                if y >= 0:
-                    prv[y] = p
-                for side in range(2):
-                    if side == 0:
-                        if x < 0:
-                            continue
-                        left, right, at = np.int64(sym[x]), np.int64(m), x
-                    else:
-                        if y < 0:
-                            continue
-                        left, right, at = np.int64(m), np.int64(sym[y]), p
-                    key = left * _PAIR_SHIFT + right
-                    if key in pair_ids:
-                        j = pair_ids[key]
-                    else:
-                        j = pairs
-                        pair_ids[key] = j
-                        pairs += 1
-                        if pairs > capacity:
-                            capacity *= 2
-                            first, second = _grown(first, capacity), _grown(second, capacity)
-                            count = _grown(count, capacity)
-                            old = len(head)
-                            head, stamp = _grown(head, capacity), _grown(stamp, capacity)
-                            head[old:] = -1
-                            stamp[old:] = 0
-                        first[j], second[j], count[j], head[j] = left, right, 0, -1
-                    count[j] += weight
-                    node_pos, node_next = _grown(node_pos, nodes + 1), _grown(node_next, nodes + 1)
-                    node_pos[nodes], node_next[nodes] = at, head[j]
-                    head[j] = nodes
-                    nodes += 1
-                    if stamp[j] != steps:
-                        stamp[j] = steps
-                        changed = _grown(changed, changed_count + 1)
-                        changed[changed_count] = j
-                        changed_count += 1
-                if a != b:
-                    break
-                # equal pieces: go on along the word, left to right, from the piece after the merge
-                p = y
-                found = False
-                while p >= 0:
-                    q = nxt[p]
-                    if q >= 0 and sym[p] == a and sym[q] == b:
-                        found = True
-                        break
-                    p = q
-                if not found:
-                    break
-
-        for i in range(changed_count):
-            j = changed[i]
-            if count[j] <= 0:
-                continue
-            if size == len(heap_count):
-                # rebuild from the live pairs (drops the stale entries), larger if still half full
-                live = 0
-                for t in range(pairs):
-                    if count[t] > 0:
-                        live += 1
-                new_capacity = max(len(heap_count), 4 * live)
-                heap_count, heap_pair = np.empty(new_capacity, dtype=np.int64), np.empty(new_capacity, dtype=np.int64)
-                size = 0
-                for t in range(pairs):
-                    if count[t] > 0:
-                        heap_count[size], heap_pair[size] = count[t], t
-                        size += 1
-                for t in range(size // 2 - 1, -1, -1):
-                    _sift_down(heap_count, heap_pair, size, t, first, second, chars, piece_start, piece_length)
-                continue  # every live pair, this one included, is in the heap now
-            heap_count[size], heap_pair[size] = count[j], j
-            size += 1
-            _sift_up(heap_count, heap_pair, size - 1, first, second, chars, piece_start, piece_length)
+        state = (pair_ids, pairs, capacity, table, nodes, node_count, changed, 0)
+        state = _merge_pair(k, a, b, m, steps, (sym, nxt, prv), word_of, word_start, word_count, word_stamp, state)
+        _, pairs, capacity, table, nodes, node_count, changed, changed_count = state
+        first, second, count = table[0], table[1], table[2]
+        heap = _push_changed(changed, changed_count, table, pairs, heap, chars, piece_start, piece_length)
     return out[:steps], chars, piece_start[:pieces], piece_length[:pieces]
 
 
