@@ -299,6 +299,7 @@ def test_dispatch_puts_the_message_on_the_seats_broker_queue_and_the_claim_hands
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
                                           datasets=("demo-ner",), gpus=4))  # fmt: skip
     pretrain = submission.jobs.get(kind="pretrain")
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)  # Celery prefers it to broker=: CI sets it to Redis
     broker = Celery("placement-broker", broker="memory://")
     monkeypatch.setattr(tasks, "current_app", broker)
     dispatch.record_worker("gpu0@small", ["gpu"], gpus=1)
