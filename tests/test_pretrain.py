@@ -259,32 +259,3 @@ def test_a_run_killed_with_sigkill_and_resumed_ends_with_the_weights_of_an_unint
         assert torch.equal(tensor, actual[name]), name
     log = json.loads((tmp_path / "killed" / "loss.json").read_text())
     assert [entry["step"] for entry in log] == list(range(1, 71))
-
-
-# --- data parallelism ------------------------------------------------------------------------------
-
-
-def test_two_processes_under_torchrun_end_with_the_weights_of_one_process_with_the_same_global_batch(corpus, tmp_path):
-    """gloo here, NCCL on GPUs. Dropout is off: two processes cannot draw one process's dropout masks."""
-    settings = json.dumps(
-        {"config": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}, "contamination_datasets": []}
-    )
-    common = ["-m", "workers.engine", "pretrain", "--recipe", "tiny", "--corpus", str(corpus), "--steps", "20",
-              "--precision", "fp32", "--device", "cpu", "--settings", settings]  # fmt: skip
-    env = data_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    one = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "one")], cwd=ROOT, env=env,
-                         capture_output=True, text=True)  # fmt: skip
-    assert one.returncode == 0, one.stdout + one.stderr
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    two = subprocess.run([*torchrun, *common, "--out", str(tmp_path / "two")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert two.returncode == 0, two.stdout + two.stderr
-    assert json.loads((tmp_path / "two" / "pretraining.json").read_text())["training"]["processes"] == 2
-    single, parallel = (
-        load_file(tmp_path / "one" / "model.safetensors"),
-        load_file(tmp_path / "two" / "model.safetensors"),
-    )
-    initial = json.loads((tmp_path / "one" / "loss.json").read_text())[0]["loss"]
-    assert json.loads((tmp_path / "one" / "loss.json").read_text())[-1]["loss"] < initial  # it trained
-    for name, tensor in single.items():
-        torch.testing.assert_close(parallel[name], tensor, rtol=0, atol=1e-5, msg=name)

@@ -15,7 +15,7 @@ import torch
 from distributed_pretraining import blocks, masker, run, settings
 
 from workers.engine.pretrain.checkpoints import read_state, safe_reader
-from workers.engine.pretrain.loop import LoopSettings, step_micro_batches
+from workers.engine.pretrain.loop import LoopSettings, check_split, step_micro_batches
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-5  # fp32; the ranks' sums are added in another order than one process's
@@ -56,7 +56,7 @@ def test_one_two_and_four_ddp_processes_end_with_the_weights_of_one_process_afte
 @pytest.mark.parametrize("family", ["bert", "roberta", "longformer", "big-bird", "megatron-bert"])
 def test_fsdp_over_two_processes_trains_each_family_as_one_process_does(family, tmp_path):
     """FSDP2's reduce-scatter sums what DDP's all-reduce sums: within 1e-5 of one process, held-out loss too."""
-    options = {"family": family, "settings": settings(steps=6, checkpoint_every=6, eval_every=3, parallelism="fsdp")}
+    options = {"family": family, "settings": settings(steps=4, checkpoint_every=4, eval_every=4, parallelism="fsdp")}
     one = run(1, tmp_path / "one", **options)
     sharded = run(2, tmp_path / "fsdp", **options)
     assert sharded["summary"]["parallelism"] == "fsdp"
@@ -73,10 +73,13 @@ def test_fsdp_with_activation_checkpointing_and_fused_adamw_on_the_shards_trains
 
 
 def test_a_tiny_megatron_bert_sharded_over_four_processes_holds_under_30_percent_of_the_replicated_bytes(tmp_path):
-    """Parameters, gradients and AdamW's states, counted from the tensors each rank holds after a backward."""
-    options = {"family": "megatron-bert", "settings": settings(steps=2, checkpoint_every=2, eval_every=2)}
-    replicated = run(4, tmp_path / "ddp", **{**options, "settings": {**options["settings"], "parallelism": "ddp"}})
-    sharded = run(4, tmp_path / "fsdp", **{**options, "settings": {**options["settings"], "parallelism": "fsdp"}})
+    """Parameters, gradients and AdamW's states, counted from the tensors each rank holds after a backward.
+
+    A replicated rank (DDP) holds what one process holds, so the single process is the replicated reference.
+    """
+    loop = settings(steps=2, checkpoint_every=2, eval_every=2)
+    replicated = run(1, tmp_path / "one", family="megatron-bert", settings=loop)
+    sharded = run(4, tmp_path / "fsdp", family="megatron-bert", settings={**loop, "parallelism": "fsdp"})
     full = sum(replicated["bytes"][0].values())
     assert all(part > 0 for part in replicated["bytes"][0].values())
     for rank, counted in enumerate(sharded["bytes"]):
@@ -94,22 +97,22 @@ def test_distillation_and_alum_under_ddp_train_as_in_one_process(objective, tmp_
 
 def test_a_run_resumed_on_four_then_two_then_one_process_continues_the_curve_of_an_uninterrupted_run(tmp_path):
     """FSDP's shards at 4, resumed as DDP at 2, then alone: DCP reshards the model and AdamW's states."""
-    loop = settings(checkpoint_every=5, eval_every=5)
+    loop = settings(steps=12, checkpoint_every=4, eval_every=4)
     whole = run(1, tmp_path / "whole", settings=loop)
     out = tmp_path / "resumed"
-    run(4, out, settings={**loop, "parallelism": "fsdp"}, stop_at=10)
+    run(4, out, settings={**loop, "parallelism": "fsdp"}, stop_at=4)
     assert read_state(out / "checkpoint")["processes"] == 4
-    run(2, out, settings={**loop, "parallelism": "ddp"}, stop_at=15, resume=True)
+    run(2, out, settings={**loop, "parallelism": "ddp"}, stop_at=8, resume=True)
     resumed = run(1, out, settings=loop, resume=True)
-    assert [e["step"] for e in resumed["log"]] == list(range(1, 21))
+    assert [e["step"] for e in resumed["log"]] == list(range(1, 13))
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in whole["log"]], abs=TOLERANCE)
     assert_same_weights(resumed["weights"], whole["weights"])
 
 
 def test_a_run_resumed_on_the_same_number_of_processes_is_exact_dropout_included(tmp_path):
-    loop = {**settings(checkpoint_every=5, eval_every=5), "parallelism": "ddp"}
+    loop = {**settings(steps=10, checkpoint_every=5, eval_every=5), "parallelism": "ddp"}
     whole = run(2, tmp_path / "whole", settings=loop, dropout=0.1)
-    run(2, tmp_path / "resumed", settings=loop, dropout=0.1, stop_at=10)
+    run(2, tmp_path / "resumed", settings=loop, dropout=0.1, stop_at=5)
     resumed = run(2, tmp_path / "resumed", settings=loop, dropout=0.1, resume=True)
     assert [e["loss"] for e in resumed["log"]] == [e["loss"] for e in whole["log"]]
     for name, tensor in whole["weights"].items():
@@ -140,6 +143,7 @@ def test_a_checkpoint_of_the_replicated_layout_before_dcp_is_refused_with_what_t
         read_state(old)
 
 
-def test_the_micro_batch_must_give_every_process_a_row(tmp_path):
-    with pytest.raises(Exception, match="cannot give each of 4 processes a row: lower the accumulation"):
-        run(4, tmp_path / "run", settings=settings(batch_size=8, accumulation=4))
+def test_the_micro_batch_must_give_every_process_a_row():
+    check_split(LoopSettings(steps=1, batch_size=8, accumulation=2), 4)  # 4 rows for 4 processes: one each
+    with pytest.raises(ValueError, match="cannot give each of 4 processes a row: lower the accumulation"):
+        check_split(LoopSettings(steps=1, batch_size=8, accumulation=4), 4)

@@ -259,11 +259,7 @@ def pretrain_loop(
 
 def _engine(model, settings: LoopSettings, device, dtype, world: int, objective, planned: str | None):
     """The model on its device, inside its step module, under DDP or FSDP2: (parallelism, step module, wrapped)."""
-    if settings.micro_batch < world:
-        raise ValueError(
-            f"a micro-batch of {settings.micro_batch} sequences (batch size {settings.batch_size} / accumulation "
-            f"{settings.accumulation}) cannot give each of {world} processes a row: lower the accumulation"
-        )
+    check_split(settings, world)
     model.to(device)
     model.train()
     if settings.compile:
@@ -275,6 +271,16 @@ def _engine(model, settings: LoopSettings, device, dtype, world: int, objective,
     wrapped = parallel.wrap(step_module, how, world, device, dtype,
                             activation_checkpointing=settings.activation_checkpointing)  # fmt: skip
     return how, step_module, wrapped
+
+
+def check_split(settings: LoopSettings, world: int) -> None:
+    """Refuse a micro-batch with fewer rows than processes: under DDP or FSDP a rank with no row has no forward
+    to join, and every other rank would wait for it."""
+    if settings.micro_batch < world:
+        raise ValueError(
+            f"a micro-batch of {settings.micro_batch} sequences (batch size {settings.batch_size} / accumulation "
+            f"{settings.accumulation}) cannot give each of {world} processes a row: lower the accumulation"
+        )
 
 
 class BatchPrefetcher:
