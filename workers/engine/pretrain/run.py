@@ -316,14 +316,15 @@ def start_processes() -> tuple[int, int]:
 
 
 def _attempt_store(rank: int, world: int):
-    """torchrun's store, under a prefix of its own for each restart of the group (None outside torchrun).
+    """torchrun's store, under a prefix of its own for each restart of the group (None outside torchrun and on
+    the group's first start).
 
     torchrun's agent keeps one store across the group's restarts, and the process group's keys (each
     rank's address) have the same names every time: a restarted rank read a dead rank's address and the
     group failed to connect. A prefix per ``TORCHELASTIC_RESTART_COUNT`` gives each attempt fresh keys.
     """
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
-    if attempt is None:
+    if attempt in (None, "", "0"):  # outside torchrun, or its first start: torch's own store, untouched
         return None
     from datetime import timedelta
 
