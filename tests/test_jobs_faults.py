@@ -139,7 +139,7 @@ def test_a_pretraining_worker_killed_mid_run_resumes_from_its_last_checkpoint(
     workers("gpu-pretrain-2")
     done = platform.wait_for_job(pretrain, ("succeeded", "failed"), timeout=400)
     assert done["status"] == "succeeded", done["error"]
-    assert done["attempts"] == 2
+    assert done["attempts"] == 2, done["log"][-6000:]
     resumed = [line for line in done["log"].splitlines() if "resuming from the checkpoint" in line]
     assert resumed and int(resumed[0].rsplit("step ", 1)[1].rstrip(")")) >= 20, done["log"][-2000:]
     (aggregate,) = jobs_of(submitted, "score")
