@@ -100,6 +100,7 @@ def train(rank: int, world: int, port: int, out: str, options: dict) -> None:
     import torch.distributed as dist
 
     from workers.engine.pretrain import loop as pretrain
+    from workers.engine.pretrain import parallel
     from workers.engine.pretrain.checkpoints import full_model_state
 
     if world > 1:
@@ -118,7 +119,8 @@ def train(rank: int, world: int, port: int, out: str, options: dict) -> None:
             raise Stopped(step)
 
     pretrain.optimizer_and_schedule, pretrain.save_checkpoint = remember, save_then_stop
-    model = tiny_model(options.get("family", "bert"), dropout=options.get("dropout", 0.0))
+    with parallel.build_context(rank, world):  # as the engine builds it: on meta on every rank but 0
+        model = tiny_model(options.get("family", "bert"), dropout=options.get("dropout", 0.0))
     settings = pretrain.LoopSettings(**options["settings"])
     cpu, train_blocks, masker_ = torch.device("cpu"), blocks(options.get("blocks", 64)), masker()
     try:

@@ -12,10 +12,11 @@ import pickle
 
 import pytest
 import torch
-from distributed_pretraining import blocks, masker, run, settings
+from distributed_pretraining import blocks, masker, run, settings, tiny_model
 
 from workers.engine.pretrain.checkpoints import read_state, safe_reader
 from workers.engine.pretrain.loop import LoopSettings, check_split, step_micro_batches
+from workers.engine.pretrain.parallel import build_context, on_meta, place
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-5  # fp32; the ranks' sums are added in another order than one process's
@@ -147,3 +148,24 @@ def test_the_micro_batch_must_give_every_process_a_row():
     check_split(LoopSettings(steps=1, batch_size=8, accumulation=2), 4)  # 4 rows for 4 processes: one each
     with pytest.raises(ValueError, match="cannot give each of 4 processes a row: lower the accumulation"):
         check_split(LoopSettings(steps=1, batch_size=8, accumulation=4), 4)
+
+
+@pytest.mark.parametrize("family", ["bert", "megatron-bert"])
+def test_only_rank_0_draws_a_fresh_model_and_the_others_build_it_without_memory(family):
+    with build_context(1, 4):
+        empty = tiny_model(family)
+    assert all(tensor.is_meta for tensor in (*empty.parameters(), *empty.buffers()))
+    for rank, world in ((0, 4), (0, 1)):
+        with build_context(rank, world):
+            drawn = tiny_model(family)
+        assert not any(tensor.is_meta for tensor in drawn.parameters())
+
+
+def test_a_model_built_empty_is_placed_with_its_embeddings_and_decoder_still_one_parameter():
+    with build_context(1, 2):
+        model = tiny_model("bert")
+    place(model, torch.device("cpu"))
+    assert not on_meta(model)
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    reference = tiny_model("bert")
+    assert len(list(model.parameters())) == len(list(reference.parameters()))  # DDP compares these lists

@@ -260,13 +260,14 @@ def pretrain_loop(
 def _engine(model, settings: LoopSettings, device, dtype, world: int, objective, planned: str | None):
     """The model on its device, inside its step module, under DDP or FSDP2: (parallelism, step module, wrapped)."""
     check_split(settings, world)
-    model.to(device)
+    how = parallel.resolve(settings.parallelism, planned) if world > 1 else "single"
+    if how == "single":
+        model.to(device)  # under DDP or FSDP, parallel.wrap places it (a rank but 0 built it empty, on meta)
     model.train()
     if settings.compile:
         model.base_model.compile()  # in place: the state dict's names (checkpoints) stay the model's own
     if isinstance(objective, Distillation):
         objective.to(device)
-    how = parallel.resolve(settings.parallelism, planned) if world > 1 else "single"
     step_module = parallel.StepModule(model, objective)
     wrapped = parallel.wrap(step_module, how, world, device, dtype,
                             activation_checkpointing=settings.activation_checkpointing)  # fmt: skip

@@ -19,6 +19,13 @@ the same weights, up to the order of floating-point additions.
 Both wrap :class:`StepModule`, whose forward is a micro-batch's whole loss (the model and a
 distillation projection inside it), so the engines' hooks see every pass the objective makes (ALUM's
 three, distillation's teacher beside the student) as one forward.
+
+Only rank 0 draws a fresh model's weights. Every other rank builds it on the meta device (shapes, no
+memory: :func:`build_context`) and receives rank 0's weights when it is wrapped: from DDP's broadcast at
+construction, or, under FSDP, tensor by tensor into its shards (DCP's ``broadcast_from_rank0``), so that no
+rank but 0 ever holds the whole model and rank 0's GPU never does. A host of eight GPUs starting a
+GatorTron-large (Yang et al. 2022) thus holds one host copy of its fp32 weights (36 GB), not eight, and
+every world size starts from the weights one process draws from the seed.
 """
 
 import contextlib
@@ -83,6 +90,37 @@ def encoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
     return max(lists, key=len)
 
 
+def build_context(rank: int, world: int) -> contextlib.AbstractContextManager:
+    """Where this rank builds a fresh model: on the meta device for every rank of a group but 0 (see the module's
+    docstring), else where torch builds by default (the host)."""
+    return torch.device("meta") if world > 1 and rank != 0 else contextlib.nullcontext()
+
+
+def place(model: torch.nn.Module, device: torch.device) -> None:
+    """``model`` onto ``device``: moved, or, built on the meta device, allocated there empty for rank 0's weights."""
+    if not on_meta(model):
+        model.to(device)
+        return
+    model.to_empty(device=device)
+    retie(model)
+
+
+def on_meta(module: torch.nn.Module) -> bool:
+    return any(tensor.is_meta for tensor in (*module.parameters(), *module.buffers()))
+
+
+def retie(module: torch.nn.Module) -> None:
+    """Tie the input embeddings and the MLM decoder into one parameter again, as the model was built.
+
+    ``to_empty`` and ``to("meta")`` give every module its own copy of a plain tied tensor; rank 0's model and
+    the broadcast assume one (DDP compares the ranks' parameter lists; FSDP must see one parameter to shard).
+    """
+    for candidate in module.modules():
+        if callable(getattr(candidate, "tie_weights", None)) and hasattr(candidate, "config"):
+            candidate.tie_weights()
+            return
+
+
 def wrap(
     step_module: StepModule,
     parallelism: str,
@@ -99,8 +137,10 @@ def wrap(
     if world == 1:
         return step_module
     if parallelism == "fsdp":
-        return _fully_shard(step_module, dtype)
+        return _fully_shard(step_module, dtype, device)
     from torch.nn.parallel import DistributedDataParallel
+
+    place(step_module, device)  # a rank but 0's empty parameters: DDP broadcasts rank 0's into them
 
     ids = [device.index] if device.type == "cuda" else None
     # The buffers (position ids) are the same on every rank: synced once at start, never before a forward.
@@ -109,13 +149,45 @@ def wrap(
     return ddp
 
 
-def _fully_shard(step_module: StepModule, dtype: torch.dtype | None) -> torch.nn.Module:
+def _fully_shard(step_module: StepModule, dtype: torch.dtype | None, device: torch.device) -> torch.nn.Module:
+    """Shard ``step_module`` on the meta device, allocate the shards on ``device``, then fill them from rank 0."""
+    import torch.distributed as dist
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    source = dist.get_rank() == 0
+    # Rank 0's weights stay where they were drawn (the host) until broadcast: its GPU holds only its shards.
+    weights = step_module.state_dict() if source else {}
+    buffers = dict(step_module.named_buffers()) if source else {}
+    step_module.to(torch.device("meta"))
+    retie(step_module.model)
     policy = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
     for layer in encoder_layers(step_module.model):
         fully_shard(layer, mp_policy=policy)
     fully_shard(step_module, mp_policy=policy)  # the root: embeddings, the tied head, a projection
+    step_module.to_empty(device=device)  # sharded parameters are swapped in place: the tie holds
+    _broadcast_from_rank0(step_module, weights, buffers, device)
+    _sum_reductions(step_module)
+    return step_module
+
+
+def _broadcast_from_rank0(step_module: torch.nn.Module, weights: dict, buffers: dict, device: torch.device) -> None:
+    """Rank 0's parameters, tensor by tensor, into every rank's shards; its buffers (position ids, which no state
+    dict holds) whole to every rank."""
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    set_model_state_dict(step_module, weights, options=options)
+    backend_device = device if dist.get_backend() == "nccl" else torch.device("cpu")
+    for name, buffer in step_module.named_buffers():
+        staged = buffers[name] if name in buffers else torch.empty_like(buffer)
+        staged = staged.to(backend_device)
+        dist.broadcast(staged, src=0)
+        buffer.copy_(staged)
+
+
+def _sum_reductions(step_module: torch.nn.Module) -> None:
+    """Every FSDP group reduce-scatters a sum of the ranks' gradients (see the module's docstring)."""
     for module in step_module.modules():
         if hasattr(module, "set_gradient_divide_factor"):
             module.set_gradient_divide_factor(1.0)

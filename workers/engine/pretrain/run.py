@@ -34,6 +34,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config
+from workers.engine.pretrain import parallel
 from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.checkpoints import full_model_state
 from workers.engine.pretrain.contamination import collect_test_shingles, contamination
@@ -149,7 +150,7 @@ def _pretrain(args: PretrainArguments, progress: ProgressCallback | None) -> dic
         rate_schedule=objective.rate_schedule,
         **{key: settings[key] for key in LOOP_KEYS if key in settings},
     )
-    model = _build_model(args, settings, tokenizer, block_size, pairs=bool(objective.pairs))
+    model = _build_model(args, settings, tokenizer, block_size, pairs=bool(objective.pairs), rank=rank, world=world)
     if objective.pairs and not has_pair_head(model):  # the configuration check passed but the class disagrees
         raise ImplementationError(f"{type(model).__name__} has no sentence-pair head for {objective.pairs.upper()}")
     specials = tuple(sorted({tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}))
@@ -503,7 +504,14 @@ def _domain_vocabulary(documents, base, heldout_share: float, limit: int = 20000
 
 
 def _build_model(
-    args: PretrainArguments, settings: dict, tokenizer, block_size: int, *, pairs: bool = False
+    args: PretrainArguments,
+    settings: dict,
+    tokenizer,
+    block_size: int,
+    *,
+    pairs: bool = False,
+    rank: int = 0,
+    world: int = 1,
 ) -> torch.nn.Module:
     auto = AutoModelForPreTraining if pairs else AutoModelForMaskedLM
     if args.model is not None:
@@ -516,4 +524,5 @@ def _build_model(
         max_position_embeddings=max(block_size, 128) + 2,
     )
     torch.manual_seed(int(settings.get("seed", 42)))
-    return auto.from_config(config)
+    with parallel.build_context(rank, world):  # rank 0 draws the weights; the others receive them when wrapped
+        return auto.from_config(config)
