@@ -51,6 +51,20 @@ def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30, si
         return stuck
 
 
+def innermost_frames(log: str, frames: int = 6) -> str:
+    """The first ``frames`` lines of each thread's stack that faulthandler wrote into ``log`` (the innermost calls,
+    where a stuck thread waits), from the last dump in it: what a truncated log tail would cut first."""
+    dumps = log.split("(most recent call first):")
+    if len(dumps) == 1:
+        return "(no stacks in the log)"
+    heads = []
+    for before, stack in zip(dumps[:-1], dumps[1:], strict=True):
+        thread = before.rsplit("\n", 1)[-1].strip()
+        lines = [line.strip() for line in stack.splitlines() if line.strip().startswith("File ")][:frames]
+        heads.append(f"{thread}: " + " <- ".join(lines))
+    return "\n".join(heads[-12:])
+
+
 def describe_process_group(session: int) -> str:
     """What the processes of a group that will not stop are doing: a line each, and each biolm worker's stacks.
 
@@ -266,10 +280,11 @@ class Platform:
         """
         stuck = stop_process_group(self.processes.pop(name), grace_s, signum)
         if stuck:
-            log = (self.directory / f"{name}.log").read_text(errors="replace")[-12000:]
+            log = (self.directory / f"{name}.log").read_text(errors="replace")
             raise AssertionError(
                 f"{name} did not exit within {grace_s:g} s of {signal.Signals(signum).name}; killed.\n"
-                f"{stuck}\n--- the tail of its log ---\n{log}"
+                f"{stuck}\n--- where each thread was (innermost frames) ---\n{innermost_frames(log)}\n"
+                f"--- the tail of its log ---\n{log[-12000:]}"
             )
 
     def children(self, name: str) -> list[int]:
