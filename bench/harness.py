@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import itertools
 import json
 import os
 import secrets
@@ -58,7 +59,7 @@ def innermost_frames(log: str, frames: int = 6) -> str:
     if len(dumps) == 1:
         return "(no stacks in the log)"
     heads = []
-    for before, stack in zip(dumps[:-1], dumps[1:], strict=True):
+    for before, stack in itertools.pairwise(dumps):
         thread = before.rsplit("\n", 1)[-1].strip()
         lines = [line.strip() for line in stack.splitlines() if line.strip().startswith("File ")][:frames]
         heads.append(f"{thread}: " + " <- ".join(lines))
