@@ -123,12 +123,15 @@ def train(rank: int, world: int, port: int, out: str, options: dict) -> None:
         model = tiny_model(options.get("family", "bert"), dropout=options.get("dropout", 0.0))
     settings = pretrain.LoopSettings(**options["settings"])
     cpu, train_blocks, masker_ = torch.device("cpu"), blocks(options.get("blocks", 64)), masker()
+    reported: list = []  # the progress this rank reports (the engine writes it to the job's progress file)
     try:
         summary = pretrain.pretrain_loop(model, train_blocks, blocks(16, seed=1), masker_, settings, Path(out),
                                          device=cpu, dtype=None, resume=options.get("resume", False),
+                                         progress=lambda *state: reported.append(state),
                                          **objective(options.get("objective"), model))  # fmt: skip
     except Stopped:
         summary = None
+    (Path(out) / f"progress-{rank}.json").write_text(json.dumps(len(reported)))
     if summary is not None:
         _count_bytes(seen, train_blocks, masker_, settings, rank, world, Path(out))
         weights = full_model_state(model, world) if summary["parallelism"] == "fsdp" else model.state_dict()
@@ -166,6 +169,7 @@ def run(world: int, out: Path, **options) -> dict:
         "weights": torch.load(out / "weights.pt", weights_only=True),
         "bytes": [json.loads((out / f"bytes-{rank}.json").read_text()) for rank in range(world)],
         "log": json.loads((out / "loss.json").read_text()),
+        "progress_reports": [json.loads((out / f"progress-{rank}.json").read_text()) for rank in range(world)],
     }
 
 

@@ -52,6 +52,9 @@ def test_one_two_and_four_ddp_processes_end_with_the_weights_of_one_process_afte
         assert_same_weights(many["weights"], one["weights"])
         assert many["log"][-1]["heldout_loss"] == pytest.approx(one["log"][-1]["heldout_loss"], abs=TOLERANCE)
         assert [e["loss"] for e in many["log"]] == pytest.approx([e["loss"] for e in one["log"]], abs=TOLERANCE)
+        # Rank 0 alone reports progress: the job's progress file is one file, on a folder every node may share.
+        assert many["progress_reports"][0] == one["progress_reports"][0] > 0
+        assert many["progress_reports"][1:] == [0] * (world - 1)
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "longformer", "big-bird", "megatron-bert"])

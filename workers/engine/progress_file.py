@@ -34,7 +34,9 @@ class ProgressFile:
             return
         self._last = now
         state = {"label": label, "step": step, "total": total, "loss": loss, "time": time.time(), **extra}
-        temporary = self.path.with_name(self.path.name + ".tmp")
+        # A name of this process's own: two writers (ranks of one job on a shared folder) never rename each
+        # other's file away; the reader still sees one whole state, the last one replaced.
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(state), encoding="utf-8")
         os.replace(temporary, self.path)
 

@@ -219,7 +219,7 @@ def pretrain_loop(
     optimizer, scheduler = optimizer_and_schedule(step_module, settings)  # after wrapping: FSDP's shards
     step, log = _resume_or_seed(out, resume, wrapped, optimizer, scheduler, rank, world, settings.seed)
     start, real_tokens, seconds_before = time.perf_counter(), 0, log[-1]["seconds"] if log else 0.0
-    if progress is not None:
+    if progress is not None and rank == 0:  # one writer of the job's progress file, which every node may share
         progress(step, settings.steps, None, None)
 
     def prepare(at: int) -> tuple[float, list[dict]]:
