@@ -178,10 +178,9 @@ def _broadcast_from_rank0(step_module: torch.nn.Module, weights: dict, buffers: 
 
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
     set_model_state_dict(step_module, weights, options=options)
-    backend_device = device if dist.get_backend() == "nccl" else torch.device("cpu")
     for name, buffer in step_module.named_buffers():
         staged = buffers[name] if name in buffers else torch.empty_like(buffer)
-        staged = staged.to(backend_device)
+        staged = staged.to(collective_device(device))
         dist.broadcast(staged, src=0)
         buffer.copy_(staged)
 
@@ -222,10 +221,16 @@ def all_reduce_sum(values: list[float], device: torch.device, world: int) -> lis
         return list(values)
     import torch.distributed as dist
 
-    backend_device = device if dist.get_backend() == "nccl" else torch.device("cpu")
-    tensor = torch.tensor(values, dtype=torch.float64, device=backend_device)
+    tensor = torch.tensor(values, dtype=torch.float64, device=collective_device(device))
     dist.all_reduce(tensor)
     return tensor.tolist()
+
+
+def collective_device(device: torch.device) -> torch.device:
+    """Where a collective's tensors must be: the GPU under NCCL, the host under gloo (which runs on CPUs)."""
+    import torch.distributed as dist
+
+    return device if dist.get_backend() == "nccl" else torch.device("cpu")
 
 
 def is_sharded(wrapped: torch.nn.Module) -> bool:
