@@ -17,6 +17,7 @@ from distributed_pretraining import blocks, masker, run, settings, tiny_model
 from workers.engine.pretrain.checkpoints import read_state, safe_reader
 from workers.engine.pretrain.loop import LoopSettings, check_split, step_micro_batches
 from workers.engine.pretrain.parallel import build_context, on_meta, place
+from workers.engine.pretrain.run import continued_model
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-5  # fp32; the ranks' sums are added in another order than one process's
@@ -172,3 +173,21 @@ def test_a_model_built_empty_is_placed_with_its_embeddings_and_decoder_still_one
     assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
     reference = tiny_model("bert")
     assert len(list(model.parameters())) == len(list(reference.parameters()))  # DDP compares these lists
+
+
+def test_a_checkpoint_to_continue_is_read_in_fp32_by_rank_0_alone_and_built_empty_on_the_others(tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    saved = tiny_model("bert").to(torch.bfloat16)  # a checkpoint saved in bf16, as a published one may be
+    saved.save_pretrained(tmp_path)
+    read = continued_model(AutoModelForMaskedLM, tmp_path, rank=0, world=2)
+    assert not on_meta(read) and all(p.dtype == torch.float32 for p in read.parameters())
+    for name, tensor in saved.state_dict().items():
+        torch.testing.assert_close(read.state_dict()[name], tensor.float(), rtol=0, atol=0)
+    empty = continued_model(AutoModelForMaskedLM, tmp_path, rank=1, world=2)
+    assert on_meta(empty)
+    place(empty, torch.device("cpu"))  # what DDP's broadcast fills: the same parameters, shapes and dtypes
+    shapes = {name: (p.shape, p.dtype) for name, p in read.named_parameters()}
+    assert {name: (p.shape, p.dtype) for name, p in empty.named_parameters()} == shapes
+    assert empty.get_output_embeddings().weight is empty.get_input_embeddings().weight
+    assert not on_meta(continued_model(AutoModelForMaskedLM, tmp_path, rank=0, world=1))

@@ -33,7 +33,7 @@ from biolm.corpus import preprocess_corpus
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ImplementationError
 from workers.engine import efficiency, preflight
-from workers.engine.architectures import build_config
+from workers.engine.architectures import build_config, load_config
 from workers.engine.pretrain import parallel
 from workers.engine.pretrain.adversarial import Adversarial
 from workers.engine.pretrain.checkpoints import full_model_state
@@ -473,11 +473,23 @@ def _learn_vocabulary(documents, settings: dict, heldout_share: float):
     return tokenizer
 
 
+def continued_model(auto, directory: Path, rank: int = 0, world: int = 1) -> torch.nn.Module:
+    """The checkpoint a run continues from, read by rank 0 alone; the other ranks build its shape on the meta
+    device and receive its weights when wrapped, as for a fresh model (see ``parallel``), so a host of 8 GPUs
+    holds one copy of it, not 8.
+
+    In fp32 whatever dtype it was saved in: the optimiser steps fp32 master weights, and bf16 is autocast's or
+    FSDP's policy. It also keeps every rank's tensors of one dtype for the broadcast.
+    """
+    if world > 1 and rank != 0:
+        with torch.device("meta"):
+            return auto.from_config(load_config(directory), dtype=torch.float32)
+    return auto.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False, dtype=torch.float32)
+
+
 def _check_pair_head(args: PretrainArguments, settings: dict, recipe: str, task: str) -> None:
     """NSP and SOP need a sentence-pair head: refuse, before any work, an architecture without one."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_PRETRAINING_MAPPING_NAMES
-
-    from workers.engine.architectures import load_config
 
     if args.model is not None:
         model_type = load_config(args.model).model_type
@@ -515,7 +527,7 @@ def _build_model(
 ) -> torch.nn.Module:
     auto = AutoModelForPreTraining if pairs else AutoModelForMaskedLM
     if args.model is not None:
-        return auto.from_pretrained(str(args.model), local_files_only=True, trust_remote_code=False)
+        return continued_model(auto, args.model, rank, world)
     config = build_config(
         str(settings.get("architecture", "bert:tiny")),
         **dict(settings.get("config", {})),  # the recipe's changes to the preset (sizes)
