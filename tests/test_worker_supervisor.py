@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from biolm.engine_exits import describe_exit
-from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor
+from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor, describe_exit
 
 PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parents[1]

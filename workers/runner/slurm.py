@@ -38,8 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biolm.engine_exits import failure_cause
-from workers.runner.failures import engine_exit
+from workers.runner.failures import engine_exit, failure_cause
 
 # The settings live in slurm_settings (which loads nothing of the engine's); the executor's users find them here too.
 from workers.runner.slurm_settings import TIME_LIMIT, SlurmReach, SlurmSettings, SlurmSettingsError  # noqa: F401
