@@ -90,10 +90,15 @@ def encoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
     return max(lists, key=len)
 
 
+def builds_empty(rank: int, world: int) -> bool:
+    """Whether this rank builds its model without weights, to receive rank 0's (see the module's docstring)."""
+    return world > 1 and rank != 0
+
+
 def build_context(rank: int, world: int) -> contextlib.AbstractContextManager:
     """Where this rank builds a fresh model: on the meta device for every rank of a group but 0 (see the module's
     docstring), else where torch builds by default (the host)."""
-    return torch.device("meta") if world > 1 and rank != 0 else contextlib.nullcontext()
+    return torch.device("meta") if builds_empty(rank, world) else contextlib.nullcontext()
 
 
 def place(model: torch.nn.Module, device: torch.device) -> None:

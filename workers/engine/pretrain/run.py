@@ -481,8 +481,8 @@ def continued_model(auto, directory: Path, rank: int = 0, world: int = 1) -> tor
     In fp32 whatever dtype it was saved in: the optimiser steps fp32 master weights, and bf16 is autocast's or
     FSDP's policy. It also keeps every rank's tensors of one dtype for the broadcast.
     """
-    if world > 1 and rank != 0:
-        with torch.device("meta"):
+    if parallel.builds_empty(rank, world):
+        with parallel.build_context(rank, world):
             return auto.from_config(load_config(directory), dtype=torch.float32)
     return auto.from_pretrained(str(directory), local_files_only=True, trust_remote_code=False, dtype=torch.float32)
 
