@@ -22,15 +22,19 @@ UPLOAD_S = 1.5
 
 
 class SlowPlatform(BaseHTTPRequestHandler):
-    """Answers heartbeats at once and records them; reads an upload, then takes ``UPLOAD_S`` to answer."""
+    """Answers heartbeats at once and records them; reads an upload, or accepts the outputs, in ``UPLOAD_S``."""
 
     heartbeats: list[tuple[float, dict]] = []
     uploads: list[tuple[float, float, str]] = []
 
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        started = time.monotonic()
         if self.path.endswith("/heartbeat"):
-            self.heartbeats.append((time.monotonic(), payload))
+            self.heartbeats.append((started, payload))
+        elif self.path.endswith("/complete"):
+            time.sleep(UPLOAD_S)
+            self.uploads.append((started, time.monotonic(), self.path))
         self._answer({"verdict": "continue"})
 
     def do_PUT(self) -> None:
@@ -94,3 +98,14 @@ def test_an_unchanged_checkpoint_is_not_uploaded_again(platform_api, tmp_path, m
     run._upload_new_checkpoint(out)
     run._upload_new_checkpoint(out)
     assert len(SlowPlatform.uploads) == 1
+
+
+def test_the_job_keeps_heartbeating_while_the_platform_accepts_its_outputs(platform_api, tmp_path, monkeypatch):
+    run, _ = run_with_checkpoint(platform_api, tmp_path, monkeypatch, 1000)
+    assert run._complete().status == "succeeded"
+
+    ((started, finished, path),) = SlowPlatform.uploads
+    assert path == "/internal/jobs/7/complete"
+    during = [payload for at, payload in SlowPlatform.heartbeats if started <= at <= finished]
+    assert len(during) >= 3, SlowPlatform.heartbeats
+    assert all(payload["delivery"] == run.delivery for payload in during)

@@ -148,8 +148,18 @@ class JobRun:
             else:
                 archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
                 self.client.upload(self.path("outputs/model.tar"), archive, self.delivery)
+        return self._complete()
+
+    def _complete(self) -> Outcome:
+        """Ask the platform to accept the outputs, heartbeating while it does.
+
+        Accepting a pretrained model unpacks and re-stores it, which can outlast the platform's silence
+        limit on a busy host; a job whose heartbeats stopped then was reaped as a lost worker while its
+        completion ran, and trained once more from its final checkpoint.
+        """
         try:
-            self.client.post(self.path("complete"), {"delivery": self.delivery})
+            with self._heartbeats_while("the platform accepts the outputs"):
+                self.client.post(self.path("complete"), {"delivery": self.delivery})
         except Rejected as exc:  # 422: the outputs were refused; the platform has already failed the job
             return Outcome("failed", str(exc))
         return Outcome("succeeded")
