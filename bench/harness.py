@@ -259,16 +259,20 @@ class Platform:
         self.processes[name] = process
         return process
 
+    def worker_environment(self) -> dict[str, str]:
+        """What a GPU host is given: no database URL and no object-store credentials (it uses pre-signed URLs)."""
+        return {k: v for k, v in self.environment.items() if k != "DATABASE_URL" and not k.startswith("BIOLM_S3_")}
+
     def start_gpu_worker(self, name: str, app: str = "workers.runner.app", **extra: str) -> subprocess.Popen:
-        """A database-free worker: DATABASE_URL is not in its environment at all."""
-        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"} | extra
+        """A database-free worker: DATABASE_URL is not in its environment at all, nor the object store's keys."""
+        environment = self.worker_environment() | extra
         command = [self.python, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
                    "-n", f"{name}@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
         return self.spawn(name, command, environment)
 
     def start_supervised_gpu_workers(self, name: str, gpus: int = 0, **extra: str) -> subprocess.Popen:
         """``python -m workers.runner``, as operators run it: its Celery workers are ``<name><i>@<host>``."""
-        environment = {k: v for k, v in self.environment.items() if k != "DATABASE_URL"} | extra
+        environment = self.worker_environment() | extra
         command = [self.python, "-m", "workers.runner", "--gpus", str(gpus), "--name", name]
         return self.spawn(name, command, environment)
 

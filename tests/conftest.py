@@ -70,6 +70,12 @@ def session_rows_restored(django_db_blocker):
         load_session_rows()
 
 
+@pytest.fixture
+def session_rows(transactional_db) -> None:
+    """For a transactional test: the session's rows loaded again, since the test before it flushed them."""
+    load_session_rows()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _static_files_collected() -> None:
     """``collectstatic`` before any test, as a deployment does before serving: pages name their files through

@@ -20,7 +20,7 @@ from jobs.models import Job
 pytestmark = pytest.mark.backend  # start-up checks run manage.py in processes of their own
 ROOT = Path(__file__).resolve().parents[1]
 S3 = {
-    "BACKEND": "storages.backends.s3.S3Storage",
+    "BACKEND": "jobs.s3_store.ArtefactS3Storage",
     "OPTIONS": {
         "bucket_name": "biolm-artefacts", "endpoint_url": "http://minio:9000", "access_key": "biolm",
         "secret_key": "biolm-minio-secret", "region_name": "us-east-1", "addressing_style": "path",
@@ -36,7 +36,7 @@ def test_naming_a_bucket_makes_s3_the_artefact_store(tmp_path):
     result = subprocess.run([sys.executable, "manage.py", "shell", "-c", probe], cwd=ROOT, env=environment,
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "artefacts storages.backends.s3.S3Storage"
+    assert result.stdout.strip().splitlines()[-1] == "artefacts jobs.s3_store.ArtefactS3Storage"
 
 
 def test_an_unknown_artefact_storage_stops_start_up_with_its_name(tmp_path):

@@ -19,6 +19,7 @@ from biolm.checkpoint_files import CheckpointFiles
 from biolm.contract import ContractError
 from biolm.intake_limits import ArchiveLimits, CheckpointLimits, LimitSettingError
 from biolm.protocols import preview_overrides
+from biolm.upload_parts import MIN_PART_BYTES
 from biolm_site.env import env_bool, env_int, env_json_object, env_list, env_str
 from biolm_site.secret_key import secret_key
 
@@ -261,14 +262,23 @@ BIOLM_REDISPATCH_AFTER_S = env_int("BIOLM_REDISPATCH_AFTER_S", 120)
 # Where submitted checkpoints and corpora, pretrained models and predictions are kept: a storage
 # alias of STORAGES ("default": var/media).
 # An S3-compatible artefact store (MinIO in docker-compose) through django-storages when a bucket
-# is named: workers then download inputs from pre-signed URLs instead of through the web app.
+# is named (jobs.s3_store): workers then download inputs and upload outputs with pre-signed URLs, and
+# no web request carries their files. The platform talks to BIOLM_S3_ENDPOINT_URL; URLs are signed
+# for BIOLM_S3_PUBLIC_ENDPOINT_URL (the address GPU hosts reach; the same when unset). An output larger
+# than BIOLM_S3_MULTIPART_BYTES goes up in parts of that size, each sent again alone if it drops.
 BIOLM_S3_BUCKET = env_str("BIOLM_S3_BUCKET", "")
+BIOLM_S3_MULTIPART_BYTES = env_int("BIOLM_S3_MULTIPART_BYTES", 64 << 20)
+if BIOLM_S3_MULTIPART_BYTES < MIN_PART_BYTES:
+    raise ImproperlyConfigured(
+        f"BIOLM_S3_MULTIPART_BYTES={BIOLM_S3_MULTIPART_BYTES}: S3 parts are at least {MIN_PART_BYTES} bytes (5 MiB)"
+    )
 if BIOLM_S3_BUCKET:
     STORAGES["artefacts"] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "jobs.s3_store.ArtefactS3Storage",
         "OPTIONS": {
             "bucket_name": BIOLM_S3_BUCKET,
             "endpoint_url": env_str("BIOLM_S3_ENDPOINT_URL", "") or None,
+            "public_endpoint_url": env_str("BIOLM_S3_PUBLIC_ENDPOINT_URL", "") or None,
             "access_key": env_str("BIOLM_S3_ACCESS_KEY", ""),
             "secret_key": env_str("BIOLM_S3_SECRET_KEY", ""),
             "region_name": env_str("BIOLM_S3_REGION", "us-east-1"),

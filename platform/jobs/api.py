@@ -11,7 +11,9 @@ message, and then calls, with ``Authorization: Bearer <job token>``:
   stops at once;
 * ``POST .../heartbeat`` with progress and new log lines: "continue", or "stop" when the
   delivery lost the job (cancelled, reaped, redelivered elsewhere);
-* ``PUT .../outputs/<name>``: results, the pretrained model, a pretraining checkpoint;
+* ``PUT .../outputs/<name>``: results, the pretrained model, a pretraining checkpoint; or, when the
+  artefact store is an S3 bucket, ``POST .../outputs/<name>/upload`` for pre-signed ``PUT``s straight
+  to it and ``POST .../outputs/<name>/uploaded`` once they are sent (:mod:`jobs.direct_uploads`);
 * ``POST .../complete`` or ``POST .../fail``;
 * ``GET .../artefacts/<name>``: the inputs the claim listed, from the artefact store.
 
@@ -42,7 +44,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from biolm.contract.jobs import NODES_MAX
-from jobs import artefacts, completion, dispatch, lifecycle, tasks
+from biolm.upload_parts import MAX_PARTS
+from jobs import artefacts, completion, direct_uploads, dispatch, lifecycle, tasks
 from jobs.models import WAITING, Job, Worker
 
 logger = logging.getLogger("biolm.jobs")
@@ -108,6 +111,11 @@ class ClaimOut(serializers.Serializer):
     kind = serializers.CharField()
     spec = serializers.JSONField(help_text="The job's spec: its typed, versioned contract (biolm.contract).")
     inputs = serializers.JSONField(help_text="{role: [{path, url, size, sha256}]}: what to download, and where to.")
+    uploads = serializers.JSONField(
+        allow_null=True,
+        help_text="{part_bytes}: outputs go straight to the S3 store in parts of this size; null: PUT "
+        "them to .../outputs/<name>.",
+    )
 
 
 class HeartbeatIn(serializers.Serializer):
@@ -201,7 +209,8 @@ class ClaimView(WorkerView):
         except completion.InputError as exc:  # the platform's data is not ready: retried later, refunded if final
             lifecycle.fail(job.pk, job.token, data["delivery"], str(exc), Job.Cause.PLATFORM)
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs})
+        uploads = direct_uploads.claim_settings()
+        return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs, "uploads": uploads})
 
 
 def _cannot_hold(job: Job, name: str) -> str:
@@ -242,10 +251,79 @@ class OutputView(WorkerView):
         delivery = request.headers.get("X-Biolm-Delivery", "")
         if not lifecycle.holds(job.pk, job.token, delivery):
             return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+        if direct_uploads.direct_store() is not None:
+            raise serializers.ValidationError(
+                {"file": "this platform's artefact store is an S3 bucket: POST .../upload for pre-signed PUTs"}
+            )
         upload = request.data.get("file")
         if upload is None:
             raise serializers.ValidationError({"file": "send the output as the request body"})
         completion.record_output(job.pk, name, upload)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
+class UploadPlanIn(serializers.Serializer):
+    delivery = serializers.CharField(max_length=64)
+    size = serializers.IntegerField(min_value=0, help_text="The output's size in bytes.")
+    sha256 = serializers.RegexField(SHA256_HEX, help_text="The output's SHA-256, in hex.")
+    parts = serializers.ListField(
+        child=serializers.RegexField(SHA256_HEX), min_length=1, max_length=MAX_PARTS,
+        help_text="Each part's SHA-256 (hex), cut as biolm.upload_parts.part_size says; one for a single PUT.",
+    )  # fmt: skip
+
+
+class UploadPlanOut(serializers.Serializer):
+    upload_id = serializers.CharField(allow_null=True, help_text="The multipart upload's id; null for a single PUT.")
+    parts = serializers.JSONField(help_text="[{number, url, headers}]: PUT each part's bytes to its url, with headers.")
+
+
+class UploadedIn(serializers.Serializer):
+    delivery = serializers.CharField(max_length=64)
+    upload_id = serializers.CharField(allow_null=True, required=False, default=None)
+
+
+def _held_output(request: Request, job_id: int, name: str, delivery: str) -> Job | Response:
+    job = job_for(request, job_id)
+    if name not in OUTPUT_NAMES:
+        raise NotFound(f"outputs are named {', '.join(OUTPUT_NAMES)}, not {name!r}")
+    if not lifecycle.holds(job.pk, job.token, delivery):
+        return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+    return job
+
+
+class OutputUploadView(WorkerView):
+    """Pre-signed ``PUT``s of an output straight to the S3 store, each signed with its declared SHA-256."""
+
+    @extend_schema(request=UploadPlanIn, responses={200: UploadPlanOut, 409: None, 422: None})
+    def post(self, request: Request, job_id: int, name: str) -> Response:
+        data = _valid(UploadPlanIn, request)
+        job = _held_output(request, job_id, name, data["delivery"])
+        if isinstance(job, Response):
+            return job
+        try:
+            planned = direct_uploads.plan(completion.output_name(job.pk, name), data["size"], data["sha256"],
+                                          data["parts"])  # fmt: skip
+        except direct_uploads.UploadRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        return Response(planned)
+
+
+class OutputUploadedView(WorkerView):
+    """The planned upload is sent: completed, checked against its plan, and recorded as the job's output."""
+
+    @extend_schema(request=UploadedIn, responses={204: None, 409: None, 422: None})
+    def post(self, request: Request, job_id: int, name: str) -> Response:
+        data = _valid(UploadedIn, request)
+        job = _held_output(request, job_id, name, data["delivery"])
+        if isinstance(job, Response):
+            return job
+        try:
+            direct_uploads.finish(completion.output_name(job.pk, name), data["upload_id"])
+        except direct_uploads.UploadRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

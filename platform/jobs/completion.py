@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from django.core.files.storage import FileSystemStorage
 
-from jobs import artefacts, exports
+from jobs import artefacts, direct_uploads, exports
 from jobs.models import Job
 from jobs.results import InputError, ResultsError, load_results, model_entries
 from registry.intake import IntakeError, checkpoint_intake
@@ -123,6 +123,8 @@ def input_names(job: Job) -> set[str]:
 
 def accept_outputs(job: Job) -> None:
     """Check what the worker uploaded and put it where the rest of the graph reads it."""
+    if job.kind in (Job.Kind.FINETUNE, Job.Kind.PRETRAIN):
+        _check_sent_directly(job, "results.json" if job.kind == Job.Kind.FINETUNE else "model.tar")
     if job.kind == Job.Kind.FINETUNE:
         try:
             results = load_results(job)
@@ -134,6 +136,20 @@ def accept_outputs(job: Job) -> None:
             raise OutputError("the results were not produced on the withheld test split the platform sent")
     elif job.kind == Job.Kind.PRETRAIN:
         _accept_model(job)
+
+
+def _check_sent_directly(job: Job, name: str) -> None:
+    """An output sent straight to the S3 store counts once its upload was finished and checked
+    (:func:`jobs.direct_uploads.finish` records it), and only while the store still holds it at that size."""
+    store = direct_uploads.direct_store()
+    if store is None:
+        return
+    entry = stored_output(job.pk, name)
+    if entry is None:
+        raise OutputError(f"job #{job.pk}'s {name} was not recorded: its upload was never finished (POST .../uploaded)")
+    held = store.stored(output_name(job.pk, name))
+    if held is None or held.size != entry["size"]:
+        raise OutputError(f"job #{job.pk}'s {name} is no longer the {entry['size']} bytes its upload recorded")
 
 
 def _accept_model(job: Job) -> None:

@@ -34,6 +34,36 @@ class Unreachable(Exception):
     """The platform did not answer within the retry window."""
 
 
+@dataclass(frozen=True)
+class FileRange:
+    """``length`` bytes of ``path`` from ``offset``: one part of a multipart upload, read as it is sent."""
+
+    path: Path
+    offset: int
+    length: int
+
+    def open(self):
+        handle = self.path.open("rb")
+        handle.seek(self.offset)
+        return _Limited(handle, self.length)
+
+
+class _Limited:
+    """A file read no further than ``left`` bytes (what http.client streams as a request body)."""
+
+    def __init__(self, handle, left: int) -> None:
+        self.handle, self.left = handle, left
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(size)
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self.handle.close()
+
+
 @dataclass
 class PlatformClient:
     api_url: str  # e.g. http://127.0.0.1:8000/internal/
@@ -45,15 +75,18 @@ class PlatformClient:
     ) -> bytes:
         """One call, retried while the platform is unreachable or answers 5xx.
 
-        ``body`` is bytes, or a path whose file is streamed; with ``sink`` the answer is streamed
-        to that file and its SHA-256 returned (as hex bytes) instead of the answer itself.
+        ``body`` is bytes, or a path (or a :class:`FileRange` of one) whose bytes are streamed, from the
+        start on every try; with ``sink`` the answer is streamed to that file and its SHA-256 returned
+        (as hex bytes) instead of the answer itself.
         """
         deadline = time.monotonic() + self.retry_for_s
         delay = 0.5
+        if isinstance(body, Path):
+            body = FileRange(body, 0, body.stat().st_size)
         while True:
             data, extra = body, {}
-            if isinstance(body, Path):
-                data, extra = body.open("rb"), {"Content-Length": str(body.stat().st_size)}
+            if isinstance(body, FileRange):
+                data, extra = body.open(), {"Content-Length": str(body.length)}
             request = urllib.request.Request(url, data=data, method=method)
             if auth:
                 request.add_header("Authorization", f"Bearer {self.token}")
@@ -79,7 +112,7 @@ class PlatformClient:
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 problem = str(exc)
             finally:
-                if isinstance(body, Path) and hasattr(data, "close"):
+                if isinstance(body, FileRange):
                     data.close()
             if time.monotonic() + delay > deadline:
                 raise Unreachable(f"{method} {url}: {problem}")
@@ -99,6 +132,10 @@ class PlatformClient:
             "X-Biolm-Delivery": delivery,
         }
         self._request("PUT", self.api_url + path, Path(file), headers)
+
+    def put(self, url: str, body: bytes | FileRange, headers: dict) -> None:
+        """A ``PUT`` to a URL signed for it (a pre-signed object-store URL: no token is sent)."""
+        self._request("PUT", url, body, headers, auth=False)
 
     def download(self, entry: dict, target: Path) -> Path:
         """Fetch one manifest entry to ``target``, streamed, and check its size and SHA-256."""

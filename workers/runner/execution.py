@@ -55,6 +55,7 @@ from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIAB
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
 from workers.runner.failures import engine_exit, failure_cause, failure_summary, plugin_of
+from workers.runner.outputs import send_output
 from workers.runner.slurm import (
     BatchJob,
     SlurmError,
@@ -85,6 +86,7 @@ class JobRun:
                  executor: str = "local") -> None:  # fmt: skip
         self.job_id, self.worker, self.executor = job_id, worker, executor
         self.spec: contract.FinetuneJob | contract.PretrainJob | None = None
+        self.uploads: dict | None = None  # the claim's {"part_bytes"}: outputs go straight to the S3 store
         self.client = PlatformClient(api_url, token)
         self.delivery = uuid.uuid4().hex
         self.directory = Path(work_dir) / f"job-{job_id}-{self.delivery[:8]}"
@@ -118,6 +120,7 @@ class JobRun:
     def _run_claimed(self, claimed: dict) -> Outcome:
         try:
             self.spec = contract.parse_job_spec(claimed["spec"])
+            self.uploads = claimed.get("uploads")
         except contract.ContractError as exc:  # a spec this worker cannot read: an older or newer biolm
             return self._fail(f"this worker cannot read the job's spec: {exc}", "platform")
         if self.spec.KIND not in ("finetune", "pretrain"):
@@ -144,10 +147,10 @@ class JobRun:
             return ended
         with self._heartbeats_while("uploading the outputs"):
             if self.spec.KIND == "finetune":
-                self.client.upload(self.path("outputs/results.json"), out / "results.json", self.delivery)
+                self._send("results.json", out / "results.json")
             else:
                 archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
-                self.client.upload(self.path("outputs/model.tar"), archive, self.delivery)
+                self._send("model.tar", archive)
         return self._complete()
 
     def _complete(self) -> Outcome:
@@ -163,6 +166,9 @@ class JobRun:
         except Rejected as exc:  # 422: the outputs were refused; the platform has already failed the job
             return Outcome("failed", str(exc))
         return Outcome("succeeded")
+
+    def _send(self, name: str, file: Path) -> None:
+        send_output(self.client, f"jobs/{self.job_id}", name, file, self.delivery, self.uploads)
 
     def _download(self, role: str, entries: list[dict]) -> Path:
         folder = self.directory / "inputs" / role
@@ -374,7 +380,7 @@ class JobRun:
                 unchanged = False
             if not unchanged:  # swapped for a newer one while being read: the next beat takes that one
                 return
-            self.client.upload(self.path("outputs/checkpoint.tar"), archive, self.delivery)
+            self._send("checkpoint.tar", archive)
         self._checkpoint_sent = changed
 
     @staticmethod
