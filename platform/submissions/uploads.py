@@ -9,7 +9,8 @@ the uploads themselves, whatever happened.
 
 A request is refused before a byte of its body is read (:func:`declared_refusal`) when the length it
 declares is over what a submission may send, or would leave the disk of the upload folder or of the
-artefact store less than ``BIOLM_DISK_RESERVE_BYTES`` free: the answer goes out and the connection
+artefact store less than ``BIOLM_DISK_RESERVE_BYTES`` free, counting what the uploads still being
+received have promised (:mod:`biolm.disk_reservations`): the answer goes out and the connection
 closes without the body ever being received, let alone written.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -25,10 +27,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.core.signals import request_finished
+from django.dispatch import receiver
 from django.http import QueryDict
 from django.template.defaultfilters import filesizeformat
 from django.utils.datastructures import MultiValueDict
 
+from biolm.disk_reservations import DiskReservations, NoRoom
 from jobs import artefacts
 from registry.intake import scratch_folder
 
@@ -71,11 +76,14 @@ def disk_folders() -> dict[str, Path]:
     return folders
 
 
-def no_room_sentence(label: str, size: int) -> str | None:
+def no_room_sentence(label: str, size: int, promised: int = 0) -> str | None:
     """Why ``size`` more bytes of ``label`` would leave a disk of :func:`disk_folders` under the reserve; None if not.
 
     ``BIOLM_DISK_RESERVE_BYTES`` stays free whatever is submitted, so one large upload (or several
     at once) cannot fill the disk that the database, the logs and the running jobs write to.
+    ``promised`` is what uploads still being received have reserved (:func:`reservations`): space
+    they will take though the disk does not show it yet. It is counted in full, though part of it
+    may be written already, so concurrent uploads are refused a little early rather than too late.
     """
     reserve = settings.BIOLM_DISK_RESERVE_BYTES
     seen = set()
@@ -86,28 +94,66 @@ def no_room_sentence(label: str, size: int) -> str | None:
             continue
         seen.add(device)
         free = shutil.disk_usage(folder).free
-        if size + reserve > free:
+        if size + promised + reserve > free:
+            others = f", {filesizeformat(promised)} of it promised to uploads being received," if promised else ""
             return (
-                f"{label} ({filesizeformat(size)}) does not fit: the {what}'s disk has {filesizeformat(free)} free and "
-                f"keeps {filesizeformat(reserve)} of it in reserve (BIOLM_DISK_RESERVE_BYTES); try again later, or ask "
-                "the site's operator to free disk space"
+                f"{label} ({filesizeformat(size)}) does not fit: the {what}'s disk has {filesizeformat(free)} free"
+                f"{others} and keeps {filesizeformat(reserve)} of it in reserve (BIOLM_DISK_RESERVE_BYTES); try again "
+                "later, or ask the site's operator to free disk space"
             )
     return None
 
 
-def declared_refusal(content_length: int | str | None) -> str | None:
-    """Why a request that declares ``content_length`` bytes must not be read at all; None when it may be read."""
+def reservations() -> DiskReservations:
+    """The site's ledger of uploads being received (under ``BIOLM_VAR_DIR``, shared by its web processes)."""
+    return DiskReservations(Path(settings.BIOLM_VAR_DIR) / "upload-reservations")
+
+
+def _declared_length(content_length: int | str | None) -> int | None:
     try:
-        length = int(content_length or 0)
+        return int(content_length or 0)
     except ValueError:
         return None  # Django's parser refuses a malformed length itself, reading nothing
-    if length > largest_request_bytes():
-        limits = settings.BIOLM_ARCHIVE_LIMITS
-        return (
-            f"the upload is {filesizeformat(length)}, larger than the {filesizeformat(largest_archive_bytes())} a "
-            f"checkpoint archive may be ({limits.variable('max_total_bytes')}); upload a smaller checkpoint"
-        )
-    return no_room_sentence("the upload", length)
+
+
+def _too_large(length: int) -> str | None:
+    if length <= largest_request_bytes():
+        return None
+    limits = settings.BIOLM_ARCHIVE_LIMITS
+    return (
+        f"the upload is {filesizeformat(length)}, larger than the {filesizeformat(largest_archive_bytes())} a "
+        f"checkpoint archive may be ({limits.variable('max_total_bytes')}); upload a smaller checkpoint"
+    )
+
+
+def _room_for_upload(size: int, promised: int) -> str | None:
+    return no_room_sentence("the upload", size, promised)
+
+
+def declared_refusal(content_length: int | str | None) -> str | None:
+    """Why a request that declares ``content_length`` bytes must not be read at all; None when it may be read."""
+    length = _declared_length(content_length)
+    if length is None:
+        return None
+    return _too_large(length) or _room_for_upload(length, reservations().promised())
+
+
+_held = threading.local()  # the reservations this thread's request holds, released when it ends at the latest
+
+
+def _release(name: str | None) -> None:
+    if name is None:
+        return
+    reservations().release(name)
+    held = getattr(_held, "names", set())
+    held.discard(name)
+
+
+@receiver(request_finished, dispatch_uid="biolm-upload-reservations")
+def _release_what_the_request_held(**_: object) -> None:
+    """A request that ended before its upload completed (a refused form, an error) leaves no reservation behind."""
+    for name in list(getattr(_held, "names", ())):
+        _release(name)
 
 
 class CheckpointSizeHandler(FileUploadHandler):
@@ -128,17 +174,34 @@ class CheckpointSizeHandler(FileUploadHandler):
         self.refused: dict[str, str] = {}
         self.watching = False
         self.unread = False
+        self.reservation: str | None = None  # this request's share of the disk, held while its body is received
 
     def handle_raw_input(
         self, input_data, META, content_length: int, boundary, encoding: str | None = None
     ) -> tuple[QueryDict, MultiValueDict] | None:
         """Refuse the request by its declared length: an empty parse, so that Django reads none of its body."""
-        sentence = declared_refusal(content_length)
+        length = _declared_length(content_length)
+        sentence = None if length is None else _too_large(length)
+        if sentence is None and length is not None:
+            try:
+                self.reservation = reservations().take(length, _room_for_upload)
+                _held.names = getattr(_held, "names", set()) | {self.reservation}
+            except NoRoom as refused:
+                sentence = str(refused)
         if sentence is None:
             return None
         self.refused[sorted(self.watched)[0]] = sentence
         self.unread = True
         return QueryDict(encoding=encoding), MultiValueDict()
+
+    def upload_complete(self) -> None:
+        """The body is on disk, which the free space now shows: the reservation has done its work."""
+        _release(self.reservation)
+        self.reservation = None
+
+    def upload_interrupted(self) -> None:
+        _release(self.reservation)
+        self.reservation = None
 
     def new_file(self, field_name, file_name, *args, **kwargs) -> None:
         super().new_file(field_name, file_name, *args, **kwargs)

@@ -22,6 +22,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from live_site import LiveSite, SignedIn
 
+from bench.harness import wait_until
 from jobs.models import Job
 from submissions.models import Submission
 
@@ -118,3 +119,52 @@ def test_the_shell_is_refused_a_checkpoint_that_would_leave_the_disk_under_its_r
     assert "(BIOLM_DISK_RESERVE_BYTES); try again later" in str(refused.value)
     assert not Submission.objects.exists() and not Job.objects.exists()
     assert not [p for p in Path(artefact_store).rglob("*") if p.is_file()]
+
+
+@pytest.fixture(scope="module")
+def room_for_one(tmp_path_factory):
+    """A site with room for one 4 GiB upload beyond its reserve, not two: 2 GiB to spare either way."""
+    directory = tmp_path_factory.mktemp("room-for-one")
+    reserve = shutil.disk_usage(directory).free - 6 * GIB
+    running = LiveSite(directory, {"BIOLM_DISK_RESERVE_BYTES": str(reserve)}, workers=2).start(plugins=False)
+    yield running
+    running.stop()
+
+
+def start_upload(site: LiveSite, length: int, headers: dict[str, str]) -> socket.socket:
+    """The head of an API upload declaring ``length`` bytes and :data:`SENT` of them, its connection left open."""
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    request = (
+        f"POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; "
+        f"boundary={BOUNDARY}\r\nContent-Length: {length}\r\n{head}\r\n"
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="checkpoint"; filename="big.tar.gz"\r\n\r\n'
+    ).encode()
+    connection = socket.create_connection(("127.0.0.1", site.port), timeout=20)
+    connection.sendall(request + b"\0" * SENT)
+    return connection
+
+
+def reserved(site: LiveSite) -> list[Path]:
+    return sorted((site.var / "upload-reservations").glob("*.bytes"))
+
+
+def test_two_uploads_at_once_must_together_leave_the_reserve_free(room_for_one):
+    site, headers = room_for_one, room_for_one.users["alice"].api_headers
+    first = start_upload(site, 4 * GIB, headers)
+    try:
+        (reservation,) = wait_until(lambda: reserved(site), 30, "the first upload's reservation")
+        assert int(reservation.read_text()) == 4 * GIB
+        status, _, content, seconds = declare(site, "/api/v1/submissions", 4 * GIB, headers)
+        assert status == 413, content
+        sentence = json.loads(content)["errors"]["checkpoint"][0]
+        assert "does not fit" in sentence and "4.0\xa0GB of it promised to uploads being received" in sentence
+        assert seconds < 15
+    finally:
+        first.close()  # cut off mid-body: its reservation goes with its request
+    wait_until(lambda: not reserved(site), 30, "the cut-off upload's reservation released")
+    second = start_upload(site, 4 * GIB, headers)  # alone again, it fits: let in and read
+    try:
+        wait_until(lambda: reserved(site), 30, "the second upload's reservation")
+    finally:
+        second.close()
+    wait_until(lambda: not reserved(site), 30, "the second upload's reservation released")
