@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from checkpoints import tiny_bert
 from contract_documents import results_document
 from rest_framework.test import APIClient
 
-from jobs import lifecycle
+from jobs import completion, lifecycle
 from jobs.models import Job, Worker
 from registry.imports import import_dataset
 from submissions.submitting import SubmissionRequest, submit
@@ -126,6 +127,31 @@ def test_only_the_holding_delivery_may_upload(finetune):
     unknown = client.put(f"{API}jobs/{finetune.pk}/outputs/weights.bin", b"x", content_type="application/octet-stream",
                          HTTP_X_BIOLM_DELIVERY="d1", **headers)  # fmt: skip
     assert unknown.status_code == 404
+
+
+def test_an_output_that_would_leave_the_disk_under_its_reserve_is_refused_unread_and_the_job_keeps_running(
+    finetune, settings
+):
+    claim(finetune)
+    reservations = Path(settings.BIOLM_VAR_DIR) / "upload-reservations"
+    settings.BIOLM_DISK_RESERVE_BYTES = shutil.disk_usage(settings.BIOLM_VAR_DIR).free - (1 << 20)
+    url = f"{API}jobs/{finetune.pk}/outputs/checkpoint.tar"
+    headers = {"HTTP_CONTENT_DISPOSITION": 'attachment; filename="checkpoint.tar"', "HTTP_X_BIOLM_DELIVERY": "d1"}
+    client = worker_client(finetune)
+    refused = client.put(url, b"\0" * (2 << 20), content_type="application/octet-stream", **headers)
+    assert refused.status_code == 507, refused.content
+    detail = refused.json()["detail"]
+    assert (
+        f"job #{finetune.pk}'s checkpoint.tar (2.0\xa0MB) does not fit" in detail
+        and "BIOLM_DISK_RESERVE_BYTES" in detail
+    )
+    assert completion.stored_output(finetune.pk, "checkpoint.tar") is None
+    assert Job.objects.get(pk=finetune.pk).status == Job.Status.RUNNING
+    assert not list(reservations.glob("*.bytes"))  # the refused request holds nothing
+    settings.BIOLM_DISK_RESERVE_BYTES = 0
+    accepted = client.put(url, b"\0" * 1000, content_type="application/octet-stream", **headers)
+    assert accepted.status_code == 204 and completion.stored_output(finetune.pk, "checkpoint.tar")["size"] == 1000
+    assert not list(reservations.glob("*.bytes"))  # released once the body was stored
 
 
 def test_results_that_were_not_made_on_the_withheld_split_fail_the_job_and_charge_it(finetune, alice):

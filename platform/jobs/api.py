@@ -44,8 +44,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from biolm.contract.jobs import NODES_MAX
+from biolm.disk_reservations import NoRoom
 from biolm.upload_parts import MAX_PARTS
-from jobs import artefacts, completion, direct_uploads, dispatch, lifecycle, tasks
+from jobs import artefacts, completion, direct_uploads, disk_room, dispatch, lifecycle, tasks
 from jobs.models import WAITING, Job, Worker
 
 logger = logging.getLogger("biolm.jobs")
@@ -243,7 +244,7 @@ class HeartbeatView(WorkerView):
 class OutputView(WorkerView):
     parser_classes = [FileUploadParser]
 
-    @extend_schema(request={"application/octet-stream": bytes}, responses={204: None})
+    @extend_schema(request={"application/octet-stream": bytes}, responses={204: None, 409: None, 507: None})
     def put(self, request: Request, job_id: int, name: str) -> Response:
         job = job_for(request, job_id)
         if name not in OUTPUT_NAMES:
@@ -255,10 +256,17 @@ class OutputView(WorkerView):
             raise serializers.ValidationError(
                 {"file": "this platform's artefact store is an S3 bucket: POST .../upload for pre-signed PUTs"}
             )
-        upload = request.data.get("file")
-        if upload is None:
-            raise serializers.ValidationError({"file": "send the output as the request body"})
-        completion.record_output(job.pk, name, upload)
+        try:  # before the body is read: with other uploads, it must leave the disk's reserve free
+            reservation = disk_room.reserve(f"job #{job.pk}'s {name}", request.META.get("CONTENT_LENGTH"))
+        except NoRoom as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
+        try:
+            upload = request.data.get("file")
+            if upload is None:
+                raise serializers.ValidationError({"file": "send the output as the request body"})
+            completion.record_output(job.pk, name, upload)
+        finally:
+            disk_room.reservations().release(reservation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -40,6 +40,7 @@ from biolm.memory_plan import PlanRefused, parse_memory, plan_for_recipe
 from biolm.placement import Need
 from biolm.protocols import preview_overrides
 from jobs import artefacts, dispatch, graph, tasks
+from jobs.disk_room import no_room_sentence
 from jobs.management.commands.plan_pretraining import DEFAULT_GPU_MEMORY
 from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
 from registry.models import (
@@ -59,7 +60,6 @@ from registry.registration import (
 )
 from registry.sync import load_contributions
 from submissions.models import Submission
-from submissions.uploads import no_room_sentence
 
 DESCRIPTION_MAX = 5000
 BASE_MODEL_MAX = 200  # LanguageModel.base_model

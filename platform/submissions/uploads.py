@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -33,8 +33,8 @@ from django.http import QueryDict
 from django.template.defaultfilters import filesizeformat
 from django.utils.datastructures import MultiValueDict
 
-from biolm.disk_reservations import DiskReservations, NoRoom
-from jobs import artefacts
+from biolm.disk_reservations import NoRoom
+from jobs.disk_room import no_room_sentence, reservations
 from registry.intake import scratch_folder
 
 MIB = 1 << 20
@@ -63,50 +63,6 @@ def too_large_sentence(name: str) -> str:
 def largest_request_bytes() -> int:
     """The longest submission request worth reading: the largest archive plus the form's other fields."""
     return largest_archive_bytes() + FORM_OVERHEAD
-
-
-def disk_folders() -> dict[str, Path]:
-    """The local folders a submission fills, by what they are: uploads, the intake's unpacking, the store.
-
-    The artefact store counts only where it is a local filesystem (an S3 bucket has no disk here).
-    """
-    folders = {"upload folder": Path(settings.FILE_UPLOAD_TEMP_DIR), "scratch folder": scratch_folder()}
-    with suppress(NotImplementedError):  # a storage without local paths
-        folders["artefact store"] = Path(artefacts.storage().path(""))
-    return folders
-
-
-def no_room_sentence(label: str, size: int, promised: int = 0) -> str | None:
-    """Why ``size`` more bytes of ``label`` would leave a disk of :func:`disk_folders` under the reserve; None if not.
-
-    ``BIOLM_DISK_RESERVE_BYTES`` stays free whatever is submitted, so one large upload (or several
-    at once) cannot fill the disk that the database, the logs and the running jobs write to.
-    ``promised`` is what uploads still being received have reserved (:func:`reservations`): space
-    they will take though the disk does not show it yet. It is counted in full, though part of it
-    may be written already, so concurrent uploads are refused a little early rather than too late.
-    """
-    reserve = settings.BIOLM_DISK_RESERVE_BYTES
-    seen = set()
-    for what, folder in disk_folders().items():
-        folder.mkdir(parents=True, exist_ok=True)
-        device = folder.stat().st_dev
-        if device in seen:
-            continue
-        seen.add(device)
-        free = shutil.disk_usage(folder).free
-        if size + promised + reserve > free:
-            others = f", {filesizeformat(promised)} of it promised to uploads being received," if promised else ""
-            return (
-                f"{label} ({filesizeformat(size)}) does not fit: the {what}'s disk has {filesizeformat(free)} free"
-                f"{others} and keeps {filesizeformat(reserve)} of it in reserve (BIOLM_DISK_RESERVE_BYTES); try again "
-                "later, or ask the site's operator to free disk space"
-            )
-    return None
-
-
-def reservations() -> DiskReservations:
-    """The site's ledger of uploads being received (under ``BIOLM_VAR_DIR``, shared by its web processes)."""
-    return DiskReservations(Path(settings.BIOLM_VAR_DIR) / "upload-reservations")
 
 
 def _declared_length(content_length: int | str | None) -> int | None:
