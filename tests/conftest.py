@@ -18,6 +18,13 @@ pytest_plugins = ["biolm.testing"]  # the plugin authors' kit: register_plugin a
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Several test processes (make test's -n 2) share the cores: each one's torch, and every engine, worker
+# or site a test starts, gets its share of them, not all. Oversubscribed, OpenMP's threads spin against
+# each other's: with two other busy processes on two cores, 30 steps of a small pretraining run took
+# 26 s on two threads and 8 s on one (same loss). Set before torch loads (the platform never imports it).
+_TEST_PROCESSES = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _TEST_PROCESSES > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _TEST_PROCESSES)))
 
 
 def load_session_rows() -> None:
