@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import socket
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from checkpoints import tiny_bert
 
 from bench.s3_server import S3Server
-from jobs import artefacts, completion
+from jobs import artefacts, completion, tasks
 from jobs.models import Job
 from submissions.submitting import SubmissionRequest, submit
 from workers.runner.client import FileRange, PlatformClient, Rejected
@@ -124,6 +125,34 @@ def test_a_body_other_than_the_declared_one_is_refused_by_the_server_and_never_r
     with pytest.raises(Rejected, match="was not recorded"):
         client.post(f"jobs/{job.pk}/complete", {"delivery": "d1"})
     assert Job.objects.get(pk=job.pk).status == Job.Status.FAILED
+
+
+def test_a_pretrained_model_sent_in_parts_is_checked_whole_by_the_cpu_worker_after_its_gpu_worker_is_free(
+    store, session_rows, alice, live_server, checkpoint, tmp_path, monkeypatch
+):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("aspirin inhibits cyclooxygenase\n" * 20)
+    request = SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
+                                datasets=("demo-ner",))  # fmt: skip
+    submission = submit(request)
+    job = submission.jobs.get(kind=Job.Kind.PRETRAIN)
+    client = PlatformClient(f"{live_server.url}/internal/", job.token, retry_for_s=10)
+    claimed = client.post(f"jobs/{job.pk}/claim", {"delivery": "d1", "worker": "gpu0@elsewhere"})
+    model = tmp_path / "model.tar"
+    with tarfile.open(model, "w") as tar:
+        for path in checkpoint.iterdir():
+            tar.add(path, arcname=path.name)
+    with model.open("ab") as handle:  # zeros past the end-of-archive marker: a second part the unpacker never reads
+        handle.write(bytes(PART_BYTES + 1000))
+    send_output(client, f"jobs/{job.pk}", "model.tar", model, "d1", claimed["uploads"])
+    sent = []
+    monkeypatch.setattr(tasks, "send_check", lambda *args: sent.append(args))
+    assert client.post(f"jobs/{job.pk}/complete", {"delivery": "d1"}) == {"status": "checking"}
+    ((job_id, token, claim),) = sent
+    assert tasks.check_outputs(job_id, token, claim) == Job.Status.SUCCEEDED
+    submission.language_model.refresh_from_db()
+    assert submission.language_model.checkpoint == f"artefacts:{job.spec['output']}"
+    assert Job.objects.get(pk=job.pk).status == Job.Status.SUCCEEDED
 
 
 def test_the_web_takes_no_output_when_the_store_is_a_bucket(running, tmp_path):

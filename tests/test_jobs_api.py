@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import shutil
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 from checkpoints import tiny_bert
 from contract_documents import results_document
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from jobs import completion, lifecycle
-from jobs.models import Job, Worker
+from jobs import artefacts, completion, lifecycle, tasks
+from jobs.models import WAITING, Job, Worker
 from registry.imports import import_dataset
 from submissions.submitting import SubmissionRequest, submit
 
@@ -184,7 +186,9 @@ def test_completing_without_results_fails_and_a_platform_failure_is_retried(fine
     assert job.error == "CUDA out of memory" and job.not_before is not None
 
 
-def test_a_pretraining_jobs_model_becomes_its_language_models_checkpoint(alice, checkpoint, isolated):
+def test_a_pretraining_jobs_model_becomes_its_language_models_checkpoint(
+    alice, checkpoint, isolated, django_capture_on_commit_callbacks
+):
     corpus = isolated / "corpus.txt"
     corpus.write_text("aspirin inhibits cyclooxygenase\n" * 20)
     submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
@@ -200,13 +204,65 @@ def test_a_pretraining_jobs_model_becomes_its_language_models_checkpoint(alice, 
     upload = {"HTTP_X_BIOLM_DELIVERY": "d1", "HTTP_CONTENT_DISPOSITION": 'attachment; filename="model.tar"'}
     url = f"{API}jobs/{pretrain.pk}/outputs/model.tar"
     client.put(url, archive.getvalue(), content_type="application/octet-stream", **upload)
-    assert client.post(f"{API}jobs/{pretrain.pk}/complete", {"delivery": "d1"}, format="json").status_code == 200
+    with django_capture_on_commit_callbacks() as sent:
+        answer = client.post(f"{API}jobs/{pretrain.pk}/complete", {"delivery": "d1"}, format="json")
+    assert answer.status_code == 202 and answer.json() == {"status": "checking"} and len(sent) == 1
+    handed = Job.objects.get(pk=pretrain.pk)  # the worker is done; the model is not checked yet
+    assert handed.status == Job.Status.RUNNING and handed.claim.startswith(lifecycle.INTAKE_PREFIX)
+    assert client.post(f"{API}jobs/{pretrain.pk}/heartbeat", {"delivery": "d1"}, format="json").json() == {
+        "verdict": "stop"
+    }  # the delivering worker's claim is gone: nothing it sends now changes the job
+    assert tasks.check_outputs(pretrain.pk, pretrain.token, handed.claim) == Job.Status.SUCCEEDED
     model = submission.language_model
     model.refresh_from_db()
     assert model.checkpoint == f"artefacts:{pretrain.spec['output']}" and model.parameter_count
     finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
     files = {entry["path"] for entry in claim(finetune, "f1")["inputs"]["model"]}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
+
+
+def test_a_delivered_model_whose_bytes_differ_from_its_declared_digest_fails_the_job(
+    alice, checkpoint, isolated, django_capture_on_commit_callbacks
+):
+    corpus = isolated / "corpus.txt"
+    corpus.write_text("aspirin inhibits cyclooxygenase\n" * 20)
+    submission = submit(SubmissionRequest(owner=alice, benchmark="blurb-mini", recipe="tiny", corpus=corpus,
+                                          datasets=("demo-ner",)))  # fmt: skip
+    pretrain = submission.jobs.get(kind=Job.Kind.PRETRAIN)
+    claim(pretrain)
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for path in checkpoint.iterdir():
+            tar.add(path, arcname=path.name)
+    completion.record_output(pretrain.pk, "model.tar", io.BytesIO(archive.getvalue()))
+    sidecar = completion.output_name(pretrain.pk, "model.tar") + ".json"
+    entry = {**completion.stored_output(pretrain.pk, "model.tar"), "sha256": "0" * 64}
+    artefacts.store_bytes(json.dumps(entry).encode(), sidecar)  # what a worker declaring other bytes leaves
+    with django_capture_on_commit_callbacks():
+        worker_client(pretrain).post(f"{API}jobs/{pretrain.pk}/complete", {"delivery": "d1"}, format="json")
+    handed = Job.objects.get(pk=pretrain.pk)
+    assert tasks.check_outputs(pretrain.pk, pretrain.token, handed.claim) == Job.Status.FAILED
+    handed.refresh_from_db()
+    assert handed.failure_cause == Job.Cause.SUBMISSION and "not the file its upload declared" in handed.error
+    submission.language_model.refresh_from_db()
+    assert not submission.language_model.checkpoint
+
+
+def test_a_job_the_platform_is_checking_holds_no_worker_slot_and_waits_its_own_limit_before_it_is_retried(
+    finetune, settings
+):
+    from jobs import dispatch
+
+    dispatch.record_worker("gpu0@host", ["gpu"], slots=1)
+    claim(finetune)
+    assert dispatch.free_slots("gpu", stale_after_s=60) == {"gpu": 0}
+    claimed = lifecycle.hand_over(finetune.pk, finetune.token, "d1", "check-1")
+    assert claimed == "intake:check-1" and dispatch.free_slots("gpu", stale_after_s=60) == {"gpu": 1}
+    later = timezone.now() + dt.timedelta(seconds=120)
+    assert lifecycle.reap(stale_after_s=60, now=later, intake_wait_s=600) == []
+    assert lifecycle.reap(stale_after_s=60, now=later + dt.timedelta(seconds=600), intake_wait_s=600) == [finetune.pk]
+    finetune.refresh_from_db()
+    assert finetune.status in WAITING and "did not finish checking its outputs" in finetune.error
 
 
 def test_workers_register_with_the_worker_secret_only(settings):

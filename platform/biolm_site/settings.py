@@ -248,6 +248,9 @@ except LimitSettingError as exc:
 # waits this long for a worker fails (refunded); a submitter may make this many submissions a day.
 BIOLM_HEARTBEAT_STALE_S = env_int("BIOLM_HEARTBEAT_STALE_S", 30)
 BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
+# A pretraining job's delivered model waits at most this long for the CPU worker's check (jobs.tasks.check_outputs)
+# to start and heartbeat, behind other CPU work, before the job is retried as lost.
+BIOLM_INTAKE_WAIT_S = env_int("BIOLM_INTAKE_WAIT_S", 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
 # What a quick preview adds to its one grid point and one seed (biolm.protocols.preview_overrides): JSON of
 # overrides of the protocol's settings, e.g. {"epochs": 2, "max_train_examples": 240} on a CPU demo. Empty by

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import uuid
 
 from django.conf import settings
 from django.db import transaction
@@ -43,7 +44,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from biolm.contract.jobs import NODES_MAX
+from biolm.contract.jobs import COMPLETION_CHECKING, NODES_MAX
 from biolm.disk_reservations import NoRoom
 from biolm.upload_parts import MAX_PARTS
 from jobs import artefacts, completion, direct_uploads, disk_room, dispatch, lifecycle, tasks
@@ -336,12 +337,14 @@ class OutputUploadedView(WorkerView):
 
 
 class CompleteView(WorkerView):
-    @extend_schema(request=DeliveryIn, responses={200: None, 409: None, 422: None})
+    @extend_schema(request=DeliveryIn, responses={200: None, 202: None, 409: None, 422: None})
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for(request, job_id)
         delivery = _valid(DeliveryIn, request)["delivery"]
         if not lifecycle.holds(job.pk, job.token, delivery):
             return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
+        if completion.checked_off_the_request(job):
+            return _hand_over(job, delivery)
         try:
             with transaction.atomic():
                 completion.accept_outputs(job)
@@ -353,6 +356,20 @@ class CompleteView(WorkerView):
             return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
         transaction.on_commit(tasks.kick)
         return Response({"status": Job.Status.SUCCEEDED})
+
+
+def _hand_over(job: Job, delivery: str) -> Response:
+    """Outputs that take minutes to check are checked by the CPU worker: the delivering worker is answered at once."""
+    try:
+        completion.check_delivered(job)
+    except completion.OutputError as exc:
+        lifecycle.fail(job.pk, job.token, delivery, str(exc), Job.Cause.SUBMISSION)
+        return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    claim = lifecycle.hand_over(job.pk, job.token, delivery, uuid.uuid4().hex)
+    if claim is None:
+        return Response({"detail": "the job was taken from this delivery"}, status=status.HTTP_409_CONFLICT)
+    transaction.on_commit(lambda: tasks.send_check(job.pk, job.token, claim))
+    return Response({"status": COMPLETION_CHECKING}, status=status.HTTP_202_ACCEPTED)
 
 
 class FailView(WorkerView):

@@ -14,6 +14,7 @@ which then becomes its language model's files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 
@@ -121,10 +122,30 @@ def input_names(job: Job) -> set[str]:
     return set()
 
 
+def checked_off_the_request(job: Job) -> bool:
+    """Whether the job's outputs are checked by the platform's CPU worker rather than in the worker's ``/complete``.
+
+    A pretraining job's model is an archive of gigabytes, unpacked member by member and loaded to be
+    checked: that is minutes of a web process (which gunicorn kills after its timeout) for a large model.
+    A fine-tuning job's results are a small JSON document and are checked at once.
+    """
+    return job.kind == Job.Kind.PRETRAIN
+
+
+def check_delivered(job: Job) -> None:
+    """The quick checks ``/complete`` makes before the platform takes the job over: every output is there."""
+    if job.kind not in (Job.Kind.FINETUNE, Job.Kind.PRETRAIN):
+        return
+    name = "results.json" if job.kind == Job.Kind.FINETUNE else "model.tar"
+    _check_sent_directly(job, name)
+    if not artefacts.storage().exists(output_name(job.pk, name)):
+        noun = "results" if job.kind == Job.Kind.FINETUNE else "model"
+        raise OutputError(f"{job.get_kind_display()} job #{job.pk} uploaded no {noun} ({output_name(job.pk, name)})")
+
+
 def accept_outputs(job: Job) -> None:
     """Check what the worker uploaded and put it where the rest of the graph reads it."""
-    if job.kind in (Job.Kind.FINETUNE, Job.Kind.PRETRAIN):
-        _check_sent_directly(job, "results.json" if job.kind == Job.Kind.FINETUNE else "model.tar")
+    check_delivered(job)
     if job.kind == Job.Kind.FINETUNE:
         try:
             results = load_results(job)
@@ -161,18 +182,19 @@ def _accept_model(job: Job) -> None:
     """
     name = output_name(job.pk, "model.tar")
     store = artefacts.storage()
-    if not store.exists(name):
-        raise OutputError(f"pretraining job #{job.pk} uploaded no model ({name})")
     prefix = job.contract.output
     model = LanguageModel.objects.get(pk=job.language_model_id)
     location = f"artefacts:{prefix}"
+    declared = stored_output(job.pk, "model.tar")
+    label = f"the model.tar of pretraining job #{job.pk}"
     try:
         with (
-            store.open(name, "rb") as handle,
-            checkpoint_intake(
-                handle, label=f"the model.tar of pretraining job #{job.pk}", compressed_size=store.size(name)
-            ) as taken,
+            store.open(name, "rb") as stored,
+            DigestingReader(stored) as handle,
+            checkpoint_intake(handle, label=label, compressed_size=store.size(name)) as taken,
         ):
+            if declared is not None and handle.rest_digest() != declared["sha256"]:
+                raise OutputError(f"{label} is not the file its upload declared (sha256 {declared['sha256']})")
             LanguageModel.objects.filter(pk=model.pk).update(checkpoint=location)
             model.checkpoint = location
             register_checkpoint(
@@ -183,3 +205,48 @@ def _accept_model(job: Job) -> None:
     except (IntakeError, RegistrationError) as exc:
         raise OutputError(f"the pretrained model is not a usable checkpoint: {exc}") from None
     artefacts.store_bytes(json.dumps(entries).encode(), f"{prefix}/manifest.json")
+
+
+class DigestingReader:
+    """A stored file read through for the intake, hashing each byte once, in order, whatever it seeks.
+
+    A tar is read front to back (after a peek at its first bytes): :meth:`rest_digest` then reads
+    only the padding after the last member. A zip's reader jumps to its directory at the end; the
+    bytes hashed stop where the jumps began and :meth:`rest_digest` reads on from there. Either
+    way the SHA-256 of the whole file is compared with the digest its worker declared, which the
+    S3 server never checked for a multipart upload (it checks each part's).
+    """
+
+    def __init__(self, handle) -> None:
+        self.handle, self.digest, self.position, self.hashed = handle, hashlib.sha256(), 0, 0
+
+    def __enter__(self) -> DigestingReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        start, self.position = self.position, self.position + len(data)
+        if start <= self.hashed < self.position:
+            self.digest.update(memoryview(data)[self.hashed - start :])
+            self.hashed = self.position
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.position = self.handle.seek(offset, whence)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def seekable(self) -> bool:
+        return True
+
+    def rest_digest(self) -> str:
+        """The SHA-256 of the whole file: what the intake did not read in order is read now."""
+        self.seek(self.hashed)
+        while self.read(1 << 20):
+            pass
+        return self.digest.hexdigest()

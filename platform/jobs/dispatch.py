@@ -146,6 +146,7 @@ def free_slots(queue: str, stale_after_s: float, now: dt.datetime | None = None)
     in_flight = (
         Job.objects.filter(queue=queue)
         .filter(Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False))
+        .exclude(lifecycle.in_intake())  # delivered: the platform checks its outputs, its worker is free
         .values_list("sent_to")
         .annotate(n=Count("pk"))
     )
@@ -228,7 +229,7 @@ def places(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> 
     order = sent + fair_order(queue, now)
     live_seats = seats(queue, stale_after_s, now)
     slots = capacity(queue, stale_after_s, now)
-    running = Job.objects.filter(queue=queue, status=Job.Status.RUNNING)
+    running = Job.objects.filter(queue=queue, status=Job.Status.RUNNING).exclude(lifecycle.in_intake())
     free_now = max(0, slots - running.count())
     etas = [eta for eta in running.values_list("eta_s", flat=True) if eta is not None]
     durations: dict[str, float] = {}

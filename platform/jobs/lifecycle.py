@@ -37,6 +37,9 @@ LOG_TAIL_CHARS = 20_000
 ADVANCED_TTL_S = 7 * 24 * 3600
 BACKOFF_BASE_S = 30.0
 BACKOFF_MAX_S = 15 * 60.0
+# The claim of a job whose worker delivered its outputs and handed it to the platform's CPU worker to check.
+INTAKE_PREFIX = "intake:"
+INTAKE_WORKER = "the platform (checking the outputs)"
 
 
 class Verdict:
@@ -112,6 +115,23 @@ def hand_back(job_id: int, token: str) -> bool:
     """A worker that cannot hold the waiting job gives its message back: no attempt is charged, and the job is
     sent again at the next dispatch, to a seat that holds it (:mod:`jobs.dispatch`). False if it was not waiting."""
     return bool(Job.objects.filter(pk=job_id, token=token, status__in=WAITING).update(dispatched_at=None, sent_to=""))
+
+
+def hand_over(job_id: int, token: str, delivery: str, delivery_id: str) -> str | None:
+    """The worker's delivery gives the running job to the platform, which checks its outputs off the web request.
+
+    The job keeps running under a new claim (``intake:<delivery_id>``) that only the platform's check
+    holds: the GPU worker is free at once, and a late write from its old delivery changes nothing.
+    Returns the new claim, or None if the delivery no longer held the job.
+    """
+    claim = f"{INTAKE_PREFIX}{delivery_id}"[:64]
+    moved = _held(job_id, token, delivery).update(claim=claim, worker=INTAKE_WORKER, last_heartbeat=timezone.now())
+    return claim if moved else None
+
+
+def in_intake() -> Q:
+    """Running jobs the platform is checking: they hold no worker's slot."""
+    return Q(status=Job.Status.RUNNING, claim__startswith=INTAKE_PREFIX)
 
 
 def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
@@ -304,7 +324,10 @@ def requeue(jobs: QuerySet[Job], reset_attempts: bool = True) -> int:
     return count
 
 
-def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datetime | None = None) -> list[int]:
+def reap(
+    stale_after_s: float, queue_limit_s: float | None = None, now: dt.datetime | None = None,
+    intake_wait_s: float | None = None,
+) -> list[int]:  # fmt: skip
     """Jobs whose worker went silent, that ran past their time limit or waited too long leave their state.
 
     * A silent worker is the platform's failure: the job is retried at once (the attempt did not
@@ -314,14 +337,25 @@ def reap(stale_after_s: float, queue_limit_s: float | None = None, now: dt.datet
       than one attempt may do, and running it again would end the same way.
     * A job still waiting after ``queue_limit_s`` is failed and refunded: the platform never
       found it a worker.
+    * A job handed to the platform's check (:func:`hand_over`) is silent while its check waits
+      behind other CPU work: it counts as lost only after ``intake_wait_s`` (default: the
+      ordinary silence), and is then retried like any lost worker's job.
 
     Returns the ids of the jobs it moved.
     """
     now = now or timezone.now()
-    silent = Q(last_heartbeat__lt=now - dt.timedelta(seconds=stale_after_s)) | Q(last_heartbeat__isnull=True)
+    checking = Q(claim__startswith=INTAKE_PREFIX)
+    waited = max(stale_after_s, intake_wait_s or 0)
+    silent = (
+        (~checking & Q(last_heartbeat__lt=now - dt.timedelta(seconds=stale_after_s)))
+        | (checking & Q(last_heartbeat__lt=now - dt.timedelta(seconds=waited)))
+        | Q(last_heartbeat__isnull=True)
+    )
     moved = []
     for job in Job.objects.filter(status=Job.Status.RUNNING).filter(silent):
         reason = f"worker {job.worker or '?'} stopped heartbeating (silent for more than {stale_after_s:g} s)"
+        if job.claim.startswith(INTAKE_PREFIX):
+            reason = f"the platform did not finish checking its outputs (silent for more than {waited:g} s)"
         if _release(job, reason, Job.Cause.PLATFORM, now, retry=True, wait=False):
             moved.append(job.pk)
     for job in Job.objects.filter(status=Job.Status.RUNNING, started_at__isnull=False):

@@ -9,6 +9,9 @@
   (:mod:`jobs.watchdog`). Before it runs, the worker brings its plugins up to date and checks that
   the code it loaded is the code the job pins (:mod:`biolm.contract.code`): a plugin of another
   version or content fails the job as the plugin's, not retried and refunded.
+* ``biolm.jobs.check_outputs``: a pretraining job's delivered model, unpacked and checked before
+  it becomes its language model's files (:func:`jobs.completion.accept_outputs`), here rather than in
+  the web request of the worker's ``/complete``, which only hands the job over.
 
 GPU jobs go to :data:`biolm.broker.GPU_TASK` on the broker queue the dispatcher chose for them
 (``Job.sent_to``: ``gpu``, ``gpu-4``, ``gpu-shared``, :mod:`biolm.placement`), a task of the database-free
@@ -30,7 +33,7 @@ from django.db import DatabaseError
 from biolm import contract, plugin_set
 from biolm.broker import GPU_TASK
 from biolm.plugin_faults import PluginFault, blame
-from jobs import dispatch, handlers, keepalive, lifecycle
+from jobs import completion, dispatch, handlers, keepalive, lifecycle
 from jobs.models import Job
 from registry.sync import load_contributions
 
@@ -71,7 +74,9 @@ def tick_once(hostname: str | None) -> dict:
     """The tick's work: ``hostname`` (the CPU worker) is alive, silent workers' jobs are requeued, jobs sent."""
     if hostname:
         dispatch.record_worker(hostname, [Job.Queue.CPU], slots=CPU_SLOTS)
-    moved = lifecycle.reap(settings.BIOLM_HEARTBEAT_STALE_S, settings.BIOLM_QUEUE_LIMIT_S)
+    moved = lifecycle.reap(
+        settings.BIOLM_HEARTBEAT_STALE_S, settings.BIOLM_QUEUE_LIMIT_S, intake_wait_s=settings.BIOLM_INTAKE_WAIT_S
+    )
     if moved:
         logger.warning("requeued or failed jobs %s", moved)
     return {"reaped": moved, "sent": kick()}
@@ -133,6 +138,39 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
         return Job.Status.FAILED
     except Exception as exc:
         return _failed(job, token, delivery, exc)
+    kick()
+    return Job.Status.SUCCEEDED
+
+
+def send_check(job_id: int, token: str, claim: str) -> None:
+    """After ``/complete`` handed a job over (:func:`jobs.lifecycle.hand_over`): its outputs are checked on ``cpu``."""
+    try:
+        check_outputs.apply_async(args=[job_id, token, claim], queue=Job.Queue.CPU)
+    except Exception:  # the broker is down: the reaper retries the job once its check is overdue
+        logger.exception("job #%s: its outputs' check could not be sent", job_id)
+
+
+@shared_task(name="biolm.jobs.check_outputs", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def check_outputs(job_id: int, token: str, claim: str) -> str | None:
+    """Check a delivered job's outputs where the database is, not in the web request that delivered them.
+
+    The job succeeds with its outputs accepted, or fails as the submission's when they are unusable (a
+    model that is not a checkpoint); a platform error retries it. A check that outlives the delivering
+    worker's claim (reaped: it waited too long) records nothing.
+    """
+    job = Job.objects.filter(pk=job_id, token=token).first()
+    if job is None or not lifecycle.holds(job_id, token, claim):
+        return None
+    try:
+        with keepalive.heartbeats(job_id, token, claim), lifecycle.succeeding(job_id, token, claim):
+            completion.accept_outputs(job)
+    except lifecycle.DeliveryLost:
+        return None
+    except completion.OutputError as exc:
+        lifecycle.fail(job_id, token, claim, str(exc), Job.Cause.SUBMISSION)
+        return Job.Status.FAILED
+    except Exception as exc:
+        return _failed(job, token, claim, exc)
     kick()
     return Job.Status.SUCCEEDED
 

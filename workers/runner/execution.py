@@ -50,6 +50,7 @@ from pathlib import Path
 
 from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
+from biolm.contract.jobs import COMPLETION_CHECKING
 from biolm.intake_limits import ArchiveLimits, resume_archive_limits
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
@@ -77,7 +78,7 @@ STOP_GRACE_S = 10.0
 
 @dataclass
 class Outcome:
-    status: str  # succeeded, failed, stopped, not-claimed
+    status: str  # succeeded, delivered (the platform checks the outputs), failed, stopped, not-claimed
     detail: str = ""
 
 
@@ -156,15 +157,18 @@ class JobRun:
     def _complete(self) -> Outcome:
         """Ask the platform to accept the outputs, heartbeating while it does.
 
-        Accepting a pretrained model unpacks and re-stores it, which can outlast the platform's silence
-        limit on a busy host; a job whose heartbeats stopped then was reaped as a lost worker while its
-        completion ran, and trained once more from its final checkpoint.
+        A pretraining job's model is checked by the platform's CPU worker after the call (the answer
+        says ``checking``); this worker is then done with the job. Other outputs are checked within the
+        call, which on a busy host can outlast the platform's silence limit: the beats go on meanwhile,
+        so a finished job is not reaped as a lost worker's and trained once more.
         """
         try:
             with self._heartbeats_while("the platform accepts the outputs"):
-                self.client.post(self.path("complete"), {"delivery": self.delivery})
+                answer = self.client.post(self.path("complete"), {"delivery": self.delivery})
         except Rejected as exc:  # 422: the outputs were refused; the platform has already failed the job
             return Outcome("failed", str(exc))
+        if isinstance(answer, dict) and answer.get("status") == COMPLETION_CHECKING:
+            return Outcome("delivered", "the platform checks the outputs before the job succeeds")
         return Outcome("succeeded")
 
     def _send(self, name: str, file: Path) -> None:

@@ -33,6 +33,9 @@ PRETRAIN_SPEC_VERSION = 2  # 2 added ``nodes``; version 1 (one node) is still re
 GPUS_MAX = 64
 NODES_MAX = 1024
 STEPS_MAX = 100_000_000
+# What ``POST jobs/<id>/complete`` answers (202) when the platform checks the outputs after the call, off the
+# web request (a pretraining job's model): the worker is done with the job, which is not yet succeeded.
+COMPLETION_CHECKING = "checking"
 
 
 def _fields(
