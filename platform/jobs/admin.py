@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from jobs import dispatch, lifecycle, waiting
-from jobs.models import FINISHED, WAITING, Job, Run, Worker
+from jobs.models import FINISHED, WAITING, Attempt, Job, Run, Worker
 from registry.models import Plugin
 
 # PostgreSQL sorts NULL first in a descending order, SQLite last: a job that never finished
@@ -38,6 +38,19 @@ class OwnerFilter(admin.SimpleListFilter):
         return queryset.filter(submission__submitter_id=self.value()) if self.value() else queryset
 
 
+class AttemptInline(admin.TabularInline):
+    """Each delivery that held the job: its worker, the GPUs it held and for how long (what the job cost)."""
+
+    model = Attempt
+    fields = ("number", "worker", "gpus", "gpu_model", "started_at", "ended_at", "gpu_seconds")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = (
@@ -54,6 +67,7 @@ class JobAdmin(admin.ModelAdmin):
         "log_tail",
     )  # fmt: skip
     exclude = ("log",)
+    inlines = (AttemptInline,)
     actions = ("cancel_jobs", "retry_jobs", "requeue_jobs", "raise_priority")
     change_list_template = "admin/jobs/job/change_list.html"
     _rendering = threading.local()  # what one request's rows share (the admin object serves every thread)
@@ -149,8 +163,8 @@ class JobAdmin(admin.ModelAdmin):
 class WorkerAdmin(admin.ModelAdmin):
     list_display = ("name", "queues", "slots", "runs_on", "gpus_free", "last_heartbeat", "state", "problem",
                     "started_at")  # fmt: skip
-    readonly_fields = ("name", "queues", "slots", "gpus", "gpus_free", "shares_gpu", "gpu_devices", "started_at",
-                       "last_heartbeat", "problem", "problem_at")  # fmt: skip
+    readonly_fields = ("name", "queues", "slots", "gpus", "gpus_free", "shares_gpu", "workers_per_gpu", "gpu_devices",
+                       "started_at", "last_heartbeat", "problem", "problem_at")  # fmt: skip
 
     @admin.display(description="runs on")
     def runs_on(self, worker: Worker) -> str:

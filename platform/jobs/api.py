@@ -163,6 +163,9 @@ class WorkerIn(serializers.Serializer):
     shares_gpu = serializers.BooleanField(
         default=False, help_text="It shares its GPU with other workers: it takes fine-tuning jobs only."
     )
+    workers_per_gpu = serializers.IntegerField(
+        min_value=1, max_value=64, default=1, help_text="When it shares its GPU: how many workers share it."
+    )
     gpu_devices = serializers.ListField(
         child=GpuDeviceIn(), max_length=64, default=list, help_text="Each of its GPUs' model and memory."
     )
@@ -438,7 +441,7 @@ class WorkerHeartbeatView(WorkerView):
         dispatch.record_worker(
             data["name"], data["queues"], data["slots"], gpus=data["gpus"], gpus_free=data.get("gpus_free"),
             shares_gpu=data["shares_gpu"], gpu_devices=data["gpu_devices"], executor=data["executor"],
-            nodes=data["nodes"],
+            workers_per_gpu=data["workers_per_gpu"], nodes=data["nodes"],
         )  # fmt: skip
         transaction.on_commit(tasks.kick)  # a free slot may have appeared
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -63,11 +63,12 @@ def record_worker(
     gpu_devices: list[dict] | None = None,
     executor: str = "local",
     nodes: int = 1,
+    workers_per_gpu: int = 1,
 ) -> Worker:
     """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU),
     ``gpus_free`` of them held by no job (all when it does not say), shared with other workers or not, and
-    ``gpu_devices``: each GPU's model and memory. A Slurm worker (``executor="slurm"``) reaches up to ``nodes``
-    nodes, and ``gpus`` and ``gpu_devices`` are each node's."""
+    ``gpu_devices``: each GPU's model and memory; ``workers_per_gpu`` share it when it is shared. A Slurm worker
+    (``executor="slurm"``) reaches up to ``nodes`` nodes, and ``gpus`` and ``gpu_devices`` are each node's."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
         name=name,
@@ -77,6 +78,7 @@ def record_worker(
             "gpus": gpus,
             "gpus_free": gpus if gpus_free is None else min(gpus_free, gpus),
             "shares_gpu": shares_gpu and gpus > 0,
+            "workers_per_gpu": max(1, workers_per_gpu) if shares_gpu and gpus > 0 else 1,
             "gpu_devices": list(gpu_devices or []),
             "executor": executor,
             "nodes": nodes if executor == "slurm" else 1,

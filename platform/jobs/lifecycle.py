@@ -29,7 +29,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from jobs import signals
+from jobs import attempts, signals
 from jobs.models import FINISHED, WAITING, Job
 
 LOG_TAIL_CHARS = 20_000
@@ -62,8 +62,13 @@ class Progress:
 
 
 def follow_submissions(job_ids: Iterable[int]) -> None:
-    """Announce that ``job_ids`` changed state, so the submissions they belong to follow (:mod:`jobs.signals`)."""
-    signals.jobs_changed.send(sender=Job, job_ids=list(job_ids))
+    """Announce that ``job_ids`` changed state, so the submissions they belong to follow (:mod:`jobs.signals`).
+
+    Every change of state passes here, so here the attempts whose delivery no longer holds its job end.
+    """
+    ids = list(job_ids)
+    attempts.end_released(ids)
+    signals.jobs_changed.send(sender=Job, job_ids=ids)
 
 
 def backoff_s(attempts: int) -> float:
@@ -107,8 +112,10 @@ def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
     )
     if not taken:
         return None
+    job = Job.objects.get(pk=job_id)
+    attempts.start(job, delivery, worker, now)
     follow_submissions([job_id])
-    return Job.objects.get(pk=job_id)
+    return job
 
 
 def hand_back(job_id: int, token: str) -> bool:
@@ -126,7 +133,10 @@ def hand_over(job_id: int, token: str, delivery: str, delivery_id: str) -> str |
     """
     claim = f"{INTAKE_PREFIX}{delivery_id}"[:64]
     moved = _held(job_id, token, delivery).update(claim=claim, worker=INTAKE_WORKER, last_heartbeat=timezone.now())
-    return claim if moved else None
+    if not moved:
+        return None
+    follow_submissions([job_id])  # the worker's attempt ends here: checking the outputs holds no GPU
+    return claim
 
 
 def in_intake() -> Q:

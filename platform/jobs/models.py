@@ -117,6 +117,34 @@ class Job(models.Model):
         return parse_job_spec(self.spec)
 
 
+class Attempt(models.Model):
+    """One delivery's hold on a job: who ran it, on what, and for how long, kept whatever the attempt's end.
+
+    What a result cost is the sum of its jobs' attempts, the lost and retried ones included: a GPU
+    held by a worker that then died was held all the same. ``gpus`` is the share of GPUs the attempt
+    held (a pretraining job's ``gpus`` times its nodes; one fine-tuning job on a GPU shared by four
+    workers, 0.25; 0 on a CPU). It ends when its delivery stops holding the job: succeeded, failed,
+    reaped, cancelled, or handed to the platform to check its outputs.
+    """
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveSmallIntegerField()
+    delivery = models.CharField(max_length=64)
+    worker = models.CharField(max_length=200)
+    gpus = models.FloatField(default=0, help_text="The GPUs it held: a share where its worker shares a GPU; 0: CPU.")
+    gpu_model = models.CharField(max_length=200, blank=True, help_text="Its worker's GPU, as nvidia-smi names it.")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    gpu_seconds = models.FloatField(default=0, help_text="GPUs held times seconds held, once it ended.")
+
+    class Meta:
+        ordering = ["job", "number"]
+        indexes = [models.Index(fields=["job", "ended_at"])]
+
+    def __str__(self) -> str:
+        return f"job #{self.job_id} attempt {self.number} on {self.worker}"
+
+
 FINISHED = (Job.Status.SUCCEEDED, Job.Status.FAILED, Job.Status.CANCELLED)
 WAITING = (Job.Status.QUEUED, Job.Status.RETRYING)
 
@@ -140,6 +168,10 @@ class Worker(models.Model):
     )
     shares_gpu = models.BooleanField(
         default=False, help_text="It shares its GPU with other workers (BIOLM_WORKERS_PER_GPU): fine-tuning jobs only."
+    )
+    workers_per_gpu = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Workers sharing its GPU (BIOLM_WORKERS_PER_GPU) when it shares one: a job holds that share.",
     )
     gpu_devices = models.JSONField(
         default=list, blank=True, help_text="Each of its GPUs as nvidia-smi names it: [{name, memory_bytes}]."

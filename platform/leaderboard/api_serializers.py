@@ -22,6 +22,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs import costs
 from leaderboard.serializers import LeaderboardSerializer
 
 
@@ -46,6 +47,18 @@ class Link(serializers.Field):
         return request.build_absolute_uri(path) if request is not None else path
 
 
+class TurnaroundSerializer(serializers.Serializer):
+    submissions = serializers.IntegerField(help_text="Published submissions counted.")
+    median_s = serializers.FloatField(allow_null=True, help_text="Median seconds from submission to published.")
+    p90_s = serializers.FloatField(allow_null=True, help_text="90th percentile (nearest rank), seconds.")
+    gpu_hours_median = serializers.FloatField(allow_null=True, help_text="Median GPU-hours per submission.")
+
+
+class TimeToLeaderboardSerializer(serializers.Serializer):
+    full = TurnaroundSerializer(help_text="Full-protocol submissions.")
+    previews = TurnaroundSerializer(help_text="Quick previews (one grid point, one seed), counted apart.")
+
+
 class BenchmarkSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
@@ -55,6 +68,17 @@ class BenchmarkSerializer(serializers.Serializer):
     n_models = serializers.IntegerField(help_text="Models with a score on it that the caller may see.")
     url = Link("leaderboard:benchmark", help_text="The leaderboard's page.")
     leaderboard = Link("api:benchmark-leaderboard", help_text="The leaderboard in this API.")
+    time_to_leaderboard = serializers.SerializerMethodField(
+        help_text="Submission-to-published times of public models' full-protocol submissions (median, 90th "
+        "percentile, seconds) and their median GPU-hours; quick previews counted apart."
+    )
+
+    @extend_schema_field(TimeToLeaderboardSerializer())
+    def get_time_to_leaderboard(self, benchmark) -> dict:
+        return {
+            "full": costs.time_to_leaderboard(benchmark.pk, preview=False).to_json(),
+            "previews": costs.time_to_leaderboard(benchmark.pk, preview=True).to_json(),
+        }
 
 
 class PaginatedLeaderboardSerializer(LeaderboardSerializer):
@@ -137,6 +161,13 @@ class ResultSerializer(serializers.Serializer):
     n_seeds = serializers.IntegerField(allow_null=True)
     source = serializers.CharField(allow_blank=True)
     inference_per_s = serializers.FloatField(allow_null=True, help_text="Test-set inference, examples per second.")
+    gpu_hours = serializers.FloatField(
+        allow_null=True,
+        help_text="GPU-hours its fine-tuning took (retries included, a shared GPU at its share); "
+        "0: it ran on CPUs; null: a paper's number, or recorded before biolm kept attempts.",
+    )
+    wall_s = serializers.FloatField(allow_null=True, help_text="Seconds from its fine-tuning's first start to its end.")
+    gpu_model = serializers.CharField(allow_blank=True, help_text="The GPUs its workers reported; empty: CPUs.")
     preview = serializers.BooleanField(
         help_text="From a quick preview (one grid point, one seed), not the full protocol; a full result replaces it."
     )

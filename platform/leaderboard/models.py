@@ -47,6 +47,15 @@ class Result(models.Model):
         default=False,
         help_text="From a quick preview: one grid point, one seed. Never ranked; a full result replaces it.",
     )
+    gpu_hours = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="GPU-hours its fine-tuning took, retried attempts and shared GPUs' shares counted.",
+    )
+    wall_s = models.FloatField(
+        null=True, blank=True, help_text="Seconds from its fine-tuning's first start to its end."
+    )
+    gpu_model = models.CharField(max_length=200, blank=True, help_text="The GPUs its workers reported; empty: CPUs.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -29,7 +29,7 @@ from django.db import transaction
 
 from biolm.contract import ResultsDocument, RunRecord, ScoreJob
 from biolm.protocols import RunValue, Summary, combine
-from jobs import exports
+from jobs import costs, exports
 from jobs.handlers import JobRefused
 from jobs.models import Job, Run, canonical_key
 from jobs.results import ResultsError, load_results, model_files
@@ -136,6 +136,7 @@ def write(scored: Scored) -> Result | None:
 def _result_values(summary: Summary, finetune: Job, results: ResultsDocument, test_runs: list[RunRecord],
                    provenance: dict, preview: bool) -> dict:  # fmt: skip
     unit = "folds" if results.on_folds else "test runs"
+    cost = costs.of_jobs([finetune.pk])
     return {
         "value": summary.value,
         "std": summary.std,
@@ -146,6 +147,9 @@ def _result_values(summary: Summary, finetune: Job, results: ResultsDocument, te
         "provenance": provenance,
         "inference_per_s": _inference_per_s(test_runs),
         "preview": preview,
+        "gpu_hours": cost.gpu_hours,
+        "wall_s": cost.wall_s,
+        "gpu_model": cost.gpu_model,
     }
 
 

@@ -24,6 +24,7 @@ from django.urls import reverse
 
 from biolm.significance import BASE_SEED, CONFIDENCE, RESAMPLES
 from biolm.spreadsheet_csv import csv_text
+from jobs import costs
 from leaderboard import board_cache, charts, compare_data, snapshots
 from leaderboard.models import Snapshot
 from leaderboard.tables import MAX_PINS, View, leaderboard_for, primary_label
@@ -112,6 +113,8 @@ def _render_board(request: HttpRequest, bench: Benchmark) -> str:
         "snapshots": list(Snapshot.objects.filter(benchmark=bench).values_list("date", flat=True)[:20]),
         "pareto": _pareto_charts(board, on_screen),
         "max_pins": MAX_PINS,
+        "turnaround": costs.time_to_leaderboard(bench.pk, preview=False),
+        "preview_turnaround": costs.time_to_leaderboard(bench.pk, preview=True),
     }
     return render(request, "leaderboard/benchmark.html", context).content.decode()
 

@@ -39,7 +39,7 @@ from biolm.placement import GPU_QUEUE, Need, Seat
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
 from workers.runner.executors import check_slurm, executor
-from workers.runner.gpu_workers import SHARES_GPU_VARIABLE, describe_gpus, visible_gpus
+from workers.runner.gpu_workers import SHARES_GPU_VARIABLE, describe_gpus, visible_gpus, workers_per_gpu
 from workers.runner.health import health_file
 from workers.runner.processes import dump_stacks_on_signal
 from workers.runner.slurm_settings import SlurmReach
@@ -80,6 +80,16 @@ def seat() -> Seat:
         return Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True)
     count = gpu_count()
     return Seat(count, shared=count > 0 and os.environ.get(SHARES_GPU_VARIABLE, "").strip() == "1")
+
+
+def sharers(seat: Seat) -> int:
+    """How many workers share this worker's GPU (``BIOLM_WORKERS_PER_GPU``): 1 when it owns its GPUs."""
+    if not seat.shared:
+        return 1
+    try:
+        return workers_per_gpu()
+    except ValueError:  # the supervisor checked the setting before it started this worker; an odd value counts 1
+        return 1
 
 
 def own_gpus() -> list[dict]:
@@ -161,13 +171,14 @@ class Liveness(threading.Thread):
         self.client = PlatformClient(API_URL, os.environ.get("BIOLM_WORKER_SECRET", ""), retry_for_s=HEARTBEAT_S)
         self.seat = seat()
         self.devices = own_gpus()  # the models and memory do not change while the worker runs
+        self.sharers = sharers(self.seat)  # the platform counts a job's share of the GPU, not the whole card
 
     def beat(self) -> dict:
         """The heartbeat's body: alive, on ``QUEUES``, one job at a time, and the GPUs it owns and has free."""
         free = max(0, self.seat.gpus - held_gpus(_running))
         return {"name": self.worker_name, "queues": QUEUES, "slots": 1, "gpus": self.seat.gpus, "gpus_free": free,
-                "shares_gpu": self.seat.shared, "gpu_devices": self.devices, "executor": EXECUTOR,
-                "nodes": self.seat.nodes}  # fmt: skip
+                "shares_gpu": self.seat.shared, "workers_per_gpu": self.sharers, "gpu_devices": self.devices,
+                "executor": EXECUTOR, "nodes": self.seat.nodes}  # fmt: skip
 
     def run(self) -> None:
         alive = health_file(WORK_DIR, self.worker_name)

@@ -140,6 +140,7 @@ def worker_processes(
         seat = Seat(len(devices), shared=bool(devices) and per_gpu > 1)
         pinned["BIOLM_WORKER_GPUS"] = str(seat.gpus)  # what its heartbeat reports (app.gpu_count)
         pinned[SHARES_GPU_VARIABLE] = "1" if seat.shared else "0"
+        pinned[PER_GPU_VARIABLE] = str(per_gpu if seat.shared else 1)  # the share its heartbeat reports
         if devices:
             pinned["CUDA_VISIBLE_DEVICES"] = ",".join(str(device) for device in devices)
             pinned.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # CUDA's device 2 is nvidia-smi's GPU 2

@@ -5,6 +5,7 @@ from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from biolm.durations import gpu_hours_in_words, in_words
 from leaderboard.tables import short_citation
 
 register = template.Library()
@@ -16,6 +17,18 @@ def score(value: float | None, precision: int = 2) -> str:
     if value is None:
         return "\u2014"
     return f"{value:.{int(precision)}f}"
+
+
+@register.filter
+def took(seconds: float | None) -> str:
+    """A wall time or a time to the leaderboard: ``2 h 5 min``; a dash when unknown."""
+    return in_words(seconds)
+
+
+@register.filter
+def gpu_hours(hours: float | None) -> str:
+    """``0.42 GPU-hours``, ``no GPU`` for work done on CPUs, a dash when unknown."""
+    return gpu_hours_in_words(hours)
 
 
 @register.filter

@@ -11,6 +11,8 @@ import datetime as dt
 from django import template
 from django.utils import timezone
 
+from biolm.durations import in_words
+
 register = template.Library()
 
 KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "score": "scoring"}
@@ -19,15 +21,8 @@ DASH = "—"
 
 @register.filter
 def duration(seconds: float | None) -> str:
-    """``42 s``, ``3 min``, ``2 h 5 min``; a dash when unknown."""
-    if seconds is None:
-        return DASH
-    whole = max(0, int(seconds + 0.5))
-    if whole < 60:
-        return f"{whole} s"
-    if whole < 3600:
-        return f"{whole // 60} min"
-    return f"{whole // 3600} h {whole % 3600 // 60} min"
+    """``42 s``, ``3 min``, ``2 h 5 min``, ``3 d 4 h``; a dash when unknown (:func:`biolm.durations.in_words`)."""
+    return in_words(seconds)
 
 
 @register.filter

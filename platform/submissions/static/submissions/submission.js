@@ -23,7 +23,8 @@
     var whole = Math.max(0, Math.floor(seconds + 0.5));
     if (whole < 60) return whole + " s";
     if (whole < 3600) return Math.floor(whole / 60) + " min";
-    return Math.floor(whole / 3600) + " h " + Math.floor((whole % 3600) / 60) + " min";
+    if (whole < 2 * 86400) return Math.floor(whole / 3600) + " h " + Math.floor((whole % 3600) / 60) + " min";
+    return Math.floor(whole / 86400) + " d " + Math.floor((whole % 86400) / 3600) + " h";
   }
 
   function percent(progress) {
