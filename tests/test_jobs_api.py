@@ -265,6 +265,13 @@ def test_a_job_the_platform_is_checking_holds_no_worker_slot_and_waits_its_own_l
     assert finetune.status in WAITING and "did not finish checking its outputs" in finetune.error
 
 
+def test_a_heartbeat_whose_step_no_column_can_hold_is_refused_as_bad_input(finetune):
+    claim(finetune)
+    beat = {"delivery": "d1", "step": 10**30, "total": 10}
+    answer = worker_client(finetune).post(f"{API}jobs/{finetune.pk}/heartbeat", beat, format="json")
+    assert answer.status_code == 400 and "step" in answer.json()
+
+
 def test_workers_register_with_the_worker_secret_only(settings):
     client = APIClient()
     body = {"name": "gpu0@host", "queues": ["gpu"], "slots": 1}

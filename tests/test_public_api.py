@@ -104,8 +104,11 @@ def test_benchmarks_list_active_benchmarks_with_their_links_and_visible_model_co
     assert set(Benchmark.objects.filter(active=True).values_list("slug", flat=True)) == set(listed)
     blurb = listed["blurb"]
     assert set(blurb) == {
-        "slug", "name", "description", "citation", "aggregation_version", "n_models", "url", "leaderboard"
+        "slug", "name", "description", "citation", "aggregation_version", "n_models", "url", "leaderboard",
+        "time_to_leaderboard",
     }  # fmt: skip
+    nothing_yet = {"submissions": 0, "median_s": None, "p90_s": None, "gpu_hours_median": None}
+    assert blurb["time_to_leaderboard"] == {"full": nothing_yet, "previews": nothing_yet}  # these were never submitted
     assert blurb["url"] == "http://testserver/leaderboard/blurb/"
     assert blurb["leaderboard"] == "http://testserver/api/v1/benchmarks/blurb/leaderboard"
     assert blurb["aggregation_version"] == Benchmark.objects.get(slug="blurb").aggregation_version

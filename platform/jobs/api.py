@@ -53,6 +53,8 @@ from jobs.models import WAITING, Job, Worker
 logger = logging.getLogger("biolm.jobs")
 
 OUTPUT_NAMES = ("results.json", "model.tar", "checkpoint.tar")
+COUNTER_MAX = 2**31 - 1  # a job's progress columns (PositiveIntegerField): a larger step is refused, not a 500
+S3_OBJECT_MAX = 5 * 2**40  # S3's largest object: no output is larger
 
 
 class BearerToken(BaseAuthentication):
@@ -122,8 +124,8 @@ class ClaimOut(serializers.Serializer):
 
 class HeartbeatIn(serializers.Serializer):
     delivery = serializers.CharField(max_length=64)
-    step = serializers.IntegerField(min_value=0, required=False)
-    total = serializers.IntegerField(min_value=0, required=False)
+    step = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
+    total = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False)
     loss = serializers.FloatField(required=False, allow_null=True)
     eta_s = serializers.FloatField(required=False, allow_null=True, min_value=0)
     log = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
@@ -279,7 +281,7 @@ SHA256_HEX = r"^[0-9a-f]{64}$"
 
 class UploadPlanIn(serializers.Serializer):
     delivery = serializers.CharField(max_length=64)
-    size = serializers.IntegerField(min_value=0, help_text="The output's size in bytes.")
+    size = serializers.IntegerField(min_value=0, max_value=S3_OBJECT_MAX, help_text="The output's size in bytes.")
     sha256 = serializers.RegexField(SHA256_HEX, help_text="The output's SHA-256, in hex.")
     parts = serializers.ListField(
         child=serializers.RegexField(SHA256_HEX), min_length=1, max_length=MAX_PARTS,
