@@ -15,6 +15,7 @@ BENCHMARKS = (
     "pretrain_unpadded",
     "distributed_pretraining",
     "jobs",
+    "many_workers",
     "checkpoint_intake",
     "leaderboard",
     "submission_store",

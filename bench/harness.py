@@ -155,15 +155,30 @@ class Redis:
             self.process.wait()
 
 
+def split_prefix(words: list[str]) -> tuple[list[str], list[str]]:
+    """``["nice", "-n", "3", "--workers", "3"]`` -> the command to run gunicorn under, and gunicorn's options."""
+    for index, word in enumerate(words):
+        if word.startswith("--"):
+            return words[:index], words[index:]
+    return words, []
+
+
 class Platform:
     def __init__(
-        self, directory: Path, database_server: str | None = None, timings: dict | None = None, python: str = PYTHON
-    ) -> None:
+        self, directory: Path, database_server: str | None = None, timings: dict | None = None, python: str = PYTHON,
+        web_options: list[str] | None = None, internal_web: list[str] | None = None,
+    ) -> None:  # fmt: skip
         """``database_server``: a PostgreSQL server URL to create the database on (default: ``DATABASE_URL``'s);
         ``timings``: environment values replacing the shortened heartbeat and tick settings; ``python``: the
-        interpreter of every process (a virtualenv of the test's own, to install plugins into while it runs)."""
+        interpreter of every process (a virtualenv of the test's own, to install plugins into while it runs);
+        ``web_options``: gunicorn's options (default: 3 sync workers, a 120 s timeout); ``internal_web``: the
+        command prefix and options of a second gunicorn, on a port of its own, that serves the workers' internal
+        API (``BIOLM_API_URL``), as docker-compose's ``internal-api`` does; by default the web serves both."""
         self.directory = directory
         self.python = python
+        self.web_options = web_options or ["--workers", "3", "--timeout", "120"]
+        self.internal_web = internal_web
+        self.internal_port = free_port() if internal_web is not None else None
         self.var = directory / "var"
         self.redis = Redis(directory / "redis")
         self.port = free_port()
@@ -182,7 +197,7 @@ class Platform:
             "CELERY_BROKER_URL": self.redis.url,
             "BIOLM_VAR_DIR": str(self.var),
             "BIOLM_WORKER_SECRET": secrets.token_urlsafe(24),
-            "BIOLM_API_URL": f"http://127.0.0.1:{self.port}/internal/",
+            "BIOLM_API_URL": f"http://127.0.0.1:{self.internal_port or self.port}/internal/",
             "BIOLM_HEARTBEAT_S": "1",
             "BIOLM_HEARTBEAT_STALE_S": "8",
             "BIOLM_TICK_S": "1",
@@ -211,8 +226,13 @@ class Platform:
         # gunicorn, as in production: a bounded number of processes and database connections
         # (runserver opens a thread, and a persistent connection, per request).
         self.spawn("web", [self.python, "-m", "gunicorn", "biolm_site.wsgi:application",
-                           "--bind", f"127.0.0.1:{self.port}", "--workers", "3", "--timeout", "120"])  # fmt: skip
+                           "--bind", f"127.0.0.1:{self.port}", *self.web_options])  # fmt: skip
         wait_until(self._web_answers, 60, "the web app")
+        if self.internal_web is not None:
+            prefix, options = split_prefix(self.internal_web)
+            self.spawn("internal", [*prefix, self.python, "-m", "gunicorn", "biolm_site.wsgi:application",
+                                    "--bind", f"127.0.0.1:{self.internal_port}", *options])  # fmt: skip
+            wait_until(lambda: self._answers(self.internal_port), 60, "the internal API's web")
         self.start_cpu_worker()
         return self
 
@@ -232,8 +252,12 @@ class Platform:
             self._admin_sql(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
     def _web_answers(self) -> bool:
+        return self._answers(self.port)
+
+    @staticmethod
+    def _answers(port: int) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return True
         except OSError:
             return False

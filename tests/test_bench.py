@@ -20,6 +20,7 @@ from bench import (
     inference_throughput,
     jobs,
     leaderboard,
+    many_workers,
     pretrain_throughput,
     submission_store,
 )
@@ -128,6 +129,43 @@ def test_the_jobs_benchmark_measures_start_latency_fair_share_and_a_dead_workers
     # machine can delay it), retried at once: well under the production goal of 60 s.
     assert 2 <= written["dead_worker_recovery_s"] < 30
     assert written["recovery"]["worker"] == "survivor@harness"
+
+
+@pytest.mark.slow
+def test_the_many_workers_benchmark_times_the_leaderboard_idle_and_under_simulated_workers(tmp_path):
+    server = os.environ.get("DATABASE_URL", "")
+    if not server.startswith("postgres"):
+        pytest.skip("the many-workers benchmark runs against PostgreSQL and Redis (CI's first pass)")
+    config = many_workers.Config(workers=6, processes=2, readers=2, idle_s=3, load_s=6, warmup_s=2, hold_s=2,
+                                 heartbeat_s=1, database_server=server.rsplit("/", 1)[0])  # fmt: skip
+    result = many_workers.run(config, tmp_path)
+    written = json.loads((tmp_path / "many_workers.json").read_text())
+    assert written == json.loads(json.dumps(result, default=str))
+    compose = many_workers.compose_web()
+    assert written["gunicorn"] == {"web": compose.web, "internal_api": compose.internal}
+    loaded = written["under_load"]
+    assert loaded["workers_seen"] == 6 and loaded["jobs_completed"] >= 6, loaded
+    answered = loaded["worker_answers"]
+    for kind in ("heartbeat", "claim", "results.json", "complete"):
+        assert any(key.startswith(f"{kind} 2") for key in answered), answered
+    assert written["idle"]["loads"] > 0 and loaded["page"]["loads"] > 0
+    assert written["server_errors"] == 0 and written["p95_ratio"] > 0
+
+
+def test_the_many_workers_benchmark_measures_the_web_compose_runs_and_counts_what_got_no_answer(tmp_path):
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(
+        "x-app: &app\n  image: biolm\nservices:\n"
+        '  web:\n    <<: *app\n    command: >-\n      sh -c "python manage.py migrate &&\n'
+        '             gunicorn biolm_site.wsgi:application --bind 0.0.0.0:8000 --workers 5 --timeout 60"\n'
+        "  internal-api:\n    <<: *app\n    cpu_shares: 512\n"
+        "    command: gunicorn biolm_site.wsgi:application --bind=0.0.0.0:8001 --workers 2 --threads 4\n"
+    )  # fmt: skip
+    web = many_workers.compose_web(compose)
+    assert web.web == ["--workers", "5", "--timeout", "60"]
+    assert web.internal == ["nice", "-n", "3", "--workers", "2", "--threads", "4"]  # half the weight: 3 levels
+    assert many_workers.server_errors({"claim 200": 9, "heartbeat 502": 2, "complete 0": 1, 200: 4, 503: 1}) == 4
+    assert many_workers.compose_web().internal is not None  # the shipped compose file gives the workers their own
 
 
 class TestLeaderboard:

@@ -78,6 +78,14 @@ def test_compose_has_the_services_of_a_real_deployment():
     assert "cpu" in services["worker-cpu"]["command"]
 
 
+def test_compose_serves_the_workers_internal_api_from_gunicorn_processes_of_its_own():
+    services = compose_services()
+    internal, web = services["internal-api"], services["web"]
+    assert "--bind 0.0.0.0:8001" in internal["command"] and "8001:8001" in internal["ports"]
+    assert services["worker-gpu"]["environment"]["BIOLM_API_URL"] == "http://internal-api:8001/internal/"
+    assert int(internal["cpu_shares"]) < int(web.get("cpu_shares", 1024))  # readers' pages first on a busy host
+
+
 def test_the_compose_gpu_worker_has_no_database_credentials():
     gpu = compose_services()["worker-gpu"]
     assert "env_file" not in gpu and "<<" not in gpu
@@ -90,7 +98,7 @@ def test_every_compose_command_refers_to_something_that_exists():
 
     commands = get_commands()
     services = compose_services()
-    for name in ("web", "worker-gpu", "worker-cpu", "beat"):
+    for name in ("web", "internal-api", "worker-gpu", "worker-cpu", "beat"):
         command = services[name]["command"]
         text = command if isinstance(command, str) else shlex.join(command)
         for management_command in re.findall(r"manage\.py (\w+)", text):

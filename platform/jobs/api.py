@@ -440,10 +440,12 @@ class WorkerHeartbeatView(WorkerView):
     def post(self, request: Request) -> Response:
         _require_worker_secret(request)
         data = _valid(WorkerIn, request)
-        dispatch.record_worker(
-            data["name"], data["queues"], data["slots"], gpus=data["gpus"], gpus_free=data.get("gpus_free"),
-            shares_gpu=data["shares_gpu"], gpu_devices=data["gpu_devices"], executor=data["executor"],
-            workers_per_gpu=data["workers_per_gpu"], nodes=data["nodes"],
+        offers_room = dispatch.heartbeat_offers_room(
+            data["name"], settings.BIOLM_HEARTBEAT_STALE_S, queues=data["queues"], slots=data["slots"],
+            gpus=data["gpus"], gpus_free=data.get("gpus_free"), shares_gpu=data["shares_gpu"],
+            gpu_devices=data["gpu_devices"], executor=data["executor"], workers_per_gpu=data["workers_per_gpu"],
+            nodes=data["nodes"],
         )  # fmt: skip
-        transaction.on_commit(tasks.kick)  # a free slot may have appeared
+        if offers_room:
+            transaction.on_commit(tasks.kick)
         return Response(status=status.HTTP_204_NO_CONTENT)

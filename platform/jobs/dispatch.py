@@ -92,6 +92,28 @@ def record_worker(
     return worker
 
 
+def heartbeat_offers_room(name: str, stale_after_s: float, **heartbeat) -> bool:
+    """Record a worker's heartbeat (:func:`record_worker`); True when it offers room it did not offer a moment ago.
+
+    That is a new worker, one back from silence or from a problem, one with other queues, slots or
+    GPUs, or more of its GPUs free: only then can dispatching now place a job the last dispatch could
+    not. Any other beat changes nothing dispatch reads. Dispatching on every beat instead had 200
+    workers, each beating every 5 s, run 40 dispatches a second, each reading every waiting job,
+    until gunicorn's workers did nothing else (``bench many_workers``); a job that ends dispatches
+    by itself (``complete``, ``fail``), and the tick dispatches every ``BIOLM_TICK_S`` whatever happens.
+    """
+    before = Worker.objects.filter(name=name).first()
+    after = record_worker(name, **heartbeat)
+    if before is None or before.last_heartbeat is None or before.problem:
+        return True
+    if before.last_heartbeat < after.last_heartbeat - dt.timedelta(seconds=stale_after_s):
+        return True
+    offered = ("queues", "slots", "gpus", "shares_gpu", "executor", "nodes")
+    if any(getattr(before, field) != getattr(after, field) for field in offered):
+        return True
+    return after.gpus_free > before.gpus_free
+
+
 def record_problem(name: str, queues: list[str], problem: str, now: dt.datetime | None = None) -> Worker:
     """A worker's supervisor gave up on it: kept, with why, but not counted as alive (no heartbeat is recorded)."""
     now = now or timezone.now()
@@ -188,8 +210,9 @@ def fair_order(queue: str, now: dt.datetime | None = None) -> list[Job]:
     active = Job.objects.filter(queue=queue).filter(
         Q(status=Job.Status.RUNNING) | Q(status__in=WAITING, dispatched_at__isnull=False)
     )
-    for job in active.select_related("submission", "language_model"):
-        owner = _owner(job)
+    # Only each active job's owner is read: building every running job as a model was most of a dispatch.
+    for submitter, model_owner in active.values_list("submission__submitter_id", "language_model__owner_id"):
+        owner = submitter if submitter is not None else (model_owner or 0)
         if owner in load:
             load[owner] += 1
     heap = [(load[owner], jobs[0].queued_at, owner) for owner, jobs in by_owner.items()]
@@ -265,6 +288,8 @@ def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after
     for queue in Job.Queue.values:
         live_seats = seats(queue, stale_after_s, now)
         free = free_slots(queue, stale_after_s, now)
+        if not any(count > 0 for count in free.values()):  # every slot taken: nothing to order, nothing to send
+            continue
         for job in fair_order(queue, now):
             if not any(count > 0 for count in free.values()):
                 break
