@@ -161,6 +161,31 @@ def _cpu_stat() -> list[int] | None:
     return values if len(values) >= 8 else None
 
 
+def machine_busy_s() -> float | None:
+    """CPU seconds the whole machine spent busy (every state of /proc/stat but idle and iowait) since boot."""
+    values = _cpu_stat()
+    if values is None:
+        return None
+    return (sum(values[:8]) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of a process and its children (gunicorn's master and workers)."""
+    total = 0.0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for each in [pid, *map(int, children)]:
+        try:
+            stat = Path(f"/proc/{each}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is the state, the 3rd field of the file
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def _loadavg() -> float | None:
     try:
         return os.getloadavg()[0]

@@ -330,11 +330,11 @@ class Contention:
         self.others_share: float | None = None
 
     def __enter__(self) -> Contention:
-        self._machine, self._ours, self._start = _busy_seconds(), self._our_seconds(), time.perf_counter()
+        self._machine, self._ours, self._start = common.machine_busy_s(), self._our_seconds(), time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
-        machine, ours, wall = _busy_seconds(), self._our_seconds(), time.perf_counter() - self._start
+        machine, ours, wall = common.machine_busy_s(), self._our_seconds(), time.perf_counter() - self._start
         if machine is not None and self._machine is not None and wall > 0:
             others = (machine - self._machine) - (ours - self._ours)
             self.others_share = max(0.0, others) / (wall * (os.cpu_count() or 1))
@@ -342,32 +342,7 @@ class Contention:
     def _our_seconds(self) -> float:
         times = os.times()
         pid = self.server.process.pid if self.server.process is not None else None
-        return times.user + times.system + (_process_tree_seconds(pid) if pid is not None else 0.0)
-
-
-def _busy_seconds() -> float | None:
-    """CPU seconds the whole machine spent busy (every state of /proc/stat but idle and iowait) since boot."""
-    values = common._cpu_stat()
-    if values is None:
-        return None
-    return (sum(values[:8]) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def _process_tree_seconds(pid: int) -> float:
-    """User and system CPU seconds of a process and its children (gunicorn's master and workers)."""
-    total = 0.0
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    for each in [pid, *map(int, children)]:
-        try:
-            stat = Path(f"/proc/{each}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is the state, the 3rd field of the file
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        return times.user + times.system + (common.process_tree_cpu_s(pid) if pid is not None else 0.0)
 
 
 def run(config: Config | None = None, out_dir: Path | None = None) -> dict:

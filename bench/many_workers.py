@@ -214,39 +214,6 @@ def simulate(names: list[str], api: str, secret: str, jobs, stop_at: float, conf
     out.put((dict(tally), timings, usage.ru_utime + usage.ru_stime))
 
 
-def process_cpu_s(pid: int) -> float:
-    """User and system CPU seconds of ``pid`` and every descendant still running (gunicorn and its workers)."""
-    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    for child in [pid, *_descendants(pid)]:
-        try:
-            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if parent == pid:
-                found += [int(entry.name), *_descendants(int(entry.name))]
-    return found
-
-
-def machine_busy_share() -> tuple[float, float]:
-    """``(busy, total)`` CPU jiffies of the whole machine since boot (``/proc/stat``): their growth over a phase
-    says how much of the machine was busy."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)
-    return float(sum(values) - idle), float(sum(values))
-
-
 def read_page(url: str, seconds: float, readers: int, pause_s: float) -> dict:
     """``readers`` readers loading ``url`` for ``seconds``: each load's latency, and what was answered."""
     latencies: list[float] = []
@@ -291,11 +258,13 @@ def under_load(platform: Platform, config: Config) -> dict:
         process.start()
     time.sleep(config.warmup_s)
     web = [platform.processes[name].pid for name in ("web", "internal") if name in platform.processes]
-    web_before, (busy_before, total_before) = sum(map(process_cpu_s, web)), machine_busy_share()
+    web_before, busy_before, started = sum(map(common.process_tree_cpu_s, web)), common.machine_busy_s(), time.time()
     page = read_page(f"http://127.0.0.1:{platform.port}{PAGE}", config.load_s, config.readers, config.reader_pause_s)
-    web_cpu_s = sum(map(process_cpu_s, web)) - web_before
-    busy, total = machine_busy_share()
-    machine_busy = (busy - busy_before) / max(1.0, total - total_before)
+    web_cpu_s = sum(map(common.process_tree_cpu_s, web)) - web_before
+    busy_after, elapsed = common.machine_busy_s(), time.time() - started
+    machine_busy = None if busy_before is None or busy_after is None else (
+        (busy_after - busy_before) / (elapsed * (os.cpu_count() or 1))
+    )  # fmt: skip
     tally: Counter = Counter()
     timings: dict[str, list[float]] = {}
     generator_cpu_s = 0.0
