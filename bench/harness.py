@@ -52,6 +52,35 @@ def stop_process_group(process: subprocess.Popen | None, grace_s: float = 30, si
         return stuck
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every live process under it, read from /proc (each task's children)."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        try:
+            tasks = list(Path(f"/proc/{tree[index]}/task").iterdir())
+        except OSError:
+            tasks = []  # it exited meanwhile
+        for task in tasks:
+            with contextlib.suppress(OSError):
+                tree += [int(child) for child in (task / "children").read_text().split()]
+        index += 1
+    return tree
+
+
+def processes_with(library: str, pid: int) -> list[int]:
+    """The processes of ``pid``'s tree with ``library`` (a shared object's name: ``libtorch``) in their memory
+    map: the ones that imported the module that loads it, whatever its ``sys.modules`` now says."""
+    found = []
+    for member in process_tree(pid):
+        try:
+            maps = Path(f"/proc/{member}/maps").read_text()
+        except OSError:
+            continue
+        if library in maps:
+            found.append(member)
+    return found
+
+
 def innermost_frames(log: str, frames: int = 6) -> str:
     """The first ``frames`` lines of each thread's stack that faulthandler wrote into ``log`` (the innermost calls,
     where a stuck thread waits), from the last dump in it: what a truncated log tail would cut first."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from checkpoints import demo_texts, tiny_bert
 
-from bench.harness import Platform, wait_until
+from bench.harness import Platform, process_tree, processes_with, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.backend]
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
@@ -82,6 +82,12 @@ def test_a_submission_reaches_the_leaderboard_through_database_free_workers(plat
     submitted = submit(platform, model, "demo-ner", "demo-doc-classification", name="happy path")
     for job in jobs_of(submitted, "score"):
         assert platform.wait_for_job(job, ("succeeded", "failed"))["status"] == "succeeded", platform.job(job)
+    # The CPU worker scored the withheld predictions through the engine's own processes, forked from the warm
+    # server (biolm.warm_process) under its pool: torch entered that server, never Celery's processes.
+    cpu_worker = platform.processes["cpu"].pid
+    with_torch = processes_with("libtorch", cpu_worker)
+    assert len(process_tree(cpu_worker)) - len(with_torch) >= 3  # Celery's main process and its pool's two
+    assert with_torch and all(b"biolm.warm_process" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in with_torch)
     results = {row["dataset"]: row for row in platform.results(submitted["model"])}
     assert set(results) == {"demo-ner", "demo-doc-classification"}
     assert all(row["n_seeds"] == 2 for row in results.values())

@@ -23,12 +23,11 @@ import pytest
 
 from biolm.corpus import apply_preprocessors
 from biolm.dataset_io import DataFormatError, load_canonical_files, load_dataset_files
+from biolm.engine_exits import PLUGIN_FAULT, failure_cause, failure_summary
 from biolm.plugin_faults import PluginFault, blame
 from biolm.specs import ContractBreach, ImplementationError
 from tests.distributions import install_distribution
 from tests.faulty_plugin import CORPUS, METRICS, READER, line_of, loaded, write_package, write_polarity_splits
-from workers.engine.exit_status import PLUGIN_FAULT
-from workers.runner.failures import failure_cause, failure_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,9 +15,10 @@ from contract_documents import pretrain_spec
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from biolm.engine_exits import failure_cause, failure_summary
 from biolm.placement import Need, Seat, seat_of_queue, unplaced
 from workers.runner.executors import check_slurm, executor
-from workers.runner.failures import engine_exit, failure_cause, failure_summary
+from workers.runner.failures import engine_exit
 from workers.runner.gpu_workers import slurm_worker_process
 from workers.runner.slurm import SlurmReach, SlurmSettingsError, cause_of, parse_job_line
 

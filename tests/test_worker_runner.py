@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from contract_documents import finetune_spec, pretrain_spec
 
-from workers.runner.execution import JobRun, _readable, failure_cause, failure_summary, plugin_of
+from biolm.engine_exits import failure_cause, failure_summary, plugin_of
+from workers.runner.execution import JobRun, _readable
 
 
 def job(spec, tmp_path: Path) -> JobRun:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor, describe_exit
+from biolm.engine_exits import describe_exit
+from workers.runner.processes import ManagedProcess, RestartPolicy, Supervisor
 
 PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parents[1]

@@ -252,6 +252,9 @@ BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 # to start and heartbeat, behind other CPU work, before the job is retried as lost.
 BIOLM_INTAKE_WAIT_S = env_int("BIOLM_INTAKE_WAIT_S", 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
+# A score job's engine process (python -m workers.engine score) is stopped after this many seconds: the
+# platform's failure, retried. Scoring a BLURB dataset's predictions with 1,000 resamples takes seconds.
+BIOLM_SCORE_TIMEOUT_S = env_int("BIOLM_SCORE_TIMEOUT_S", 1800)
 # What a quick preview adds to its one grid point and one seed (biolm.protocols.preview_overrides): JSON of
 # overrides of the protocol's settings, e.g. {"epochs": 2, "max_train_examples": 240} on a CPU demo. Empty by
 # default. BIOLM_QUICK_PROTOCOL, its name before the job contract, is read when it is not set (deprecated).

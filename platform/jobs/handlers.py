@@ -11,8 +11,8 @@ gets. The jobs app calls the writer in the one transaction that also marks the j
 (:func:`jobs.lifecycle.succeeding`), so a job never ends failed beside results it wrote, and the
 transaction lasts as long as the writes, not the work (on SQLite a transaction holds the write lock).
 A handler raises :class:`JobRefused` when the job's inputs are the submission's fault (its
-uploaded predictions cannot be scored); anything else it raises is the platform's, unless a
-plugin's code raised it.
+uploaded predictions cannot be scored), and :class:`PluginRaised` when a plugin's code failed in a
+process it ran; anything else it raises is the platform's, unless a plugin's code raised it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,27 @@ _handlers: dict[str, Handler] = {}
 
 
 class JobRefused(ValueError):
-    """The job cannot be done with what the submission produced; the message says what is wrong (charged)."""
+    """The job cannot be done with what the submission produced; the message says what is wrong (charged).
+
+    ``log``: what a process the handler ran printed (its traceback, its ``error:`` line), for the job's log.
+    """
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+class PluginRaised(RuntimeError):
+    """A plugin's code failed in a process the handler ran (the engine's ``error: plugin ...``): not retried.
+
+    In the handler's own process :func:`biolm.plugin_faults.blame` finds the plugin from the traceback;
+    across a process boundary the engine names it, and this carries the name.
+    """
+
+    def __init__(self, message: str, plugin: str, log: str = "") -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.log = log
 
 
 def register(kind: str, handler: Handler) -> None:

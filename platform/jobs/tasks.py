@@ -134,7 +134,12 @@ def execute_platform_job(job_id: int, token: str, delivery: str, worker: str) ->
         lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.PLUGIN, plugin=exc.plugin)
         return Job.Status.FAILED
     except handlers.JobRefused as exc:
+        _log_process_output(job, token, delivery, exc)
         lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.SUBMISSION)
+        return Job.Status.FAILED
+    except handlers.PluginRaised as exc:  # in a process the handler ran: the engine named the plugin
+        _log_process_output(job, token, delivery, exc)
+        lifecycle.fail(job.pk, token, delivery, str(exc), Job.Cause.PLUGIN, plugin=exc.plugin)
         return Job.Status.FAILED
     except Exception as exc:
         return _failed(job, token, delivery, exc)
@@ -175,8 +180,16 @@ def check_outputs(job_id: int, token: str, claim: str) -> str | None:
     return Job.Status.SUCCEEDED
 
 
+def _log_process_output(job: Job, token: str, delivery: str, exc: Exception) -> None:
+    """What a process the handler ran printed before it failed (an engine's traceback), into the job's log."""
+    output = getattr(exc, "log", "")
+    if output:
+        lifecycle.heartbeat(job.pk, token, delivery, log=output if output.endswith("\n") else output + "\n")
+
+
 def _failed(job: Job, token: str, delivery: str, exc: Exception) -> str:
     """The job raised: the plugin's fault when a plugin's code raised (not retried), else the platform's."""
+    _log_process_output(job, token, delivery, exc)
     fault = plugin_fault(exc, job)
     lifecycle.heartbeat(job.pk, token, delivery, log="".join(traceback.format_exception(exc)))
     if fault is not None:  # the plugin's code raised: running it again would raise again

@@ -1,7 +1,9 @@
 """A score job: a fine-tuning job's results become its runs and the model's ``Result``, once, in one transaction.
 
 The score job reads the results document its fine-tuning job uploaded (:func:`jobs.results.load_results`),
-scores the test predictions against the gold only the platform holds, and writes, in one
+has the engine score the test predictions against the gold only the platform holds, in a process of its
+own (:mod:`leaderboard.score_process`: this process never loads torch), validates the scores it answers
+and writes, in one
 transaction keyed by the fine-tuning job, one :class:`~jobs.models.Run` per seed and fold on test
 and the model's :class:`Result` for the benchmark entry: the protocol's statistic over the runs
 (:func:`biolm.protocols.combine`, the engine's and the bootstrap's own computation), with std,
@@ -20,7 +22,6 @@ from __future__ import annotations
 import logging
 import math
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,13 +29,15 @@ import numpy as np
 from django.db import transaction
 
 from biolm.contract import ResultsDocument, RunRecord, ScoreJob
+from biolm.contract.scores import ScoresDocument
 from biolm.protocols import RunValue, Summary, combine
 from jobs import costs, exports
 from jobs.handlers import JobRefused
 from jobs.models import Job, Run, canonical_key
-from jobs.results import ResultsError, load_results, model_files
+from jobs.results import ResultsError, load_results
 from leaderboard.models import Result, ResultClasses, ResultResamples
 from leaderboard.resamples import store_result_resamples
+from leaderboard.score_process import score_in_engine
 from registry.models import Metric
 from registry.sync import load_contributions
 
@@ -84,8 +87,10 @@ def score_results(score: Job) -> Scored:
     except ResultsError as exc:
         raise RecordingError(str(exc)) from None
     metric = Metric.objects.get(slug=spec.metric)
-    if results.test_gold_withheld:
-        _score_on_platform(finetune, results)
+    scores = _scores(finetune, results, spec.metric)
+    for test_run in results.runs:  # the worker predicted a withheld test split: the engine scored it here
+        if test_run.key in scores.test_metrics:
+            test_run.metrics["test"] = scores.test_metrics[test_run.key]
     test_runs = [run for run in results.runs if run.metrics.get("test")]
     provenance = {**results.provenance, "job": finetune.pk, "protocol": results.protocol,
                   "overrides": results.spec.overrides.to_json()}  # fmt: skip
@@ -96,8 +101,8 @@ def score_results(score: Job) -> Scored:
         metric=metric,
         test_runs=test_runs,
         summary=combine(_values(test_runs, finetune.pk, spec.metric), results.statistic),
-        resampled=_resampled(finetune, results, spec.metric),
-        classes=_per_class(finetune, results),
+        resampled=None if scores.resamples is None else (finetune.dataset.slug, np.asarray(scores.resamples)),
+        classes=scores.per_class,
         provenance=provenance,
     )
 
@@ -190,58 +195,29 @@ def _inference_per_s(test_runs: list[RunRecord]) -> float | None:
     return statistics.median(rates) if rates else None
 
 
-def _resampled(finetune: Job, results: ResultsDocument, metric: str) -> tuple[str, np.ndarray] | None:
-    """The result's value on each shared bootstrap resample of the test examples, for honest ranks.
-
-    Scored from the stored per-example predictions with the dataset's real metric
-    (:mod:`workers.engine.bootstrap`). Without predictions there is nothing to resample: the
-    result is then ranked by its point score, and says so.
-    """
-    if not any(results.predictions.values()):
-        return None
-    from workers.engine.bootstrap import resampled_values  # torch: only on the worker that records
-
-    dataset = finetune.dataset
-    seen, gold = _copies(finetune, results, results.reported_folds())
-    started = time.perf_counter()
-    with model_files(finetune) as tokenizer_dir:
-        try:
-            vector = resampled_values(results, tokenizer_dir, seen, gold, metric, dataset.slug)
-        except ValueError as exc:
-            raise RecordingError(f"job #{finetune.pk}: its test predictions cannot be resampled: {exc}") from None
-    logger.info("job #%s: %d bootstrap resamples of %s in %.1f s", finetune.pk, len(vector), dataset.slug,
-                time.perf_counter() - started)  # fmt: skip
-    return dataset.slug, vector
+def _scores(finetune: Job, results: ResultsDocument, metric: str) -> ScoresDocument:
+    """The engine's scores (:mod:`leaderboard.score_process`); none to compute, and no process, when the worker
+    scored its own test split and stored no predictions to resample."""
+    if not results.test_gold_withheld and not any(results.predictions.values()):
+        return ScoresDocument({}, None, None)
+    return score_in_engine(finetune, results, metric, _copies(finetune, results))
 
 
-def _per_class(finetune: Job, results: ResultsDocument) -> dict | None:
-    """The result's per-class test figures (:mod:`workers.engine.per_class`), as stored; None without classes.
-
-    Aggregates only, for classes with enough test examples: what the model and dataset pages show.
-    """
-    if not any(results.predictions.values()):
-        return None
-    from workers.engine.per_class import per_class_figures  # torch: only on the worker that records
-
-    seen, gold = _copies(finetune, results, results.reported_folds())
-    with model_files(finetune) as tokenizer_dir:
-        try:
-            breakdown = per_class_figures(results, tokenizer_dir, seen, gold)
-        except ValueError as exc:
-            raise RecordingError(f"job #{finetune.pk}: its per-class figures cannot be computed: {exc}") from None
-    return breakdown.to_json() if breakdown is not None else None
-
-
-def _copies(finetune: Job, results: ResultsDocument, folds: list[int]) -> tuple:
-    """The data the worker saw and the same examples with their gold: one copy, or one per fold."""
+def _copies(finetune: Job, results: ResultsDocument) -> dict:
+    """``{fold or None: (the data the worker saw, the same examples with their gold)}``: the test split, or
+    each fold the runs were trained on or reported (the engine scores each fold's runs on that fold's test)."""
     dataset = finetune.dataset
     spec = load_contributions().datasets[dataset.slug]
-    if results.on_folds:
-        gold = {fold: exports.loaded_fold(dataset, spec, fold, withheld=False) for fold in folds}
-        seen = {fold: exports.loaded_fold(dataset, spec, fold, withheld=True) for fold in folds}
-        return (seen if results.test_gold_withheld else gold), gold
-    gold = exports.loaded(dataset, spec, withheld=False)
-    return (exports.loaded(dataset, spec, withheld=True) if results.test_gold_withheld else gold), gold
+    withheld = results.test_gold_withheld
+    if not results.on_folds:
+        gold = exports.loaded(dataset, spec, withheld=False)
+        return {None: (exports.loaded(dataset, spec, withheld=True) if withheld else gold, gold)}
+    folds = sorted({run.fold for run in results.runs if run.fold is not None} | set(results.reported_folds()))
+    copies = {}
+    for fold in folds:
+        gold = exports.loaded_fold(dataset, spec, fold, withheld=False)
+        copies[fold] = (exports.loaded_fold(dataset, spec, fold, withheld=True) if withheld else gold, gold)
+    return copies
 
 
 def _values(test_runs: list[RunRecord], job_id: int, metric: str) -> list[RunValue]:
@@ -252,29 +228,6 @@ def _values(test_runs: list[RunRecord], job_id: int, metric: str) -> list[RunVal
         if value is not None:
             values.append(RunValue(test_run.fold, test_run.seed, value))
     return values
-
-
-def _score_on_platform(finetune: Job, results: ResultsDocument) -> None:
-    """Fill each run's test metrics by scoring its predictions against the gold only the platform holds."""
-    from workers.engine.withheld import score_withheld  # torch: only on the worker that records
-
-    folds = sorted({run.fold for run in results.runs if run.fold is not None})
-    seen, gold = _copies(finetune, results, folds)
-    parts = {fold: (seen[fold], gold[fold]) for fold in folds} if results.on_folds else {None: (seen, gold)}
-    scored = {}
-    with model_files(finetune) as tokenizer_dir:
-        for fold, (withheld, gold_copy) in parts.items():
-            keys = {run.key for run in results.runs if run.fold == fold} if fold is not None else None
-            try:
-                scored.update(score_withheld(results, tokenizer_dir, withheld, gold_copy, keys))
-            except ValueError as exc:
-                where = f" (fold {fold})" if fold is not None else ""
-                raise RecordingError(
-                    f"job #{finetune.pk}: its test predictions cannot be scored{where}: {exc}"
-                ) from None
-    for test_run in results.runs:
-        if test_run.key in scored:
-            test_run.metrics["test"] = scored[test_run.key]
 
 
 def _finite(value, job_id: int, metric: str) -> float | None:

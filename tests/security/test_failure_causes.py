@@ -17,7 +17,8 @@ from contract_documents import pretrain_spec
 from hostile_inputs import copy_checkpoint, member, pickle_that_writes, tar_with
 from rest_framework.test import APIClient
 
-from workers.runner.execution import JobRun, failure_cause, failure_summary
+from biolm.engine_exits import failure_cause, failure_summary
+from workers.runner.execution import JobRun
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "/internal/"

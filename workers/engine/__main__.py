@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         return pretrain_main(argv[1:])
     if argv and argv[0] == "convert-long":
         return convert_long_main(argv[1:])
+    if argv and argv[0] == "score":
+        return score_main(argv[1:])
     if not argv or argv[0] != "finetune":
-        print("usage: python -m workers.engine finetune|pretrain|convert-long --help", file=sys.stderr)
+        print("usage: python -m workers.engine finetune|pretrain|score|convert-long --help", file=sys.stderr)
         return 2
     parser = HfArgumentParser(ARGUMENT_GROUPS, prog="python -m workers.engine finetune")
     try:
@@ -181,6 +183,34 @@ def job_arguments(argv: list[str]) -> list[str]:
     arguments = [*argv[:at], *argv[at + 2 :], "--recipe", job.recipe]
     arguments += ["--steps", str(job.steps)] if job.steps else []
     return arguments + (["--settings", json.dumps(dict(job.settings))] if job.settings else [])
+
+
+def score_main(argv: list[str]) -> int:
+    """``score --spec FILE --out DIR``: a score job's inputs (written by the platform) scored into DIR/scores.json."""
+    import argparse
+
+    from workers.engine.score_job import score_job
+
+    parser = argparse.ArgumentParser(prog="python -m workers.engine score", description=score_main.__doc__)
+    parser.add_argument("--spec", type=Path, required=True, help="the score inputs document (JSON)")
+    parser.add_argument("--out", type=Path, required=True, help="the folder scores.json is written to")
+    arguments = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        inputs_dataset = json.loads(arguments.spec.read_text(encoding="utf-8")).get("dataset")
+    except (OSError, ValueError, AttributeError) as exc:
+        print(f"error: the score inputs {arguments.spec} cannot be read: {exc}", file=sys.stderr)
+        return 1
+    try:
+        scores = score_job(arguments.spec, arguments.out)
+    except Exception as exc:  # predictions that cannot be scored (1), a plugin's metric raising (3), or a crash
+        status = report_failure(exc, load_entrypoints=True, dataset=inputs_dataset)
+        if status is None:
+            raise
+        return status
+    print(f"{inputs_dataset}: scored {len(scores.test_metrics)} withheld run(s); "
+          f"{len(scores.resamples or [])} resamples; scores in {arguments.out / 'scores.json'}")  # fmt: skip
+    return 0
 
 
 def convert_long_main(argv: list[str]) -> int:

@@ -24,14 +24,11 @@ import traceback
 from pathlib import Path
 
 from biolm.contract import CodeMismatch, CodeMissing
+from biolm.engine_exits import CODE_MISSING, INPUT_REFUSED, PLUGIN_FAULT
 from biolm.errors import DataFormatError
 from biolm.plugin_faults import blame
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import ImplementationError
-
-INPUT_REFUSED = 1
-PLUGIN_FAULT = 3
-CODE_MISSING = 4
 
 
 def report_failure(

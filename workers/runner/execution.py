@@ -51,11 +51,12 @@ from pathlib import Path
 from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
 from biolm.contract.jobs import COMPLETION_CHECKING
+from biolm.engine_exits import failure_cause, failure_summary, plugin_of
 from biolm.intake_limits import ArchiveLimits, resume_archive_limits
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
-from workers.runner.failures import engine_exit, failure_cause, failure_summary, plugin_of
+from workers.runner.failures import engine_exit
 from workers.runner.outputs import send_output
 from workers.runner.slurm import (
     BatchJob,

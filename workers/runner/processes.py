@@ -35,6 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biolm.engine_exits import describe_exit
+
 logger = logging.getLogger("biolm.worker")
 STACKS_SIGNAL = signal.SIGUSR2
 
@@ -96,17 +98,6 @@ class RestartPolicy:
     def delay_s(self, quick_exits: int) -> float:
         """Seconds to wait before the next start, after ``quick_exits`` quick exits in a row."""
         return min(self.backoff_max_s, self.backoff_s * 2 ** max(0, quick_exits - 1))
-
-
-def describe_exit(code: int) -> str:
-    """``exited with status 1``, or ``was killed by SIGKILL`` (Popen's negative status is the signal)."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"was killed by {name}"
-    return f"exited with status {code}"
 
 
 @dataclass

@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.runner.failures import engine_exit, failure_cause
+from biolm.engine_exits import failure_cause
+from workers.runner.failures import engine_exit
 
 # The settings live in slurm_settings (which loads nothing of the engine's); the executor's users find them here too.
 from workers.runner.slurm_settings import TIME_LIMIT, SlurmReach, SlurmSettings, SlurmSettingsError  # noqa: F401
@@ -198,7 +199,7 @@ class JobState:
 
     @property
     def status(self) -> int:
-        """The status as :func:`workers.runner.failures.failure_cause` reads it: a signal is negative, as Popen's."""
+        """The status as :func:`biolm.engine_exits.failure_cause` reads it: a signal is negative, as Popen's."""
         return -self.signal if self.signal else self.exit_code
 
 
@@ -371,7 +372,7 @@ class SlurmOutcome:
 
     @property
     def status(self) -> int:
-        """The batch script's status as :func:`workers.runner.failures.failure_cause` reads it (a signal negative)."""
+        """The batch script's status as :func:`biolm.engine_exits.failure_cause` reads it (a signal negative)."""
         return -self.signal if self.signal else self.exit_code
 
 
