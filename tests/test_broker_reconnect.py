@@ -29,7 +29,7 @@ def python_path(*folders: Path) -> str:
 
 def test_redis_urls_get_biolm_transport_and_other_brokers_keep_their_own():
     assert broker.transport("redis://127.0.0.1:6379/0") == broker.REDIS_TRANSPORT
-    assert broker.transport("rediss://cache.example:6380/0") is None  # kombu's own TLS defaults
+    assert broker.transport("rediss://cache.example:6380/0") == broker.REDIS_TRANSPORT  # TLS: broker.use_ssl
     assert broker.transport("filesystem://") is None
     assert broker.transport("amqp://guest@localhost//") is None
 

@@ -93,6 +93,35 @@ def test_the_compose_gpu_worker_has_no_database_credentials():
     assert "BIOLM_API_URL" in gpu["environment"]
 
 
+def every_environment_value(services: dict) -> list[tuple[str, str, str]]:
+    return [(name, key, str(value)) for name, service in services.items()
+            for key, value in (service.get("environment") or {}).items()]  # fmt: skip
+
+
+def test_compose_redis_asks_for_a_password_that_every_redis_url_carries_and_remote_hosts_reach_it():
+    services = compose_services()
+    assert "--requirepass" in services["redis"]["command"]
+    assert "REDISCLI_AUTH" in str(services["redis"]["healthcheck"]["test"])  # the health check authenticates
+    urls = [(name, key, value) for name, key, value in every_environment_value(services) if "redis://" in value]
+    assert {name for name, _, _ in urls} >= {"web", "worker-gpu", "worker-cpu", "beat"}
+    assert all(value.startswith("redis://:${REDIS_PASSWORD:?") for _, _, value in urls), urls
+    published = {port for service in services.values() for port in service.get("ports", [])}
+    assert {"6379:6379", "8001:8001", "9000:9000"} <= published  # the broker, the internal API, the object store
+
+
+def test_a_gpu_host_compose_file_runs_only_gpu_workers_on_three_settings_and_no_database():
+    host = yaml.safe_load((ROOT / "docker-compose.gpu-host.yml").read_text())["services"]
+    main = compose_services()["worker-gpu"]
+    assert set(host) == {"worker-gpu"}
+    worker = host["worker-gpu"]
+    required = {key for key, value in worker["environment"].items() if ":?" in str(value)}
+    assert required == {"CELERY_BROKER_URL", "BIOLM_API_URL", "BIOLM_WORKER_SECRET"}
+    assert not any("DATABASE" in key or "POSTGRES" in key or "S3" in key for key in worker["environment"])
+    assert "env_file" not in worker and "depends_on" not in worker  # nothing of the web host's runs here
+    for same in ("command", "healthcheck", "deploy", "restart"):
+        assert worker[same] == main[same], same  # the same worker as the main compose file's
+
+
 def test_every_compose_command_refers_to_something_that_exists():
     from django.core.management import get_commands
 

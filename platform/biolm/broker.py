@@ -7,6 +7,7 @@ is not handed to a second worker while the first still works on it. And on the G
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 DEFAULT_URL = "filesystem://"
@@ -20,10 +21,25 @@ REDIS_TRANSPORT = "biolm.redis_transport:Transport"
 
 
 def transport(url: str) -> str | None:
-    """The kombu transport class for ``url``: biolm's Redis transport for ``redis://`` (a worker outlives a Redis
-    restart while it runs a job, :mod:`biolm.redis_transport`), else None: the URL's scheme decides, as for
-    ``rediss://``, whose TLS defaults kombu sets only when it picks the transport itself."""
-    return REDIS_TRANSPORT if url.startswith("redis://") else None
+    """The kombu transport class for ``url``: biolm's Redis transport for ``redis://`` and ``rediss://`` (a worker
+    outlives a Redis restart while it runs a job, :mod:`biolm.redis_transport`), else None: the scheme decides."""
+    return REDIS_TRANSPORT if url.startswith(("redis://", "rediss://")) else None
+
+
+def use_ssl(url: str, ca_file: str = "") -> dict | None:
+    """Celery's ``broker_use_ssl`` for ``url``: for ``rediss://``, a server certificate that must verify, against
+    ``ca_file`` when one is named (a private CA's), else the system's trusted CAs; None for any other scheme.
+
+    Named here because kombu sets TLS defaults only when it picks the transport itself, and then does not
+    verify the server at all (``CERT_NONE``, with a warning): a GPU host would hand its worker secret's jobs
+    to whoever answers on the broker's address.
+    """
+    if not url.startswith("rediss://"):
+        return None
+    options: dict = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    if ca_file:
+        options["ssl_ca_certs"] = ca_file
+    return options
 
 
 def transport_options(url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S) -> dict:

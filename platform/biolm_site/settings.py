@@ -212,6 +212,8 @@ STATICFILES_FINDERS = [
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", broker.DEFAULT_URL)
 # With Redis, a transport with which a worker outlives a Redis restart while it runs a job (biolm.redis_transport).
 CELERY_BROKER_TRANSPORT = broker.transport(CELERY_BROKER_URL)
+# rediss://: the server's certificate must verify, against BIOLM_BROKER_CA_FILE when set (a private CA).
+CELERY_BROKER_USE_SSL = broker.use_ssl(CELERY_BROKER_URL, env_str("BIOLM_BROKER_CA_FILE", ""))
 # Longer than the longest job, so a running task is not redelivered (Read the Docs).
 CELERY_BROKER_TRANSPORT_OPTIONS = broker.transport_options(
     CELERY_BROKER_URL, VAR_DIR, env_int("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)
