@@ -20,6 +20,7 @@ import secrets
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LOOPBACK = "127.0.0.1"
 PYTHON = sys.executable
 POSTGRES_ONLY = "fault tests run against PostgreSQL (set DATABASE_URL=postgres://...), as CI's first pass does"
 
@@ -154,27 +156,47 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str, inter
 
 
 class Redis:
-    def __init__(self, directory: Path) -> None:
+    """A redis-server of its own on a free port; with ``password``, it requires it (``requirepass``); with ``tls``
+    (certificate, key and CA files), it speaks only TLS, as ``rediss://`` reaches it."""
+
+    def __init__(self, directory: Path, password: str = "", tls: tuple[Path, Path, Path] | None = None,
+                 host: str = "127.0.0.1") -> None:  # fmt: skip
+        self.host = host
         self.port = free_port()
         self.directory = directory
+        self.password = password
+        self.tls = tls
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        credentials = f":{self.password}@" if self.password else ""
+        return f"{'rediss' if self.tls else 'redis'}://{credentials}{self.host}:{self.port}/0"
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        command = ["redis-server", "--port", str(self.port), "--bind", self.host, "--save", "", "--appendonly", "no",
                    "--dir", str(self.directory)]  # fmt: skip
+        if self.password:
+            command += ["--requirepass", self.password]
+        if self.tls:
+            certificate, key, authority = self.tls
+            command[1:3] = ["--port", "0", "--tls-port", str(self.port)]
+            command += ["--tls-cert-file", str(certificate), "--tls-key-file", str(key),
+                        "--tls-ca-cert-file", str(authority), "--tls-auth-clients", "no"]  # fmt: skip
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(self._answers, 20, "redis-server")
 
     def _answers(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as connection:
+            with socket.create_connection((self.host, self.port), timeout=1) as plain:
+                connection = plain
+                if self.tls:
+                    context = ssl.create_default_context(cafile=str(self.tls[2]))
+                    connection = context.wrap_socket(plain, server_hostname=self.host)
                 connection.sendall(b"PING\r\n")
-                return connection.recv(16).startswith(b"+PONG")
+                answer = connection.recv(64)
+                return answer.startswith(b"+PONG") or (bool(self.password) and answer.startswith(b"-NOAUTH"))
         except OSError:
             return False
 
@@ -195,21 +217,25 @@ def split_prefix(words: list[str]) -> tuple[list[str], list[str]]:
 class Platform:
     def __init__(
         self, directory: Path, database_server: str | None = None, timings: dict | None = None, python: str = PYTHON,
-        web_options: list[str] | None = None, internal_web: list[str] | None = None,
+        web_options: list[str] | None = None, internal_web: list[str] | None = None, host: str = LOOPBACK,
     ) -> None:  # fmt: skip
         """``database_server``: a PostgreSQL server URL to create the database on (default: ``DATABASE_URL``'s);
         ``timings``: environment values replacing the shortened heartbeat and tick settings; ``python``: the
         interpreter of every process (a virtualenv of the test's own, to install plugins into while it runs);
         ``web_options``: gunicorn's options (default: 3 sync workers, a 120 s timeout); ``internal_web``: the
         command prefix and options of a second gunicorn, on a port of its own, that serves the workers' internal
-        API (``BIOLM_API_URL``), as docker-compose's ``internal-api`` does; by default the web serves both."""
+        API (``BIOLM_API_URL``), as docker-compose's ``internal-api`` does; by default the web serves both;
+        ``host``: the address the web and Redis listen on and workers are given (a veth pair's, for a second
+        host, :class:`bench.netns.SecondHost`)."""
+        self.host = host
         self.directory = directory
         self.python = python
         self.web_options = web_options or ["--workers", "3", "--timeout", "120"]
         self.internal_web = internal_web
         self.internal_port = free_port() if internal_web is not None else None
         self.var = directory / "var"
-        self.redis = Redis(directory / "redis")
+        # Reached from elsewhere, Redis asks for a password (its protected mode refuses other hosts without one).
+        self.redis = Redis(directory / "redis", host=host, password=secrets.token_hex(12) if host != LOOPBACK else "")
         self.port = free_port()
         self.processes: dict[str, subprocess.Popen] = {}
         configured = f"{database_server.rstrip('/')}/x" if database_server else os.environ.get("DATABASE_URL", "")
@@ -226,7 +252,8 @@ class Platform:
             "CELERY_BROKER_URL": self.redis.url,
             "BIOLM_VAR_DIR": str(self.var),
             "BIOLM_WORKER_SECRET": secrets.token_urlsafe(24),
-            "BIOLM_API_URL": f"http://127.0.0.1:{self.internal_port or self.port}/internal/",
+            "BIOLM_API_URL": f"http://{host}:{self.internal_port or self.port}/internal/",
+            "ALLOWED_HOSTS": ",".join(dict.fromkeys([host, "127.0.0.1", "localhost"])),
             "BIOLM_HEARTBEAT_S": "1",
             "BIOLM_HEARTBEAT_STALE_S": "8",
             "BIOLM_TICK_S": "1",
@@ -255,12 +282,12 @@ class Platform:
         # gunicorn, as in production: a bounded number of processes and database connections
         # (runserver opens a thread, and a persistent connection, per request).
         self.spawn("web", [self.python, "-m", "gunicorn", "biolm_site.wsgi:application",
-                           "--bind", f"127.0.0.1:{self.port}", *self.web_options])  # fmt: skip
+                           "--bind", f"{self.host}:{self.port}", *self.web_options])  # fmt: skip
         wait_until(self._web_answers, 60, "the web app")
         if self.internal_web is not None:
             prefix, options = split_prefix(self.internal_web)
             self.spawn("internal", [*prefix, self.python, "-m", "gunicorn", "biolm_site.wsgi:application",
-                                    "--bind", f"127.0.0.1:{self.internal_port}", *options])  # fmt: skip
+                                    "--bind", f"{self.host}:{self.internal_port}", *options])  # fmt: skip
             wait_until(lambda: self._answers(self.internal_port), 60, "the internal API's web")
         self.start_cpu_worker()
         return self
@@ -283,10 +310,9 @@ class Platform:
     def _web_answers(self) -> bool:
         return self._answers(self.port)
 
-    @staticmethod
-    def _answers(port: int) -> bool:
+    def _answers(self, port: int) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((self.host, port), timeout=1):
                 return True
         except OSError:
             return False
@@ -316,10 +342,12 @@ class Platform:
         """What a GPU host is given: no database URL and no object-store credentials (it uses pre-signed URLs)."""
         return {k: v for k, v in self.environment.items() if k != "DATABASE_URL" and not k.startswith("BIOLM_S3_")}
 
-    def start_gpu_worker(self, name: str, app: str = "workers.runner.app", **extra: str) -> subprocess.Popen:
-        """A database-free worker: DATABASE_URL is not in its environment at all, nor the object store's keys."""
+    def start_gpu_worker(self, name: str, app: str = "workers.runner.app", prefix: tuple[str, ...] = (),
+                         **extra: str) -> subprocess.Popen:  # fmt: skip
+        """A database-free worker: DATABASE_URL is not in its environment at all, nor the object store's keys;
+        ``prefix`` runs it elsewhere (``ip netns exec NAME``: a second host's network)."""
         environment = self.worker_environment() | extra
-        command = [self.python, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
+        command = [*prefix, self.python, "-m", "celery", "-A", app, "worker", "-Q", "gpu", "--pool", "solo",
                    "-n", f"{name}@harness", "--without-gossip", "--without-mingle"]  # fmt: skip
         return self.spawn(name, command, environment)
 

@@ -95,6 +95,53 @@ def test_a_second_delivery_cannot_claim_a_running_job(finetune):
     assert response.status_code == 409 and "running" in response.json()["detail"]
 
 
+def test_a_host_running_other_code_than_the_job_pins_hands_it_back_uncharged_and_the_admin_says_why(
+    finetune, admin_client
+):
+    from biolm import contract
+
+    pinned = next(pin for pin in contract.parse_job_spec(finetune.spec).code if pin.name == "biolm")
+    older = {**pinned.to_json(), "version": "0.0.1", "fingerprint": "sha256:0123456789abcdef", "provides": []}
+    Worker.objects.create(name="gpu0@old-host", queues="gpu")
+    url = f"{API}jobs/{finetune.pk}/claim"
+    refused = worker_client(finetune).post(url, {"delivery": "d1", "worker": "gpu0@old-host", "code": [older]},
+                                           format="json")  # fmt: skip
+    expected = f"host gpu0@old-host runs biolm 0.0.1, the job pins biolm {pinned.version} (job #{finetune.pk})"
+    assert refused.status_code == 409 and refused.json()["detail"] == f"{expected}: handed back, no attempt charged"
+    finetune.refresh_from_db()
+    assert (finetune.status, finetune.attempts, finetune.failure_cause) == (Job.Status.QUEUED, 0, "")  # not failed
+    assert Worker.objects.get(name="gpu0@old-host").code_note == expected
+    assert expected in admin_client.get("/admin/jobs/worker/").content.decode()
+
+    upgraded = {**pinned.to_json(), "provides": []}  # the same host after its upgrade: the pinned code
+    claimed = worker_client(finetune).post(url, {"delivery": "d2", "worker": "gpu0@old-host", "code": [upgraded]},
+                                           format="json")  # fmt: skip
+    assert claimed.status_code == 200, claimed.content
+    assert Worker.objects.get(name="gpu0@old-host").code_note == ""
+
+
+def test_the_words_for_other_code_name_each_plugin_its_versions_or_its_absence():
+    from biolm.contract import CodePin, other_code_words
+
+    pins = [CodePin("probe", "biolm-probe", "0.2.0", "sha256:aa"), CodePin("extra", "biolm-extra", "1.0", "sha256:cc")]
+    older = CodePin("probe", "biolm-probe", "0.1.0", "sha256:bb")
+    assert other_code_words(pins, [older]) == [
+        "lacks extra (biolm-extra 1.0)", "runs biolm-probe 0.1.0, the job pins biolm-probe 0.2.0",
+    ]  # fmt: skip
+    edited = CodePin("probe", "biolm-probe", "0.2.0", "sha256:bb")  # same version, other files: the digests say so
+    assert other_code_words(pins[:1], [edited]) == [
+        "runs biolm-probe 0.2.0 (sha256:bb), the job pins biolm-probe 0.2.0 (sha256:aa)"
+    ]
+    assert other_code_words(pins[:1], [pins[0]]) == []
+
+
+def test_a_claim_whose_code_is_not_a_list_of_pins_is_refused_naming_the_field(finetune):
+    claim = {"delivery": "d", "worker": "w", "code": [{"version": 3}]}
+    response = worker_client(finetune).post(f"{API}jobs/{finetune.pk}/claim", claim, format="json")
+    assert response.status_code == 400 and "code" in response.json()
+    assert Job.objects.get(pk=finetune.pk).status == Job.Status.QUEUED
+
+
 def test_a_worker_reads_only_its_jobs_inputs(finetune, isolated):
     claimed = claim(finetune)
     client = worker_client(finetune)

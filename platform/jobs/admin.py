@@ -162,9 +162,10 @@ class JobAdmin(admin.ModelAdmin):
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
     list_display = ("name", "queues", "slots", "runs_on", "gpus_free", "last_heartbeat", "state", "problem",
-                    "started_at")  # fmt: skip
+                    "code_note", "started_at")  # fmt: skip
     readonly_fields = ("name", "queues", "slots", "gpus", "gpus_free", "shares_gpu", "workers_per_gpu", "gpu_devices",
-                       "started_at", "last_heartbeat", "problem", "problem_at")  # fmt: skip
+                       "started_at", "last_heartbeat", "problem", "problem_at", "code_note",
+                       "code_note_at")  # fmt: skip
 
     @admin.display(description="runs on")
     def runs_on(self, worker: Worker) -> str:

@@ -32,6 +32,7 @@ import uuid
 from django.conf import settings
 from django.db import transaction
 from django.http import FileResponse, Http404
+from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView
@@ -44,6 +45,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from biolm import contract
 from biolm.contract.jobs import COMPLETION_CHECKING, NODES_MAX
 from biolm.disk_reservations import NoRoom
 from biolm.upload_parts import MAX_PARTS
@@ -108,6 +110,11 @@ def job_for(request: Request, job_id: int) -> Job:
 class ClaimIn(serializers.Serializer):
     delivery = serializers.CharField(max_length=64, help_text="An id the worker makes for this attempt.")
     worker = serializers.CharField(max_length=200, help_text="The worker's name, e.g. gpu0@host.")
+    code = serializers.ListField(
+        child=serializers.JSONField(), required=False, max_length=1000,
+        help_text="The code it runs (biolm.contract.code_here: {name, distribution, version, fingerprint} each): "
+        "a job that pins other code is handed back, not claimed.",
+    )  # fmt: skip
 
 
 class ClaimOut(serializers.Serializer):
@@ -202,7 +209,7 @@ class ClaimView(WorkerView):
     def post(self, request: Request, job_id: int) -> Response:
         waiting_job = job_for(request, job_id)
         data = _valid(ClaimIn, request)
-        refused = _cannot_hold(waiting_job, data["worker"])
+        refused = _cannot_hold(waiting_job, data["worker"]) or _runs_other_code(waiting_job, data)
         if refused:
             return Response({"detail": refused}, status=status.HTTP_409_CONFLICT)
         job = lifecycle.claim(job_id, _bearer(request), data["delivery"], data["worker"])
@@ -233,6 +240,33 @@ def _cannot_hold(job: Job, name: str) -> str:
     lifecycle.hand_back(job.pk, job.token)
     transaction.on_commit(tasks.kick)
     return f"job #{job.pk} {job.need.describe()}; worker {name} has {worker.device}: handed back, no attempt charged"
+
+
+def _runs_other_code(job: Job, claim: dict) -> str:
+    """Why the claiming worker may not take ``job``, whose pins its code is not ("" when it may), after handing the
+    job back uncharged and noting why on the worker (the admin shows it).
+
+    Refused after the claim, the job would fail as its plugin's, although nothing is wrong with the plugin: the
+    host runs another release (a host not yet upgraded, or upgraded first). Handed back, it waits for a worker
+    that runs the pinned code; the next tick sends it again, not this claim, so a worker alone with its
+    other code is offered the job once a tick, not in a loop.
+    """
+    if "code" not in claim or job.status not in WAITING:
+        return ""
+    try:
+        here = [contract.CodePin.from_json(entry) for entry in claim["code"]]
+        pins = contract.parse_job_spec(job.spec).code
+    except contract.ContractError as exc:
+        raise serializers.ValidationError({"code": str(exc)}) from None
+    words = contract.other_code_words(pins, here)
+    if not words:
+        Worker.objects.filter(name=claim["worker"]).exclude(code_note="").update(code_note="", code_note_at=None)
+        return ""
+    lifecycle.hand_back(job.pk, job.token)
+    note = f"host {claim['worker']} {'; '.join(words)} (job #{job.pk})"
+    Worker.objects.filter(name=claim["worker"]).update(code_note=note[:2000], code_note_at=timezone.now())
+    logger.warning("%s: handed back", note)
+    return f"{note}: handed back, no attempt charged"
 
 
 class HeartbeatView(WorkerView):

@@ -187,6 +187,11 @@ class Worker(models.Model):
     last_heartbeat = models.DateTimeField(default=timezone.now, null=True, blank=True, db_index=True)
     problem = models.TextField(blank=True, help_text="Why its supervisor stopped restarting it.")
     problem_at = models.DateTimeField(null=True, blank=True)
+    code_note = models.TextField(
+        blank=True,
+        help_text="Why it last handed a job back: the code it runs is not the code the job pins (its claim said so).",
+    )
+    code_note_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

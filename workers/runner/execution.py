@@ -105,7 +105,12 @@ class JobRun:
 
     def run(self) -> Outcome:
         try:
-            claimed = self.client.post(self.path("claim"), {"delivery": self.delivery, "worker": self.worker})
+            claim = {
+                "delivery": self.delivery,
+                "worker": self.worker,
+                "code": [pin.to_json() for pin in contract.code_here()],
+            }
+            claimed = self.client.post(self.path("claim"), claim)
         except Conflict as exc:
             logger.info("job #%s not claimed: %s", self.job_id, exc)
             return Outcome("not-claimed", str(exc))

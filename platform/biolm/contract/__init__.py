@@ -5,7 +5,18 @@ the engine read the same document, and a plugin author's tools can too. ``docs/a
 shows one spec of each kind and a results document.
 """
 
-from biolm.contract.code import CodeMismatch, CodeMissing, CodePin, PinCheck, check, mismatch_message, pins_for
+from biolm.contract.code import (
+    CodeMismatch,
+    CodeMissing,
+    CodePin,
+    PinCheck,
+    check,
+    code_here,
+    compare,
+    mismatch_message,
+    other_code_words,
+    pins_for,
+)
 from biolm.contract.errors import ContractError
 from biolm.contract.jobs import (
     PRETRAIN_SPEC_VERSION,
@@ -43,7 +54,10 @@ __all__ = [
     "ScoreJob",
     "TaskOptions",
     "check",
+    "code_here",
+    "compare",
     "mismatch_message",
+    "other_code_words",
     "parse_job_spec",
     "parse_run_key",
     "pins_for",

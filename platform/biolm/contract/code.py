@@ -140,31 +140,62 @@ class PinCheck:
             raise CodeMissing(f"this machine lacks the plugin(s) {', '.join(self.missing)} that the job runs")
 
 
+def code_here() -> tuple[CodePin, ...]:
+    """biolm's code and every installed plugin's, as a process started here now would run them: what a worker
+    reports when it claims a job, so that the platform hands back a job whose pins it would refuse."""
+    own = plugin_set.own_code()
+    plugins = sorted(plugin_set.installed().items())
+    return (
+        CodePin(BIOLM, BIOLM, own.version, own.fingerprint),
+        *(CodePin(name, found.distribution, found.version, found.fingerprint) for name, found in plugins),
+    )
+
+
 def check(pins: Sequence[CodePin]) -> PinCheck:
-    """Compare ``pins`` with the code installed here now (call :func:`plugin_set.ensure_current` first).
+    """Compare ``pins`` with the code installed here now (call :func:`plugin_set.ensure_current` first)."""
+    return compare(pins, code_here())
+
+
+def compare(pins: Sequence[CodePin], here: Iterable[CodePin]) -> PinCheck:
+    """Compare ``pins`` with the code ``here`` (:func:`code_here`, here or as a worker reported it).
 
     A pin without a fingerprint (a job queued before they were recorded) is compared by version
     only; a plugin registered in-process only (no distribution) cannot be compared and passes.
     """
-    installed = plugin_set.installed()
+    found_here = {pin.name: pin for pin in here}
     missing, differing = [], []
     for pin in pins:
-        if pin.name == BIOLM:
-            own = plugin_set.own_code()
-            here = CodePin(BIOLM, BIOLM, own.version, own.fingerprint)
-        elif not pin.distribution:
+        if pin.name != BIOLM and not pin.distribution:
             continue
-        elif pin.name not in installed:
+        found = found_here.get(pin.name)
+        if found is None:
             missing.append(f"{pin.name} ({pin.distribution} {pin.version})")
             continue
-        else:
-            found = installed[pin.name]
-            here = CodePin(pin.name, found.distribution, found.version, found.fingerprint)
-        same_version = (here.distribution, here.version) == (pin.distribution, pin.version)
-        if not same_version or (pin.fingerprint and pin.fingerprint != here.fingerprint):
-            shown = here if pin.fingerprint else CodePin(here.name, here.distribution, here.version, "")
+        same_version = (found.distribution, found.version) == (pin.distribution, pin.version)
+        if not same_version or (pin.fingerprint and pin.fingerprint != found.fingerprint):
+            shown = found if pin.fingerprint else CodePin(found.name, found.distribution, found.version, "")
             differing.append((pin.name, mismatch_message(pin, shown)))
     return PinCheck(tuple(missing), tuple(differing))
+
+
+def other_code_words(pins: Sequence[CodePin], here: Iterable[CodePin]) -> list[str]:
+    """How code ``here`` differs from ``pins``, as the admin says it: ``runs biolm-probe 0.1.0, the job pins
+    biolm-probe 0.2.0`` or ``lacks biolm-probe 0.2.0``, one phrase per plugin; empty when it runs the pinned code."""
+    here = tuple(here)
+    checked = compare(pins, here)
+    found_here = {pin.name: pin for pin in here}
+    pinned = {pin.name: pin for pin in pins}
+    words = [f"lacks {entry}" for entry in checked.missing]
+    for name, _ in checked.differing:
+        found, pin = found_here[name], pinned[name]
+        same_version = (found.distribution, found.version) == (pin.distribution, pin.version)
+        shown, wanted = (found.label, pin.label) if same_version else (_version(found), _version(pin))
+        words.append(f"runs {shown}, the job pins {wanted}")
+    return words
+
+
+def _version(pin: CodePin) -> str:
+    return f"{pin.distribution or pin.name} {pin.version}".strip()
 
 
 def mismatch_message(pinned: CodePin, found: CodePin) -> str:
