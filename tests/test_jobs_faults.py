@@ -91,6 +91,14 @@ def test_a_submission_reaches_the_leaderboard_through_database_free_workers(plat
     results = {row["dataset"]: row for row in platform.results(submitted["model"])}
     assert set(results) == {"demo-ner", "demo-doc-classification"}
     assert all(row["n_seeds"] == 2 for row in results.values())
+    # The host's cache read the checkpoint once: the second job linked every file the first downloaded.
+    logs = [platform.job(job)["log"] for job in jobs_of(submitted, "finetune")]
+    cache_lines = sorted(line for log in logs for line in log.splitlines() if "from this host's cache" in line)
+    files = len(list(model.glob("*")))
+    assert [line.split(": ", 1)[1] for line in cache_lines] == [
+        f"0 from this host's cache, {files} downloaded",
+        f"{files} from this host's cache, 0 downloaded",
+    ], cache_lines
     for job in jobs_of(submitted, "finetune"):
         record = platform.job(job)
         assert record["worker"] == "gpu-happy@harness" and record["attempts"] == 1

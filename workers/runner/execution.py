@@ -57,6 +57,7 @@ from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIAB
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
 from workers.runner.failures import engine_exit
+from workers.runner.input_cache import InputCache
 from workers.runner.outputs import send_output
 from workers.runner.slurm import (
     BatchJob,
@@ -83,6 +84,9 @@ class Outcome:
     detail: str = ""
 
 
+CACHED_ROLE = "model"  # the checkpoint: what every job of a submission reads
+
+
 class JobRun:
     def __init__(self, job_id: int, token: str, *, api_url: str, worker: str, work_dir: Path,
                  executor: str = "local") -> None:  # fmt: skip
@@ -91,7 +95,8 @@ class JobRun:
         self.uploads: dict | None = None  # the claim's {"part_bytes"}: outputs go straight to the S3 store
         self.client = PlatformClient(api_url, token)
         self.delivery = uuid.uuid4().hex
-        self.directory = Path(work_dir) / f"job-{job_id}-{self.delivery[:8]}"
+        self.work_dir = Path(work_dir)
+        self.directory = self.work_dir / f"job-{job_id}-{self.delivery[:8]}"
         self.log_path = self.directory / "engine.log"
         self.progress_path = self.directory / "progress.json"
         self._log_sent = 0
@@ -181,12 +186,21 @@ class JobRun:
         send_output(self.client, f"jobs/{self.job_id}", name, file, self.delivery, self.uploads)
 
     def _download(self, role: str, entries: list[dict]) -> Path:
+        """The role's files in the job's folder; a checkpoint's through the host's cache (:mod:`.input_cache`)."""
         folder = self.directory / "inputs" / role
+        cache = InputCache.for_host(self.work_dir) if role == CACHED_ROLE else None
+        cached = 0
         for entry in entries:
             relative = Path(entry["path"])
             if relative.is_absolute() or ".." in relative.parts:
                 raise Rejected(f"input {entry['path']!r} would be written outside the job's folder")
-            self.client.download(entry, folder / relative)
+            if cache is None:
+                self.client.download(entry, folder / relative)
+            else:
+                cached += cache.fetch(entry, folder / relative, self.client.download)
+        if cache is not None:
+            self._note(f"the checkpoint's {len(entries)} file(s): {cached} from this host's cache, "
+                       f"{len(entries) - cached} downloaded")  # fmt: skip
         return folder
 
     def _check_code(self) -> Outcome | None:
