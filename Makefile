@@ -48,11 +48,12 @@ test-fast: $(VENV)/.installed
 	  -m "not slow and not faults and not browser and not official_data" $(PYTEST_ARGS)
 
 # CI's second pass (.ci/run), on the embedded defaults: `make test`'s two runs narrowed to the tests
-# marked backend (tests/conftest.py), those that can reach the database or the broker; no lint,
-# which the first pass ran.
+# marked backend (tests/conftest.py), those that can reach the database or the broker, less those
+# marked once (the browser tests and heavy ones whose subject is not the database); no lint, which
+# the first pass ran.
 test-backend: $(VENV)/.installed node_modules/.installed
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "backend and not faults" $(PYTEST_ARGS)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -m "backend and faults" $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "backend and not faults and not once" $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -m "backend and faults and not once" $(PYTEST_ARGS)
 
 # Only the tests that read the official dataset files or papers (marker official_data), from
 # BIOLM_DATA_DIR and BIOLM_PAPERS_DIR (default ../shared/data and ../shared/seeds): each passes, or

@@ -187,7 +187,9 @@ def staff(django_user_model):
 # django_db marker, or one of these fixtures) is marked here; a module whose tests start platform
 # processes or run manage.py without a database fixture says so itself (`pytestmark`). Everything
 # else tests Django-free code (import-linter proves that the engine, pretraining, readers and
-# plugins never import Django), which the first pass already ran.
+# plugins never import Django), which the first pass already ran. A backend test marked `once` (every
+# browser test, and heavy ones whose subject is not the database) runs in the first pass only: the
+# second pass's Django-client page tests still render every page on SQLite.
 DATABASE_FIXTURES = {"db", "transactional_db", "client", "admin_client", "django_user_model", "settings", "live_server",
                      "alice", "bob", "staff"}  # fmt: skip
 DURATIONS = "var/test-durations.txt"
@@ -207,6 +209,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.official_data)
         if uses_the_database(item):
             item.add_marker(pytest.mark.backend)
+        if item.get_closest_marker("browser") is not None:  # a page looks the same on either database
+            item.add_marker(pytest.mark.once)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own --durations list, which the terminal keeps

@@ -17,7 +17,7 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import AdapterSpec, ArchitectureSpec, DatasetSpec, MetricSample, MetricSpec, PreprocessorSpec
 from biolm.testing import check_plugin
 
-pytestmark = pytest.mark.backend  # startplugin and plugins run through manage.py
+pytestmark = [pytest.mark.backend, pytest.mark.once]  # startplugin and plugins run through manage.py
 ROOT = Path(__file__).resolve().parents[1]
 OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 

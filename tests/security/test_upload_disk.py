@@ -26,7 +26,7 @@ from bench.harness import wait_until
 from jobs.models import Job
 from submissions.models import Submission
 
-pytestmark = [pytest.mark.slow, pytest.mark.backend]
+pytestmark = [pytest.mark.slow, pytest.mark.backend, pytest.mark.once]  # the disk's reserve, not the database
 TIB, GIB, MIB = 1 << 40, 1 << 30, 1 << 20
 BOUNDARY = "biolm-test-boundary"
 SENT = 64 * 1024  # of the body, before the client waits for the answer

@@ -20,7 +20,7 @@ from live_site import LiveSite
 
 from biolm.intake_limits import MIB
 
-pytestmark = [pytest.mark.slow, pytest.mark.backend]
+pytestmark = [pytest.mark.slow, pytest.mark.backend, pytest.mark.once]  # the web process's memory, not its database
 GROWTH_LIMIT = 64 * MIB
 HEADER_REFUSED = r"header of 268,435,456 bytes, over the 65,536 tar headers may hold, refused unread"
 CASES = {
