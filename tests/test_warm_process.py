@@ -50,11 +50,11 @@ def probe(tmp_path, monkeypatch):
     warm_process.stop_servers()
 
 
-def run(tmp_path: Path, *arguments: str, timeout_s: float | None = 60) -> tuple[int, str]:
+def run(tmp_path: Path, *arguments: str, timeout_s: float | None = 60, code: str = "") -> tuple[int, str]:
     log = tmp_path / f"log-{time.monotonic_ns()}.txt"
     environment = {name: value for name, value in os.environ.items() if name != "SECRET"} | {"GIVEN": "yes"}
     status = warm_process.run("warmprobe", arguments, log, preload=["warmprobe.heavy"], environment=environment,
-                              timeout_s=timeout_s)  # fmt: skip
+                              timeout_s=timeout_s, code=code)  # fmt: skip
     return status, log.read_text(encoding="utf-8") if log.exists() else ""
 
 
@@ -96,3 +96,12 @@ def test_a_server_that_died_is_replaced_on_the_next_run(probe, tmp_path):
     server.process.wait()
     assert run(tmp_path, "exit", "0")[0] == 0
     assert probe.read_text().splitlines() == ["imported", "imported"]  # a second server, importing once more
+
+
+def test_other_installed_code_gets_a_fresh_server_which_imports_it_anew(probe, tmp_path):
+    assert run(tmp_path, "exit", "0", code="plugins-v1")[0] == 0
+    assert run(tmp_path, "exit", "0", code="plugins-v1")[0] == 0
+    assert probe.read_text().splitlines() == ["imported"]
+    assert run(tmp_path, "exit", "0", code="plugins-v2")[0] == 0  # a plugin was upgraded: what it imported is stale
+    assert probe.read_text().splitlines() == ["imported", "imported"]
+    assert len(warm_process._servers) == 1  # the old server was ended, not kept beside the new one

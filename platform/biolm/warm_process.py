@@ -45,20 +45,25 @@ class ServerLost(RuntimeError):
     """The warm server died (its imports failed, or it was killed); the next run starts another."""
 
 
-def run(module: str, arguments: Sequence[str], log: Path, *, preload: Sequence[str],
-        environment: Mapping[str, str], timeout_s: float | None = None) -> int:  # fmt: skip
+def run(module: str, arguments: Sequence[str], log: Path, *, preload: Sequence[str], environment: Mapping[str, str],
+        timeout_s: float | None = None, code: str = "") -> int:  # fmt: skip
     """Run ``python -m module *arguments`` in a warm child; its exit status (see the module's docstring).
 
     ``preload``: what the server imports before its first fork. ``environment``: the server's and so its
-    children's whole environment. One server is kept per (preload, environment). Raises
-    :class:`Stopped` after ``timeout_s``; whatever interrupts the wait (the worker stopping) kills the
-    child first.
+    children's whole environment. ``code``: a digest of the code the children must run (the installed
+    plugins'): a server started under another is replaced, since what it imported, and the import paths
+    it read at start (an editable install's ``.pth``), may be another release's. One server is kept per
+    (preload, environment). Raises :class:`Stopped` after ``timeout_s``; whatever interrupts the wait (the
+    worker stopping) kills the child first.
     """
     key = (tuple(preload), tuple(sorted(environment.items())))
     with _lock:
         server = _servers.get(key)
-        if server is None or not server.alive():
-            server = _servers[key] = _Server(preload, environment)
+        if server is not None and (not server.alive() or server.code != code):
+            server.stop()
+            server = None
+        if server is None:
+            server = _servers[key] = _Server(preload, environment, code)
         return server.run(module, arguments, log, timeout_s)
 
 
@@ -73,7 +78,8 @@ def stop_servers() -> None:
 class _Server:
     """The caller's end of one ``python -m biolm.warm_process`` server: a JSON line each way per request."""
 
-    def __init__(self, preload: Sequence[str], environment: Mapping[str, str]) -> None:
+    def __init__(self, preload: Sequence[str], environment: Mapping[str, str], code: str = "") -> None:
+        self.code = code
         path = os.pathsep.join(entry for entry in sys.path if entry and Path(entry).is_dir())
         self.process = subprocess.Popen(
             [sys.executable, "-m", "biolm.warm_process", *preload],
@@ -85,7 +91,8 @@ class _Server:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        self.process.stdin.close()  # its loop ends at the end of its input
+        with contextlib.suppress(OSError):  # a server that died has closed its end
+            self.process.stdin.close()  # its loop ends at the end of its input
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

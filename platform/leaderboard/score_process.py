@@ -20,7 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from biolm import warm_process
+from biolm import plugin_set, warm_process
 from biolm.contract import ContractError, ResultsDocument
 from biolm.contract.scores import SCORES_FILE, ScoreInputs, ScoresDocument, ScoringPart
 from biolm.data_copies import write_copy
@@ -79,7 +79,7 @@ def _run(arguments: list[str], folder: Path) -> tuple[int, str]:
     environment = {name: value for name, value in os.environ.items() if name not in PLATFORM_SECRETS}
     environment["HF_HUB_OFFLINE"] = "1"  # the engine reads the files written here, never the Hub
     code = warm_process.run("workers.engine", arguments, log_path, preload=ENGINE_MODULES, environment=environment,
-                            timeout_s=settings.BIOLM_SCORE_TIMEOUT_S)  # fmt: skip
+                            timeout_s=settings.BIOLM_SCORE_TIMEOUT_S, code=plugin_set.fingerprint())  # fmt: skip
     text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
     return code, text[-LOG_TAIL_CHARS:]
 
