@@ -14,12 +14,13 @@ mid-upload) no longer counts.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from biolm.file_lock import exclusive
 
 
 class NoRoom(Exception):
@@ -42,15 +43,8 @@ class DiskReservations:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with (self.folder / ".lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+    def _locked(self) -> AbstractContextManager[None]:
+        return exclusive(self.folder / ".lock")
 
     def promised(self) -> int:
         """Bytes reserved by uploads still being received, by live processes."""

@@ -15,14 +15,14 @@ files first. A job that still holds a link to an evicted file keeps its bytes un
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from biolm.file_lock import exclusive
 
 logger = logging.getLogger("biolm.worker")
 DEFAULT_LIMIT_BYTES = 50 << 30
@@ -53,7 +53,7 @@ class InputCache:
             raise ValueError(f"manifest entry {entry.get('path')!r}: sha256 {digest!r} is not a SHA-256 digest")
         blob = self.root / digest[:2] / digest
         blob.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(blob.with_name(f"{digest}.lock")):
+        with exclusive(blob.with_name(f"{digest}.lock")):
             hit = blob.is_file() and blob.stat().st_size == entry["size"]
             if not hit:
                 partial = blob.with_name(f"{digest}.partial-{os.getpid()}")
@@ -77,7 +77,7 @@ class InputCache:
     def evict(self, keep: Path | None = None) -> list[Path]:
         """Remove the least recently used files until the cache holds at most its limit; the files removed."""
         removed: list[Path] = []
-        with _locked(self.root / "evict.lock"):
+        with exclusive(self.root / "evict.lock"):
             blobs = [path for path in self.root.glob("??/*") if path.is_file() and len(path.name) == 64]
             ages = sorted(blobs, key=lambda path: path.stat().st_mtime)
             total = sum(path.stat().st_size for path in blobs)
@@ -87,22 +87,10 @@ class InputCache:
                 if path == keep:
                     continue
                 size = path.stat().st_size
-                with _locked(path.with_name(f"{path.name}.lock")):
+                with exclusive(path.with_name(f"{path.name}.lock")):
                     path.unlink(missing_ok=True)
                 total -= size
                 removed.append(path)
         if removed:
             logger.info("input cache: evicted %d file(s) to stay within %d bytes", len(removed), self.limit_bytes)
         return removed
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` across this host's processes (flock), released on exit."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
