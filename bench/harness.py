@@ -185,7 +185,11 @@ class Redis:
             command += ["--tls-cert-file", str(certificate), "--tls-key-file", str(key),
                         "--tls-ca-cert-file", str(authority), "--tls-auth-clients", "no"]  # fmt: skip
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(self._answers, 20, "redis-server")
+        try:
+            wait_until(self._answers, 20, "redis-server")
+        except BaseException:  # a server that never answered is not left running
+            self.stop()
+            raise
 
     def _answers(self) -> bool:
         try:

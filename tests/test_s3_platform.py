@@ -41,9 +41,11 @@ def platform(tmp_path_factory, second_host):
         running = Platform(tmp_path_factory.mktemp("platform"), host=second_host.peer)
         running.environment.update(s3.environment())
         running.s3 = s3
-        running.start(datasets=("demo-ner",))
-        yield running
-        running.stop()
+        try:  # a start that fails half-way leaves no process on the veth address
+            running.start(datasets=("demo-ner",))
+            yield running
+        finally:
+            running.stop()
 
 
 THREE_SETTINGS = {"CELERY_BROKER_URL", "BIOLM_API_URL", "BIOLM_WORKER_SECRET"}
