@@ -105,3 +105,20 @@ def test_other_installed_code_gets_a_fresh_server_which_imports_it_anew(probe, t
     assert run(tmp_path, "exit", "0", code="plugins-v2")[0] == 0  # a plugin was upgraded: what it imported is stale
     assert probe.read_text().splitlines() == ["imported", "imported"]
     assert len(warm_process._servers) == 1  # the old server was ended, not kept beside the new one
+
+
+def test_a_child_that_ends_before_its_caller_reads_the_pid_is_not_waited_for_until_the_time_limit(
+    probe, tmp_path, monkeypatch
+):
+    """Under load the server's two answers (the pid, then the status) reach the pipe before the caller reads
+    the first: reading the pid must not swallow the status, or the wait for it sees nothing and times out."""
+    answer = warm_process._Server._answer
+
+    def slow_reader(server):
+        time.sleep(1)  # the child, forked from a warm server, has long exited by now
+        return answer(server)
+
+    monkeypatch.setattr(warm_process._Server, "_answer", slow_reader)
+    started = time.monotonic()
+    assert run(tmp_path, "exit", "0", timeout_s=20)[0] == 0
+    assert time.monotonic() - started < 10

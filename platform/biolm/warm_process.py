@@ -84,7 +84,7 @@ class _Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "biolm.warm_process", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**environment, "PYTHONPATH": path},
-            text=True, bufsize=1,
+            bufsize=0,  # unbuffered: a buffered read of the pid could take the status with it, unseen by select
         )  # fmt: skip
 
     def alive(self) -> bool:
@@ -102,8 +102,7 @@ class _Server:
 
     def run(self, module: str, arguments: Sequence[str], log: Path, timeout_s: float | None) -> int:
         request = {"module": module, "arguments": list(arguments), "log": str(log)}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
+        self.process.stdin.write(json.dumps(request).encode() + b"\n")
         pid = self._answer()["pid"]
         try:
             ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
@@ -116,7 +115,7 @@ class _Server:
         return self._answer()["status"]
 
     def _answer(self) -> dict:
-        line = self.process.stdout.readline()
+        line = self.process.stdout.readline()  # an unbuffered pipe's readline reads no byte past the newline
         if not line:
             self.process.kill()
             raise ServerLost(f"the warm process server died (status {self.process.wait()}); see the worker's log")
