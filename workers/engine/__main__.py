@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         if status is None:
             raise
         return status
+    if spec.run.slice is not None and "runs" in results and "test" not in results:  # a slice, not the gather
+        print(f"{spec.dataset}: slice {spec.run.slice} of the protocol written to {spec.out / 'slice.json'}")
+        return 0
     test = results["test"]
     if spec.data.test_gold_withheld:
         print(f"{results['dataset']}: test predictions written for the platform to score (gold withheld); "

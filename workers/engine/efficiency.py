@@ -38,8 +38,10 @@ def peak_memory_bytes(device: torch.device) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
 
 
-def summary(runs: list, parameters: int, device: torch.device, trained: list | None = None) -> dict:
+def summary(runs: list, parameters: int, peak_memory: int, trained: list | None = None) -> dict:
     """Figures of the reported ``runs``; ``trained`` (every run, the search's too) gives the protocol's cost.
+
+    ``peak_memory``: :func:`peak_memory_bytes` of the process that trained them (of a sliced job, the largest).
 
     A run's seconds include its in-loop evaluations, so its tokens per second count what checkpoint
     selection costs; ``evaluation_share`` says how much of the training time that was.
@@ -61,7 +63,7 @@ def summary(runs: list, parameters: int, device: torch.device, trained: list | N
         if test
         else None,
         "padding_overhead": statistics.median(r.train["padded_tokens"] / r.train["real_tokens"] - 1 for r in runs),
-        "peak_memory_bytes": peak_memory_bytes(device),
+        "peak_memory_bytes": peak_memory,
     }
 
 

@@ -28,11 +28,10 @@ import torch
 
 import biolm
 from biolm import contract
-from biolm.contract import ResultsDocument, RunRecord, run_key
-from biolm.cross_validation import fold_directories, load_fold
+from biolm.cross_validation import load_fold
 from biolm.dataset_io import LoadedDataset, load_canonical_files, load_dataset_files
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
-from biolm.protocols import Hyperparameters, Plan, RunValue, combine, plan_for, protocol_named
+from biolm.protocols import Hyperparameters, Plan, plan_for, protocol_named
 from workers.engine import efficiency, preflight
 from workers.engine.architectures import build_config, count_parameters, parse_architecture
 from workers.engine.encoding import LabelSpace
@@ -264,7 +263,7 @@ def _dev_score(prepared: Prepared, split: str, metric: str, context: TrainingCon
     def evaluate(model: torch.nn.Module) -> float:
         logits, _ = predict(model, features, context)
         value = formulation.score(rows, formulation.decode(features, logits, rows, model), logits).get(metric)
-        return _finite(value)
+        return score_or_lowest(value)
 
     return evaluate
 
@@ -378,176 +377,22 @@ def job_plan(spec: FinetuneSpec, contributions: Contributions, task: Task) -> Pl
 def _finetune(
     spec: FinetuneSpec, progress_factory: Callable[[str, int, int], ProgressCallback] | None, load_once: bool = True
 ) -> dict:
+    # The protocol's runs build on this module's (prepare, Runner): imported here, not at the top.
+    from workers.engine.protocol import Context, Slice, run_whole
+    from workers.engine.protocol_slices import run_slice
+
     check_code(spec)
-    device = resolve_device(spec.run.device)
-    dtype = resolve_dtype(spec.precision, device)
-    _, contributions, task = load_task(spec)
-    plan = job_plan(spec, contributions, task)
-    seeds = [spec.first_seed + i for i in range(plan.seeds)]
-    efficiency.reset_peak_memory(device)
+    context = Context.of(spec)
+    efficiency.reset_peak_memory(context.device)
     weights = PristineWeights(spec.model.model) if load_once and spec.model.model is not None else None
-    runner = Runner(spec, device, dtype, progress_factory, weights)
-    if plan.cross_validation:
-        body, prepared, all_runs = _cross_validate(spec, task, plan, seeds, runner)
+    runner = Runner(spec, context.device, context.dtype, progress_factory, weights)
+    if spec.run.slice is None:
+        document, name = run_whole(context, runner), "results.json"
     else:
-        body, prepared, all_runs = _dev_then_test(spec, plan, seeds, runner)
-    runs: list[RunResult] = body.pop("runs")
-    summary = combine(_values(runs, spec.job.metric), plan.statistic)
-    document = ResultsDocument(
-        spec=spec.job,
-        dataset=task.dataset.slug,
-        metric=spec.job.metric,
-        task_type=task.task_type.slug,
-        model=spec.model.name,
-        benchmark=spec.job.benchmark,
-        protocol=plan.describe(),
-        formulation=prepared.formulation.describe(),
-        runs=[_run_record(run) for run in runs],
-        test=summary.as_json() if summary else None,
-        reported={"statistic": plan.statistic, "value": summary.value if summary else None},
-        efficiency=efficiency.summary(runs, parameter_count(prepared.formulation, prepared.source), device, all_runs),
-        provenance={
-            **efficiency.provenance(device, dtype, seeds, prepared.plugins),
-            "reused_runs": runner.reused,
-            "run": {"eval_batch_size": spec.run.eval_batch_size, "data_format": spec.data.data_format},
-        },
-        **body,
-    )
-    results = document.to_json()
+        document, name = run_slice(context, runner, Slice.parse(spec.run.slice), spec.run.slices)
     spec.out.mkdir(parents=True, exist_ok=True)
-    (spec.out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
-    return results
-
-
-def _values(runs: list[RunResult], metric: str) -> list[RunValue]:
-    """Each run's test value of ``metric`` (runs without one left out), as :func:`biolm.protocols.combine` reads."""
-    return [
-        RunValue(run.fold, run.seed, run.metrics["test"][metric])
-        for run in runs
-        if run.metrics.get("test", {}).get(metric) is not None
-    ]
-
-
-def _predictions(spec: FinetuneSpec, runs: list[RunResult]) -> dict:
-    """The runs' test predictions keyed by run, and their per-example scores when the test gold was withheld."""
-    body: dict = {"predictions": {run_key(r.fold, r.seed): r.predictions.get("test") for r in runs}}
-    if spec.data.test_gold_withheld:
-        body["test_scores"] = {run_key(r.fold, r.seed): r.scores.get("test") for r in runs}
-    return body
-
-
-def _dev_then_test(
-    spec: FinetuneSpec, plan: Plan, seeds: list[int], runner: Runner
-) -> tuple[dict, Prepared, list[RunResult]]:
-    """Each point on dev with the first seed, then the other seeds at the best point; test scored for all."""
-    prepared = prepare(spec, weights=runner.weights)
-    metric = spec.job.metric
-    select = ("dev", metric)
-    runner.planned = len(plan.points) + len(seeds) - 1  # each point on dev, then the other seeds
-    search = [runner.run(prepared, hp, seeds[0], f"dev {hp.key()}", select) for hp in plan.points]
-    with_dev = [r for r in search if "dev" in r.metrics]
-    best = max(with_dev, key=lambda r: _finite(r.metrics["dev"].get(metric))) if with_dev else search[0]
-    chosen = Hyperparameters(**best.hyperparameters)
-    runs = [best, *(runner.run(prepared, chosen, seed, f"seed {seed}", select) for seed in seeds[1:])]
-    notes = list(prepared.data.notes)
-    if chosen.selects_checkpoint and "dev" not in prepared.features:
-        notes.append("no dev split: each run keeps its final checkpoint")
-    data = {"fingerprint": prepared.data.fingerprint, "sizes": prepared.data.sizes, "notes": notes}
-    body = {
-        "chosen_hyperparameters": asdict(chosen),
-        "selection": [_selection_record(r, "dev") for r in search],
-        "runs": runs,
-        **_predictions(spec, runs),
-        "data": {**data, "test_gold_withheld": spec.data.test_gold_withheld},
-    }
-    return body, prepared, [*search, *runs[1:]]
-
-
-def _cross_validate(
-    spec: FinetuneSpec, task: Task, plan: Plan, seeds: list[int], runner: Runner
-) -> tuple[dict, Prepared, list[RunResult]]:
-    """The folds of Lewis et al. 2020: point and stopping step chosen on fold 1's test, reported on the others.
-
-    The folds have no dev split, so the first fold's test plays dev: that is why its score is
-    never reported. The other folds train at the chosen point up to the chosen step (the
-    schedule still spans the point's epochs, as the selecting run's did) and report test; each
-    fold's value is the median over seeds (one seed by default), the result the protocol's
-    statistic over folds (:func:`biolm.protocols.combine`).
-
-    From the platform (``--data_format canonical``) the folds are ``<data_dir>/folds/<k>/``. With
-    the test gold withheld, only the reported folds' tests carry placeholders: the selecting
-    fold's test is its dev, so the platform sends its gold and it is scored here.
-    """
-    folds = task.dataset.adapter.cross_validation
-    metric = spec.job.metric
-    canonical = spec.data.data_format == "canonical"
-    root = spec.data.data_dir / "folds" if canonical else spec.data.data_dir or data_directory(folds.default_path)
-    directories = fold_directories(task.dataset, root, canonical=canonical)
-    first, *others = directories
-    runner.planned = len(plan.points) + len(others) * len(seeds)  # each point on the first fold, then the rest
-    selecting = dataclasses.replace(
-        prepare(spec, fold=directories[first], weights=runner.weights), test_gold_withheld=False
-    )
-    select = ("test", metric)
-    search = [runner.run(selecting, hp, seeds[0], f"fold {first} {hp.key()}", select, ("test",)) for hp in plan.points]
-    best = max(search, key=lambda r: _finite(r.metrics["test"].get(metric)))
-    chosen = Hyperparameters(**best.hyperparameters)
-    fixed = chosen.without_selection(best.train["best_step"] if chosen.selects_checkpoint else None)
-    runs, per_fold, data = [], {}, {first: _fold_data(selecting, directories[first], "selection")}
-    prepared = selecting
-    for fold in others:
-        prepared = prepare(spec, fold=directories[fold], weights=runner.weights)
-        data[fold] = _fold_data(prepared, directories[fold], "reported")
-        fold_runs = [runner.run(prepared, fixed, seed, f"fold {fold} seed {seed}", select, ("test",)) for seed in seeds]
-        for run in fold_runs:
-            run.fold = fold
-        runs += fold_runs
-        value = combine(_values(fold_runs, metric), "median")
-        per_fold[fold] = value.value if value else None
-    body = {
-        "chosen_hyperparameters": asdict(fixed),
-        "selection": [{**_selection_record(r, "test"), "fold": first} for r in search],
-        "cross_validation": {
-            "folds": len(directories),
-            "selection_fold": first,
-            "reported_folds": others,
-            "per_fold": {str(fold): value for fold, value in per_fold.items()},
-            "root": str(root),
-        },
-        "runs": runs,
-        **_predictions(spec, runs),
-        "data": {
-            "folds": {str(fold): record for fold, record in data.items()},
-            "notes": list(selecting.data.notes),
-            "test_gold_withheld": spec.data.test_gold_withheld,
-        },
-    }
-    return body, prepared, [*search, *runs]
-
-
-def _fold_data(prepared: Prepared, directory: Path, role: str) -> dict:
-    data = prepared.data
-    return {"directory": str(directory), "role": role, "fingerprint": data.fingerprint, "sizes": data.sizes}
-
-
-def _selection_record(run: RunResult, split: str) -> dict:
-    return {
-        "hyperparameters": run.hyperparameters,
-        split: run.metrics.get(split, {}),
-        "evaluations": run.train.get("evaluations", []),
-        "best_step": run.train.get("best_step"),
-    }
-
-
-def _run_record(run: RunResult) -> RunRecord:
-    return RunRecord(
-        seed=run.seed,
-        fold=run.fold,
-        hyperparameters=run.hyperparameters,
-        metrics=run.metrics,
-        train=run.train,
-        inference=run.inference,
-    )
+    (spec.out / name).write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")
+    return document
 
 
 def run_identity(
@@ -578,5 +423,5 @@ def run_identity(
     }
 
 
-def _finite(value: float) -> float:
+def score_or_lowest(value: float) -> float:
     return value if isinstance(value, float | int) and math.isfinite(value) else float("-inf")

@@ -106,10 +106,24 @@ class RunArguments:
         },
     )
 
+    slice: str | None = field(
+        default=None,
+        metadata={
+            "help": "Run one slice of the protocol (workers.engine.protocol): point:K, select, seed:K, fold:F or "
+            "gather. It writes --out/slice.json (the gather: results.json)."
+        },
+    )
+    slices: Path | None = field(
+        default=None,
+        metadata={"help": "The folder of the earlier slices' documents (point-K.json, select.json, ...)."},
+    )
+
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if self.spec is not None:
             self.spec = Path(self.spec)
+        if self.slices is not None:
+            self.slices = Path(self.slices)
         if self.eval_batch_size < 1:
             raise ValueError("--eval-batch-size must be at least 1")
 
