@@ -119,7 +119,7 @@ def engine_job(slug: str, source: dict, config: Config, work: Path, batch_size: 
 
 
 def _spec(slug: str, config: Config, out: Path, source: dict, **settings):
-    from workers.engine.finetune import FinetuneSpec
+    from workers.engine.runs import FinetuneSpec
 
     return FinetuneSpec.build(dataset=slug, out=out, benchmark=config.benchmark, load_entrypoints=False, **source,
                               **settings)  # fmt: skip
@@ -127,7 +127,7 @@ def _spec(slug: str, config: Config, out: Path, source: dict, **settings):
 
 def full_protocol(slug: str, source: dict, config: Config) -> dict:
     """The dataset's full protocol (no overrides) as the platform plans it: its grid, seeds and folds."""
-    from workers.engine.finetune import job_plan, load_task
+    from workers.engine.runs import job_plan, load_task
 
     with tempfile.TemporaryDirectory(prefix="bench-blurb-gpu-") as folder:
         spec = _spec(slug, config, Path(folder), source)
@@ -145,7 +145,7 @@ def full_protocol(slug: str, source: dict, config: Config) -> dict:
 def process_start_seconds(device: str) -> float:
     """A fresh interpreter importing the engine and starting the device: what each worker's job pays first."""
     root = Path(__file__).resolve().parents[1]
-    code = f"import torch, workers.engine.finetune as f; torch.zeros(1, device=f.resolve_device({device!r}))"
+    code = f"import torch, workers.engine.runs as f; torch.zeros(1, device=f.resolve_device({device!r}))"
     path = os.pathsep.join([str(root / "platform"), str(root), os.environ.get("PYTHONPATH", "")])
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, env={**os.environ, "PYTHONPATH": path})
@@ -301,7 +301,7 @@ def _whole_sizes(figures: dict, config: Config) -> dict[str, dict[str, int]]:
     """Each cut dataset's whole split sizes (examples), read by its plugin's reader."""
     if not (config.max_train_examples or config.max_eval_examples):
         return {}
-    from workers.engine.finetune import data_directory, load_dataset_files, load_task
+    from workers.engine.runs import data_directory, load_dataset_files, load_task
 
     sizes = {}
     for slug in figures:

@@ -219,7 +219,7 @@ def contention_warnings(arms: dict[str, dict]) -> list[str]:
 
 def data_dir() -> Path:
     """The official datasets' folder, found as the engine finds it: ``BIOLM_DATA_DIR``, else ``../shared/data``."""
-    from workers.engine.finetune import data_directory
+    from workers.engine.runs import data_directory
 
     return data_directory(".")
 
@@ -227,7 +227,7 @@ def data_dir() -> Path:
 def dataset_directory(slug: str) -> Path:
     """Where the engine reads dataset ``slug``'s official files: its adapter's path under :func:`data_dir`."""
     from biolm.plugins import collect_contributions, get_plugin_manager
-    from workers.engine.finetune import data_directory
+    from workers.engine.runs import data_directory
     from workers.engine.task import Task as EngineTask
 
     dataset = EngineTask.of(collect_contributions(get_plugin_manager(load_entrypoints=False)), slug).dataset
@@ -304,7 +304,7 @@ def bert_checkpoint(directory: Path, shape: dict | None = None) -> Path:
 
 def load_task(dataset: str = "bc5-chem", data_dir: Path | None = None, model: Path | None = None) -> Task:
     """A token-tagging dataset read by its plugin's reader, and the checkpoint's tokenizer (MiniLM-L6's by default)."""
-    from workers.engine.finetune import FinetuneSpec, prepare
+    from workers.engine.runs import FinetuneSpec, prepare
 
     spec = FinetuneSpec.build(
         dataset=dataset, out=OUT_DIR, model=model or model_dir(), data_dir=data_dir, max_length=8,
@@ -340,7 +340,7 @@ def token_model(task: Task, seed: int) -> torch.nn.Module:
 
 
 def resolve_engine_dtype(precision: str) -> torch.dtype | None:
-    from workers.engine.finetune import resolve_dtype
+    from workers.engine.runs import resolve_dtype
 
     return resolve_dtype(precision, torch.device("cpu"))
 

@@ -93,8 +93,8 @@ def todays_write_blocks(documents, tokenizer, directory: Path, block_size: int) 
 def _registered_test_sets():
     """Every registered dataset's test texts (word lists) whose files load, as ``pretrain`` finds them."""
     from biolm.plugins import collect_contributions, get_plugin_manager
-    from workers.engine.finetune import data_directory
     from workers.engine.pretrain.contamination import test_texts_of
+    from workers.engine.runs import data_directory
 
     datasets = collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets
     texts, skipped = {}, {}
@@ -203,7 +203,7 @@ def measure_end_to_end(config: Config, tokenizer, scratch: Path) -> dict:
                              heldout_share=0.05)  # fmt: skip
     shutil.rmtree(scratch / "e2e")
     from biolm.plugins import collect_contributions, get_plugin_manager
-    from workers.engine.finetune import data_directory
+    from workers.engine.runs import data_directory
 
     datasets = dict(collect_contributions(get_plugin_manager(load_entrypoints=False)).datasets)
     with common.Stopwatch() as collect:

@@ -263,6 +263,9 @@ class Platform:
             "BIOLM_TICK_S": "1",
             "BIOLM_REDISPATCH_AFTER_S": "10",
             "BIOLM_LOAD_ENTRYPOINT_PLUGINS": "0",
+            # One job per dataset, as the measurements and fault tests built on this harness expect; a platform
+            # that slices its protocols (the default elsewhere, jobs/graph.py) sets it to 1 in ``timings``.
+            "BIOLM_SLICE_PROTOCOLS": "0",
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "OMP_NUM_THREADS": "1",

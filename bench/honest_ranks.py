@@ -81,8 +81,8 @@ def measure(config: Config) -> dict:
     """Load the real test split, make the predictions, time both paths and compare their values."""
     from biolm.dataset_io import load_dataset_files
     from workers.engine.bootstrap import resampled_values
-    from workers.engine.finetune import FinetuneSpec, load_task
     from workers.engine.metrics import entity_f1
+    from workers.engine.runs import FinetuneSpec, load_task
 
     model = common.model_dir()
     spec = FinetuneSpec.build(dataset=config.dataset, model=model, out=common.OUT_DIR, load_entrypoints=False)

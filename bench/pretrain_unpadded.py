@@ -104,7 +104,7 @@ class Setup:
 
 
 def resolve(config: Config) -> Setup:
-    from workers.engine.finetune import resolve_device, resolve_dtype
+    from workers.engine.runs import resolve_device, resolve_dtype
 
     device = resolve_device(config.device)
     gpu = device.type == "cuda"

@@ -180,7 +180,7 @@ def engine_side(slug: str, size: int | None, config: Config) -> dict:
     """Tokenise ``slug`` as the engine does (same cut), load its model once: lengths, and what each step cost."""
     from transformers import PreTrainedModel
 
-    from workers.engine.finetune import FinetuneSpec, prepare
+    from workers.engine.runs import FinetuneSpec, prepare
 
     with tempfile.TemporaryDirectory(prefix="biolm-bench-protocol-") as folder:
         spec = FinetuneSpec.build(dataset=slug, out=Path(folder) / "out", model=config.checkpoint(),

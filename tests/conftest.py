@@ -18,6 +18,10 @@ pytest_plugins = ["biolm.testing"]  # the plugin authors' kit: register_plugin a
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The platform's own tests were written for one fine-tuning job per dataset, the path a protocol of one
+# training (a preview, the demo) still takes; the sliced graph that production queues for more
+# (jobs/graph.py) has its own tests, which turn this on (tests/test_sliced_protocol_jobs.py).
+os.environ.setdefault("BIOLM_SLICE_PROTOCOLS", "0")
 # Several test processes (make test's -n 2) share the cores: each one's torch, and every engine, worker
 # or site a test starts, gets its share of them, not all. Oversubscribed, OpenMP's threads spin against
 # each other's: with two other busy processes on two cores, 30 steps of a small pretraining run took

@@ -12,7 +12,7 @@ import pytest
 from workers.engine.__main__ import main
 from workers.engine.batching import length_grouped_batches
 from workers.engine.encoding import LabelSpace, decode_token_tagging, encode_token_tagging
-from workers.engine.finetune import FinetuneSpec, prepare, resolve_device, run_once
+from workers.engine.runs import FinetuneSpec, prepare, resolve_device, run_once
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext
 
@@ -238,7 +238,7 @@ def _ebm_pico_with_stand_in_train(official: Path, directory: Path) -> Path:
 
 @pytest.mark.slow  # three protocols of three seeds
 def test_an_interrupted_protocol_resumes_from_the_runs_it_had_finished(tmp_path, monkeypatch):
-    import workers.engine.finetune as finetune_module
+    import workers.engine.runs as finetune_module
 
     args = ["finetune", "--architecture", "bert:tiny", "--dataset", "demo-relation", "--grid", "single",
             "--seeds", "3", "--epochs", "1", "--out", str(tmp_path / "out")]  # fmt: skip
@@ -286,8 +286,8 @@ def test_a_folds_data_that_takes_a_freed_folds_address_is_trained_not_handed_tha
     have the same id() value"). The later fold must still get its own runs, not the earlier fold's
     stored predictions: CI once recorded 36 of them for a fold of 35 examples. Every object here
     is given one id, which is that reuse made certain rather than left to the allocator."""
-    import workers.engine.finetune as finetune_module
-    from workers.engine.finetune import Runner
+    import workers.engine.runs as finetune_module
+    from workers.engine.runs import Runner
 
     monkeypatch.setattr(finetune_module, "id", lambda _: 1, raising=False)
     runner = Runner(spec_for("demo-relation", tmp_path / "runner"), resolve_device("cpu"), None, None)

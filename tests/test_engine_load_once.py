@@ -16,8 +16,9 @@ import transformers.modeling_utils
 from checkpoints import demo_texts, tiny_bert
 
 import workers.engine.formulations.base as formulations_base
-from workers.engine.finetune import FinetuneSpec, finetune
+from workers.engine.finetune import finetune
 from workers.engine.formulations.base import ModelSource, PristineWeights
+from workers.engine.runs import FinetuneSpec
 
 
 @pytest.fixture(scope="module")

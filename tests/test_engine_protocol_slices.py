@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from checkpoints import demo_texts, tiny_bert
 
-from workers.engine.finetune import FinetuneSpec, finetune
+from workers.engine.finetune import finetune
 from workers.engine.protocol import Context
 from workers.engine.protocol_slices import planned_slices
+from workers.engine.runs import FinetuneSpec
 
 TIMINGS = re.compile(r"seconds|per_second|latency|peak_memory|evaluation_share")
 

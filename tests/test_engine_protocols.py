@@ -19,7 +19,7 @@ from biolm.cross_validation import fold_directories
 from biolm.plugins import collect_contributions, get_plugin_manager
 from plugins.protocols.papers import LEWIS_CLASSIFICATION_LR
 from workers.engine.__main__ import main
-from workers.engine.finetune import FinetuneSpec, prepare, resolve_device
+from workers.engine.runs import FinetuneSpec, prepare, resolve_device
 from workers.engine.task import Task
 from workers.engine.training import Hyperparameters, TrainingContext, train
 

@@ -16,11 +16,11 @@ import torch
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.__main__ import main
 from workers.engine.encoding import LabelSpace
-from workers.engine.finetune import FinetuneSpec, prepare
 from workers.engine.formulations import TaskOptions, formulation_class
 from workers.engine.formulations.base import ModelSource
 from workers.engine.formulations.extractive_qa import ExtractiveQA, question_key
 from workers.engine.metrics import exact_match, squad_f1
+from workers.engine.runs import FinetuneSpec, prepare
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import Hyperparameters, TrainingContext, predict, train

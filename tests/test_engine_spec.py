@@ -13,9 +13,9 @@ import torch
 from biolm.contract import ContractError, FinetuneJob
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.encoding import LabelSpace
-from workers.engine.finetune import parameter_count
 from workers.engine.formulations import TaskOptions, formulation_for
 from workers.engine.formulations.base import Formulation, ModelSource
+from workers.engine.runs import parameter_count
 from workers.engine.spec import DataArguments, FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
@@ -82,7 +82,10 @@ def test_each_group_checks_its_own_settings(tmp_path):
     with pytest.raises(ValueError, match="--eval-batch-size must be at least 1"):
         RunArguments(out=tmp_path, eval_batch_size=0)
     with pytest.raises(ValueError, match="give its folder with --data-dir"):
-        DataArguments(dataset="demo-ner", data_format="canonical")
+        FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", data_format="canonical")
+    # The selection and the gather of a sliced protocol read slice documents only: no data folder, no model.
+    assert FinetuneSpec.build(dataset="demo-ner", out=tmp_path, architecture="bert:tiny", data_format="canonical",
+                              slice="gather").part.part == "gather"  # fmt: skip
 
 
 def test_a_spec_file_runs_the_job_it_holds_and_refuses_flags_that_would_change_it(tmp_path):

@@ -24,9 +24,9 @@ from plugins.datasets.readers.conll import read_conll_file
 from workers.engine.__main__ import main
 from workers.engine.crf import LinearChainCRF, pack_labelled
 from workers.engine.encoding import IGNORE, LabelSpace, decode_token_tagging, encode_token_tagging
-from workers.engine.finetune import FinetuneSpec, prepare
 from workers.engine.formulations import ModelSource, TaskOptions
 from workers.engine.formulations.token_tagging import CRFTagger, MultiElementTagger, TokenTagging
+from workers.engine.runs import FinetuneSpec, prepare
 from workers.engine.tagging_schemes import (
     allowed_transitions,
     convert,

@@ -23,7 +23,7 @@ from biolm.contract import (
 )
 from biolm.contract.code import KIND_WORDS
 from biolm.plugins import Contributions
-from biolm.protocols import plan_for, protocol_named
+from biolm.protocols import Plan, plan_for, protocol_named
 from biolm.specs import BenchmarkSpec, DatasetSpec
 
 DEFAULT_PROTOCOL = "blurb"
@@ -82,6 +82,13 @@ def finetune_job(
         cross_validation=plan.cross_validation,
         code=pins_for(contributions, uses),
     )
+
+
+def job_plan(contributions: Contributions, job: FinetuneJob) -> Plan:
+    """The plan ``job``'s protocol makes for its dataset, with its overrides (what its slices are cut from)."""
+    spec = _dataset(contributions, job.dataset)
+    protocol_spec = protocol_named(contributions.protocols, job.protocol)
+    return plan_for(protocol_spec, spec, contributions.task_types[spec.task_type], job.overrides)
 
 
 def score_job(

@@ -257,6 +257,9 @@ BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
 # A score job's engine process (python -m workers.engine score) is stopped after this many seconds: the
 # platform's failure, retried. Scoring a BLURB dataset's predictions with 1,000 resamples takes seconds.
 BIOLM_SCORE_TIMEOUT_S = env_int("BIOLM_SCORE_TIMEOUT_S", 1800)
+# A protocol of more than one training is cut into slice jobs (grid points, the selection, further seeds or
+# folds, the gather) that run on as many GPU workers as are free (jobs/graph.py); 0 queues one job per dataset.
+BIOLM_SLICE_PROTOCOLS = env_bool("BIOLM_SLICE_PROTOCOLS", True)
 # What a quick preview adds to its one grid point and one seed (biolm.protocols.preview_overrides): JSON of
 # overrides of the protocol's settings, e.g. {"epochs": 2, "max_train_examples": 240} on a CPU demo. Empty by
 # default. BIOLM_QUICK_PROTOCOL, its name before the job contract, is read when it is not set (deprecated).

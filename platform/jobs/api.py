@@ -54,7 +54,7 @@ from jobs.models import WAITING, Job, Worker
 
 logger = logging.getLogger("biolm.jobs")
 
-OUTPUT_NAMES = ("results.json", "model.tar", "checkpoint.tar")
+OUTPUT_NAMES = ("results.json", "slice.json", "model.tar", "checkpoint.tar")
 COUNTER_MAX = 2**31 - 1  # a job's progress columns (PositiveIntegerField): a larger step is refused, not a 500
 S3_OBJECT_MAX = 5 * 2**40  # S3's largest object: no output is larger
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from django.core.files.storage import FileSystemStorage
 
+from biolm.contract import SLICE_FILE
 from jobs import artefacts, direct_uploads, exports
 from jobs.models import Job
 from jobs.results import InputError, ResultsError, load_results, model_entries
@@ -28,6 +29,9 @@ from registry.models import LanguageModel
 from registry.registration import RegistrationError, register_checkpoint
 
 __all__ = ["InputError", "OutputError", "accept_outputs", "inputs_of", "may_read", "record_output"]
+
+
+OUTPUT_OF = {Job.Kind.FINETUNE: "results.json", Job.Kind.SLICE: SLICE_FILE, Job.Kind.PRETRAIN: "model.tar"}
 
 
 class OutputError(ValueError):
@@ -63,7 +67,10 @@ def url_maker(job: Job, api_base: str) -> Callable[[str], str]:
 def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
     url_for = url_maker(job, api_base)
     spec = job.contract
-    if job.kind == Job.Kind.FINETUNE:
+    if job.kind in (Job.Kind.FINETUNE, Job.Kind.SLICE):
+        inputs = {"slices": artefacts.download_manifest(slice_entries(spec), "", url_for)} if spec.reads else {}
+        if spec.part is not None and not spec.part.trains:  # the selection, the gather: slice documents only
+            return inputs
         try:
             export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
             prefix, entries = export(job.dataset)
@@ -72,6 +79,7 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
         return {
             "model": artefacts.download_manifest(model_entries(spec.model), spec.model.prefix, url_for),
             "dataset": artefacts.download_manifest(entries, prefix, url_for),
+            **inputs,
         }
     if job.kind == Job.Kind.PRETRAIN:
         corpus = spec.corpus.to_json()
@@ -81,6 +89,17 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
             inputs["checkpoint"] = artefacts.download_manifest([stored], f"jobs/{job.pk}", url_for)
         return inputs
     return {}
+
+
+def slice_entries(spec) -> list[dict]:
+    """The slice documents a sliced job reads, each its job's recorded output, placed as ``<slice name>.json``."""
+    entries = []
+    for name, job_id in spec.reads:
+        entry = stored_output(job_id, SLICE_FILE)
+        if entry is None:
+            raise InputError(f"slice {name} (job #{job_id}) has no {SLICE_FILE} recorded")
+        entries.append({**entry, "path": f"{name}.json"})
+    return entries
 
 
 def may_read(job: Job, name: str) -> bool:
@@ -106,8 +125,11 @@ def input_names(job: Job) -> set[str]:
     """The artefact names of the job's inputs, as :func:`inputs_of` lists them to its worker."""
     try:
         spec = job.contract
-        if job.kind == Job.Kind.FINETUNE:
-            names = {entry["name"] for entry in model_entries(spec.model)}
+        if job.kind in (Job.Kind.FINETUNE, Job.Kind.SLICE):
+            names = {entry["name"] for entry in slice_entries(spec)}
+            if spec.part is not None and not spec.part.trains:
+                return names
+            names.update(entry["name"] for entry in model_entries(spec.model))
             if job.dataset_id:
                 export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
                 names.update(entry["name"] for entry in export(job.dataset)[1])
@@ -134,12 +156,12 @@ def checked_off_the_request(job: Job) -> bool:
 
 def check_delivered(job: Job) -> None:
     """The quick checks ``/complete`` makes before the platform takes the job over: every output is there."""
-    if job.kind not in (Job.Kind.FINETUNE, Job.Kind.PRETRAIN):
+    name = OUTPUT_OF.get(job.kind)
+    if name is None:
         return
-    name = "results.json" if job.kind == Job.Kind.FINETUNE else "model.tar"
     _check_sent_directly(job, name)
     if not artefacts.storage().exists(output_name(job.pk, name)):
-        noun = "results" if job.kind == Job.Kind.FINETUNE else "model"
+        noun = {Job.Kind.FINETUNE: "results", Job.Kind.SLICE: "slice document"}.get(job.kind, "model")
         raise OutputError(f"{job.get_kind_display()} job #{job.pk} uploaded no {noun} ({output_name(job.pk, name)})")
 
 
@@ -155,8 +177,24 @@ def accept_outputs(job: Job) -> None:
             raise OutputError(f"the results are of dataset {results.dataset!r}, not {job.dataset.slug!r}")
         if not results.test_gold_withheld:
             raise OutputError("the results were not produced on the withheld test split the platform sent")
+    elif job.kind == Job.Kind.SLICE:
+        _accept_slice(job)
     elif job.kind == Job.Kind.PRETRAIN:
         _accept_model(job)
+
+
+def _accept_slice(job: Job) -> None:
+    """A slice's document: JSON of this slice of this job's protocol (its runs are checked by the gather's results)."""
+    spec, name = job.contract, output_name(job.pk, SLICE_FILE)
+    with artefacts.storage().open(name, "rb") as handle:
+        try:
+            document = json.loads(handle.read())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise OutputError(f"job #{job.pk}: {name} is not JSON: {exc}") from None
+    if not isinstance(document, dict) or document.get("slice") != spec.slice:
+        raise OutputError(f"job #{job.pk}: {name} is not the document of slice {spec.slice}")
+    if document.get("job") != spec.whole_digest():
+        raise OutputError(f"job #{job.pk}: {name} was made for another job's spec than this one")
 
 
 def _check_sent_directly(job: Job, name: str) -> None:

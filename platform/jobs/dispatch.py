@@ -41,7 +41,7 @@ from biolm.placement import Need, Seat
 from jobs import lifecycle
 from jobs.models import WAITING, Job, Worker
 
-DEFAULT_DURATION_S = {Job.Kind.PRETRAIN: 3600.0, Job.Kind.FINETUNE: 600.0, Job.Kind.SCORE: 10.0}
+DEFAULT_DURATION_S = {Job.Kind.PRETRAIN: 3600.0, Job.Kind.FINETUNE: 600.0, Job.Kind.SLICE: 120.0, Job.Kind.SCORE: 10.0}
 
 
 @dataclass(frozen=True)

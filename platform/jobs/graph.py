@@ -20,13 +20,18 @@ worker that would run other code refuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from biolm.contract import Artefact, FinetuneJob, JobSpec, ModelInput, PretrainJob, ScoreJob, pins_for
-from biolm.job_specs import score_job
+from django.conf import settings
+
+from biolm.contract import Artefact, FinetuneJob, JobSpec, ModelInput, PretrainJob, ScoreJob, Slice, pins_for
+from biolm.contract.slices import planned, reads_of
+from biolm.job_specs import job_plan, score_job
 from biolm.plugins import Contributions
+from jobs import exports
 from jobs.models import Job
 from registry.models import Benchmark, Dataset
 
@@ -66,15 +71,22 @@ def pretrain_spec(contributions: Contributions, recipe: str, corpus: dict, outpu
 
 
 def create(spec: JobSpec, *, submission, language_model, priority: int = 0, benchmark: Benchmark | None = None,
-           dataset: Dataset | None = None, after: Job | None = None) -> Job:  # fmt: skip
-    """One job of ``spec``: its columns from the spec, its dependency on ``after``."""
+           dataset: Dataset | None = None, after: Job | list[Job] | None = None) -> Job:  # fmt: skip
+    """One job of ``spec``: its columns from the spec, its dependency on ``after`` (a job or several)."""
     job = Job.objects.create(
         submission=submission, language_model=language_model, benchmark=benchmark, dataset=dataset,
-        kind=spec.KIND, queue=QUEUE_OF[spec.KIND], priority=priority, spec=spec.to_json(),
+        kind=kind_of(spec), queue=QUEUE_OF[spec.KIND], priority=priority, spec=spec.to_json(),
     )  # fmt: skip
     if after is not None:
-        job.depends_on.add(after)
+        job.depends_on.add(*(after if isinstance(after, list) else [after]))
     return job
+
+
+def kind_of(spec: JobSpec) -> str:
+    """The job's kind column: a slice of a protocol is a ``slice`` job, but its gather is the dataset's ``finetune``
+    job, whose results are recorded and scored as an unsliced one's."""
+    part = spec.part if isinstance(spec, FinetuneJob) else None
+    return Job.Kind.SLICE if part is not None and part.part != "gather" else spec.KIND
 
 
 def queue(contributions: Contributions, submission, planned: list[Planned], source: Source, priority: int) -> list[Job]:
@@ -89,10 +101,38 @@ def queue(contributions: Contributions, submission, planned: list[Planned], sour
     for item in planned:
         spec = _with_model(item.spec, model)
         benchmark = benchmarks.setdefault(spec.benchmark, Benchmark.objects.filter(slug=spec.benchmark).first())
-        finetune = create(spec, benchmark=benchmark, dataset=item.dataset, after=after, **common)
+        place = {"benchmark": benchmark, "dataset": item.dataset, **common}
+        slices = protocol_slices(contributions, spec, item.dataset)
+        if slices:
+            jobs += sliced(spec, slices, after, place)
+            finetune = jobs[-1]
+        else:
+            finetune = create(spec, after=after, **place)
+            jobs.append(finetune)
         score = score_job(contributions, spec, finetune.pk, item.metric, item.variant)
-        jobs += [finetune, create(score, benchmark=benchmark, dataset=item.dataset, after=finetune, **common)]
+        jobs.append(create(score, after=finetune, **place))
     return jobs
+
+
+def protocol_slices(contributions: Contributions, spec: FinetuneJob, dataset: Dataset) -> list[Slice]:
+    """The slices ``spec``'s protocol is cut into, or none where it trains once (or slicing is off)."""
+    if not settings.BIOLM_SLICE_PROTOCOLS:
+        return []
+    plan = job_plan(contributions, spec)
+    folds = sorted(int(fold) for fold in exports.folds_of(dataset)["per_fold"]) if plan.cross_validation else []
+    trainings = len(plan.points) + (len(folds) - 1 if folds else plan.seeds - 1) * (plan.seeds if folds else 1)
+    return planned(len(plan.points), plan.seeds, folds) if trainings > 1 else []
+
+
+def sliced(spec: FinetuneJob, slices: list[Slice], after: Job | None, place: dict) -> list[Job]:
+    """One job per slice, each after the jobs whose documents it reads; the gather, last, is the ``finetune`` job."""
+    jobs: dict[str, Job] = {}
+    for part in slices:
+        read = [jobs[other.name] for other in reads_of(part, slices)]
+        reads = tuple((other.name, job.pk) for other, job in zip(reads_of(part, slices), read, strict=True))
+        piece = dataclasses.replace(spec, slice=str(part), reads=reads)
+        jobs[part.name] = create(piece, after=read or after, **place)
+    return list(jobs.values())
 
 
 def _with_model(spec: FinetuneJob, model: ModelInput) -> FinetuneJob:
@@ -100,8 +140,9 @@ def _with_model(spec: FinetuneJob, model: ModelInput) -> FinetuneJob:
 
 
 def comparable(spec: FinetuneJob) -> str:
-    """The spec as the evaluation it describes, whatever model files it names: what reuse compares."""
-    data = spec.to_json()
+    """The spec as the evaluation it describes, whatever model files it names and however it is sliced: what
+    reuse compares."""
+    data = spec.whole().to_json()
     data.pop("model")
     return json.dumps(data, sort_keys=True)
 

@@ -29,7 +29,8 @@ def new_token() -> str:
 class Job(models.Model):
     class Kind(models.TextChoices):
         PRETRAIN = "pretrain", "pretrain a recipe on a corpus"
-        FINETUNE = "finetune", "the benchmark's protocol on one dataset"
+        FINETUNE = "finetune", "the benchmark's protocol on one dataset (sliced: the gather of its slices)"
+        SLICE = "slice", "one slice of a protocol: a grid point, the selection, a seed or a fold"
         SCORE = "score", "score the test predictions and record the results"
 
     class Status(models.TextChoices):

@@ -23,7 +23,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tqdm import tqdm  # noqa: E402
 from transformers import HfArgumentParser  # noqa: E402
 
-from biolm.contract import CodeMismatch, CodeMissing, PretrainJob, check  # noqa: E402
+from biolm.contract import SLICE_FILE, CodeMismatch, CodeMissing, PretrainJob, check  # noqa: E402
 from biolm.owner_only import owner_only_files  # noqa: E402
 from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, replay_failure, report_failure  # noqa: E402
 from workers.engine.finetune import finetune  # noqa: E402
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         if status is None:
             raise
         return status
-    if spec.run.slice is not None and "runs" in results and "test" not in results:  # a slice, not the gather
-        print(f"{spec.dataset}: slice {spec.run.slice} of the protocol written to {spec.out / 'slice.json'}")
+    if spec.part is not None and spec.part.part != "gather":
+        print(f"{spec.dataset}: slice {spec.part} of the protocol written to {spec.out / SLICE_FILE}")
         return 0
     test = results["test"]
     if spec.data.test_gold_withheld:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from biolm.contract import ResultsDocument, RunRecord, run_key
 from biolm.cross_validation import fold_directories
 from biolm.protocols import Hyperparameters, Plan, RunValue, combine
 from workers.engine import efficiency
-from workers.engine.finetune import (
+from workers.engine.runs import (
     Prepared,
     Runner,
     RunResult,
@@ -49,39 +48,16 @@ from workers.engine.finetune import (
 from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
 
-SLICE_PATTERN = re.compile(r"(point|seed|fold):(\d+)|select|gather")
-
-
-@dataclass(frozen=True)
-class Slice:
-    """One part of a protocol: ``part`` is point, select, seed, fold or gather; ``index`` the point, seed or fold."""
-
-    part: str
-    index: int | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Slice:
-        match = SLICE_PATTERN.fullmatch(text)
-        if match is None:
-            raise ValueError(f"--slice {text!r}: expected point:K, select, seed:K, fold:F or gather")
-        return cls(match.group(1), int(match.group(2))) if match.group(1) else cls(text)
-
-    @property
-    def name(self) -> str:
-        """Its document's name in ``--slices``, without ``.json``."""
-        return self.part if self.index is None else f"{self.part}-{self.index}"
-
-    def __str__(self) -> str:
-        return self.part if self.index is None else f"{self.part}:{self.index}"
-
 
 @dataclass
 class Setting:
     """What a slice's runs were trained under, kept with them so that the gather needs neither model nor data."""
 
+    model: str
     formulation: dict
     parameters: int
     provenance: dict
+    run: dict  # the invocation's settings that the results name (batch size for predictions, data format)
     peak_memory_bytes: int
     data: dict  # the data's fingerprint, sizes and notes, and whether it has a dev split (or a fold's record)
     reused: int = 0
@@ -119,10 +95,13 @@ def run_whole(context: Context, runner: Runner) -> dict:
 
 
 def setting_of(context: Context, prepared: Prepared, runner: Runner, data: dict) -> Setting:
+    spec = context.spec
     return Setting(
+        model=spec.model.name,
         formulation=prepared.formulation.describe(),
         parameters=parameter_count(prepared.formulation, prepared.source),
         provenance=efficiency.provenance(context.device, context.dtype, context.seeds, prepared.plugins),
+        run={"eval_batch_size": spec.run.eval_batch_size, "data_format": spec.data.data_format},
         peak_memory_bytes=efficiency.peak_memory_bytes(context.device),
         data=data,
         reused=runner.reused,
@@ -302,7 +281,7 @@ def results_document(context: Context, setting: Setting, body: dict, trained: li
         dataset=context.task.dataset.slug,
         metric=spec.job.metric,
         task_type=context.task.task_type.slug,
-        model=spec.model.name,
+        model=setting.model,
         benchmark=spec.job.benchmark,
         protocol=plan.describe(),
         formulation=setting.formulation,
@@ -313,7 +292,7 @@ def results_document(context: Context, setting: Setting, body: dict, trained: li
         provenance={
             **setting.provenance,
             "reused_runs": setting.reused,
-            "run": {"eval_batch_size": spec.run.eval_batch_size, "data_format": spec.data.data_format},
+            "run": setting.run,
         },
         **body,
     )

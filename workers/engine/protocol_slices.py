@@ -9,18 +9,17 @@ data, and train nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
 
+from biolm.contract import SLICE_FILE, Slice
+from biolm.contract.slices import planned
 from biolm.protocols import Hyperparameters
-from workers.engine.finetune import Runner, RunResult, prepare
 from workers.engine.protocol import (
     Context,
     Folds,
     Setting,
-    Slice,
     choose_on_dev,
     choose_on_first_fold,
     cross_validation_body,
@@ -35,25 +34,20 @@ from workers.engine.protocol import (
     selecting_fold,
     setting_of,
 )
+from workers.engine.runs import Runner, RunResult, prepare
 
 SLICE_VERSION = 1
 
 
 def job_digest(context: Context) -> str:
-    """What the slices of one job share: its spec (the contract), not where its files are on a host."""
-    text = json.dumps(context.spec.job.to_json(), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """What the slices of one job share: its spec less the slice, not where its files are on a host."""
+    return context.spec.job.whole_digest()
 
 
 def planned_slices(context: Context) -> list[Slice]:
     """Every slice of the job's protocol, in an order that runs each after those it reads."""
-    plan = context.plan
-    points = [Slice("point", index) for index in range(len(plan.points))]
-    if plan.cross_validation:
-        after = [Slice("fold", fold) for fold in Folds.of(context).others]
-    else:
-        after = [Slice("seed", index) for index in range(1, len(context.seeds))]
-    return [*points, Slice("select"), *after, Slice("gather")]
+    folds = list(Folds.of(context).directories) if context.plan.cross_validation else []
+    return planned(len(context.plan.points), len(context.seeds), folds)
 
 
 def run_slice(context: Context, runner: Runner, part: Slice, slices: Path | None) -> tuple[dict, str]:
@@ -61,13 +55,13 @@ def run_slice(context: Context, runner: Runner, part: Slice, slices: Path | None
     if part.part != "point" and slices is None:
         raise ValueError(f"--slice {part} reads the earlier slices' documents: give their folder with --slices")
     if part.part == "point":
-        return _point(context, runner, part.index), "slice.json"
+        return _point(context, runner, part.index), SLICE_FILE
     if part.part == "select":
-        return _select(context, slices), "slice.json"
+        return _select(context, slices), SLICE_FILE
     if part.part == "seed":
-        return _seed(context, runner, part.index, slices), "slice.json"
+        return _seed(context, runner, part.index, slices), SLICE_FILE
     if part.part == "fold":
-        return _fold(context, runner, part.index, slices), "slice.json"
+        return _fold(context, runner, part.index, slices), SLICE_FILE
     return gather(context, slices), "results.json"
 
 

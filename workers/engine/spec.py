@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides, TaskOptions
+from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides, Slice, TaskOptions
 from biolm.job_specs import finetune_job
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 
@@ -76,8 +76,6 @@ class DataArguments:
             self.data_dir = Path(self.data_dir)
         if self.data_format not in DATA_FORMATS:
             raise ValueError(f"--data-format must be one of {', '.join(DATA_FORMATS)}, not {self.data_format!r}")
-        if self.data_format == "canonical" and self.data_dir is None:
-            raise ValueError("--data-format canonical reads the platform's export: give its folder with --data-dir")
 
 
 @dataclass
@@ -143,13 +141,24 @@ class FinetuneSpec:
     extra_plugins: tuple[tuple[str, Any], ...] = ()  # (name, plugin) registered in this process (a notebook's)
 
     def __post_init__(self) -> None:
+        trains = self.part is None or self.part.trains  # the selection and the gather read slice documents only
         if self.model.model is None and self.model.architecture is None:
             if self.job.model.architecture:
                 self.model.architecture = self.job.model.architecture
             elif self.job.model.directory:
                 self.model.model = Path(self.job.model.directory)
-            else:
+            elif trains:
                 raise ValueError("the job's model is stored on the platform: give the downloaded folder with --model")
+        if trains and self.data.data_format == "canonical" and self.data.data_dir is None:
+            raise ValueError("--data-format canonical reads the platform's export: give its folder with --data-dir")
+
+    @property
+    def part(self) -> Slice | None:
+        """The slice of the protocol to run: ``--slice``, else the job's own; None runs all of it."""
+        try:
+            return Slice.parse(self.run.slice) if self.run.slice is not None else self.job.part
+        except ContractError as exc:
+            raise ValueError(f"--slice: {exc}") from None
 
     @property
     def overrides(self) -> Overrides:

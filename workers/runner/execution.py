@@ -70,6 +70,7 @@ from workers.runner.slurm import (
 )
 from workers.runner.transfer_heartbeats import heartbeats_while
 
+GATHER = contract.Slice("gather")
 logger = logging.getLogger("biolm.worker")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +160,8 @@ class JobRun:
             return ended
         with self._heartbeats_while("uploading the outputs"):
             if self.spec.KIND == "finetune":
-                self._send("results.json", out / "results.json")
+                name = "results.json" if self.spec.part in (None, GATHER) else contract.SLICE_FILE
+                self._send(name, out / name)
             else:
                 archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
                 self._send("model.tar", archive)
@@ -278,12 +280,13 @@ class JobRun:
         return self._fail(*slurm_failure(ended))
 
     def _finetune_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
-        """The engine on the job's spec; only where its files are here is added."""
-        return [
-            sys.executable, "-m", "workers.engine", "finetune", "--spec", str(spec_file),
-            "--model", str(inputs["model"]), "--data_dir", str(inputs["dataset"]), "--data_format", "canonical",
-            "--test_gold_withheld", "--out", str(out),
-        ]  # fmt: skip
+        """The engine on the job's spec; only where its files are here is added (a slice's: the earlier slices')."""
+        command = [sys.executable, "-m", "workers.engine", "finetune", "--spec", str(spec_file)]
+        if "model" in inputs:  # the selection and the gather of a sliced protocol read slice documents only
+            command += ["--model", str(inputs["model"]), "--data_dir", str(inputs["dataset"])]
+        if "slices" in inputs:
+            command += ["--slices", str(inputs["slices"])]
+        return [*command, "--data_format", "canonical", "--test_gold_withheld", "--out", str(out)]
 
     def _pretrain_arguments(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
         """The engine's arguments for the pretraining job; an earlier attempt's checkpoint unpacked to resume."""

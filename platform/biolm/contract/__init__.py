@@ -32,11 +32,13 @@ from biolm.contract.jobs import (
 from biolm.contract.overrides import Overrides
 from biolm.contract.results import RESULTS_VERSION, ResultsDocument, RunRecord
 from biolm.contract.runs import parse_run_key, run_key
+from biolm.contract.slices import SLICE_FILE, Slice
 from biolm.contract.task_options import TaskOptions
 
 __all__ = [
     "PRETRAIN_SPEC_VERSION",
     "RESULTS_VERSION",
+    "SLICE_FILE",
     "SPEC_VERSION",
     "Artefact",
     "CodeMismatch",
@@ -52,6 +54,7 @@ __all__ = [
     "ResultsDocument",
     "RunRecord",
     "ScoreJob",
+    "Slice",
     "TaskOptions",
     "check",
     "code_here",

@@ -18,6 +18,9 @@ folder) is not part of the document: the worker passes them beside it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -25,6 +28,7 @@ from typing import Any, ClassVar
 from biolm.contract.code import CodePin
 from biolm.contract.errors import ContractError
 from biolm.contract.overrides import Overrides
+from biolm.contract.slices import Slice, check_reads
 from biolm.contract.task_options import TaskOptions
 from biolm.specs import SpecError, check_slug
 
@@ -206,6 +210,8 @@ class FinetuneJob(JobSpec):
     preview: bool = False  # a quick preview: marked as such wherever shown, never ranked
     cross_validation: bool = False  # the protocol scores the dataset on its folds
     code: tuple[CodePin, ...] = ()
+    slice: str | None = None  # the part of the protocol this job runs (biolm.contract.slices); None: all of it
+    reads: tuple[tuple[str, int], ...] = ()  # (slice document name, job id) of the earlier slices it reads
 
     def __post_init__(self) -> None:
         _slug(self.dataset, "dataset")
@@ -218,8 +224,28 @@ class FinetuneJob(JobSpec):
             if not isinstance(getattr(self, name), kind):
                 raise ContractError(f"{name} must be a {kind.__name__}", name)
         object.__setattr__(self, "code", _code(self.code))
+        if self.slice is not None:
+            Slice.parse(self.slice)
+        object.__setattr__(self, "reads", check_reads(self.reads))
+        if self.reads and self.slice is None:
+            raise ContractError("only a slice of a protocol reads other slices' documents", "reads")
+
+    @property
+    def part(self) -> Slice | None:
+        """The slice this job runs, or None for the whole protocol."""
+        return None if self.slice is None else Slice.parse(self.slice)
+
+    def whole(self) -> FinetuneJob:
+        """The job of the whole protocol this one is a slice of: what its slices share, and what reuse compares."""
+        return dataclasses.replace(self, slice=None, reads=())
+
+    def whole_digest(self) -> str:
+        """The SHA-256 of :meth:`whole`'s JSON: a slice's document carries it, so another job's is refused."""
+        text = json.dumps(self.whole().to_json(), sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_json(self) -> dict:
+        sliced = {} if self.slice is None else {"slice": self.slice, "reads": [list(pair) for pair in self.reads]}
         return {
             "version": SPEC_VERSION,
             "kind": self.KIND,
@@ -233,17 +259,19 @@ class FinetuneJob(JobSpec):
             "cross_validation": self.cross_validation,
             "model": self.model.to_json(),
             "code": [pin.to_json() for pin in self.code],
+            **sliced,
         }
 
     @classmethod
     def from_json(cls, data: object) -> FinetuneJob:
         allowed = {"dataset", "benchmark", "protocol", "metric", "overrides", "task_options", "preview",
-                   "cross_validation", "model", "code"}  # fmt: skip
+                   "cross_validation", "model", "code", "slice", "reads"}  # fmt: skip
         values = _fields(data, cls.KIND, allowed, {"dataset", "protocol", "metric", "model"})
         values["overrides"] = Overrides.from_json(values.get("overrides"))
         values["task_options"] = TaskOptions.from_json(values.get("task_options"))
         values["model"] = ModelInput.from_json(values["model"])
         values["code"] = _code(values.get("code", []))
+        values["reads"] = check_reads(values.get("reads", []))
         return cls(**values)
 
 

@@ -216,7 +216,7 @@ def _recipe_objective(contributions, args: PretrainArguments) -> tuple:
 
 def _device_and_dtype(args: PretrainArguments, world: int) -> tuple[torch.device, torch.dtype | None]:
     """``--device`` and ``--precision`` resolved; under torchrun each process takes the GPU of its local rank."""
-    from workers.engine.finetune import resolve_device, resolve_dtype
+    from workers.engine.runs import resolve_device, resolve_dtype
 
     device = resolve_device(args.device)
     if world > 1 and device.type == "cuda":
@@ -435,7 +435,7 @@ def _contamination(contributions, settings: dict, documents, corpus: Path) -> di
     The scan's progress (throughput, ETA from the characters read over the file's size) is logged
     and written to the progress file as it goes.
     """
-    from workers.engine.finetune import data_directory
+    from workers.engine.runs import data_directory
 
     wanted = settings.get("contamination_datasets", "all")
     if wanted == "all":
