@@ -25,4 +25,5 @@ BENCHMARKS = (
     "corpus_prep",
     "protocol",
     "blurb_gpu",
+    "time_to_leaderboard",
 )
