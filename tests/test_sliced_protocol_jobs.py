@@ -81,9 +81,14 @@ def runs_of(platform: Platform, job_id: int) -> list[tuple]:
     return [(r["seed"], r["fold"], r["split"], r["hyperparameters_key"], str(r["metrics"])) for r in rows]
 
 
+def moment(value) -> dt.datetime:
+    """A timestamp column as read back: a datetime from PostgreSQL, text from SQLite."""
+    return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+
+
 def overlapped(jobs: list[dict]) -> bool:
     """Whether any two of ``jobs`` ran at the same time."""
-    spans = sorted((job["started_at"], job["finished_at"]) for job in jobs)
+    spans = sorted((moment(job["started_at"]), moment(job["finished_at"])) for job in jobs)
     return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
 
 
@@ -115,6 +120,10 @@ def test_sliced_jobs_run_on_two_workers_at_once_and_record_what_one_job_records(
         assert runs_of(platform, gather) == runs_of(platform, one_job) and len(runs_of(platform, gather)) == 2
         (a,), (b,) = platform.results(sliced["model"]), platform.results(whole["model"])
         assert (a["value"], a["std"], a["n_seeds"]) == (b["value"], b["std"], b["n_seeds"]) and a["n_seeds"] == 2
+        # The result's wall time spans its slices too, from the first point's start to the gather's end.
+        (row,) = platform.query("SELECT wall_s FROM leaderboard_result WHERE job_id = ?", gather)
+        first = min(moment(job["started_at"]) for job in slices)
+        assert row["wall_s"] >= (moment(platform.job(gather)["finished_at"]) - first).total_seconds() - 1
     finally:
         platform.stop()
 

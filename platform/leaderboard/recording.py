@@ -141,7 +141,7 @@ def write(scored: Scored) -> Result | None:
 def _result_values(summary: Summary, finetune: Job, results: ResultsDocument, test_runs: list[RunRecord],
                    provenance: dict, preview: bool) -> dict:  # fmt: skip
     unit = "folds" if results.on_folds else "test runs"
-    cost = costs.of_jobs([finetune.pk])
+    cost = costs.of_jobs([finetune.pk, *(job_id for _, job_id in finetune.contract.reads)])  # a gather: its slices
     return {
         "value": summary.value,
         "std": summary.std,
