@@ -202,7 +202,7 @@ def test_terminated_database_connections_never_end_in_success_without_results(
 ):
     model = copy_checkpoint(checkpoint, tmp_path / "dropped-connections")
     workers("gpu-pg")
-    submitted = submit(platform, model, "demo-ner", epochs=10, name="dropped connections")
+    submitted = submit(platform, model, "demo-ner", epochs=4, name="dropped connections")
     (finetune,) = jobs_of(submitted, "finetune")
     (aggregate,) = jobs_of(submitted, "score")
     wait_until(lambda: platform.job(finetune)["status"] == "running", 120, "the fine-tune to start")
