@@ -9,6 +9,7 @@ folds with their gold.
 
 from __future__ import annotations
 
+import io
 import json
 import statistics
 from pathlib import Path
@@ -20,6 +21,7 @@ from worker_side import API as INTERNAL_API
 from worker_side import deliver_results, fetch, worker_client
 
 from biolm.contract import parse_job_spec
+from jobs import completion
 from jobs.models import Job, Run
 from leaderboard import recording
 from leaderboard.models import Result
@@ -166,3 +168,31 @@ def test_a_canonical_fold_missing_from_a_workers_copy_is_named(tmp_path):
         (tmp_path / "folds" / str(k) / "train.jsonl").write_text("")
     with pytest.raises(ValueError, match=r"missing folds 4, 5, 6, 7, 8, 9, 10 \(each expected as .*folds/<k>/"):
         fold_directories(eu_adr, tmp_path / "folds", canonical=True)
+
+
+def test_lewis2020_sliced_cuts_the_folds_into_a_job_each_after_the_selection_on_fold_1(
+    alice, checkpoint, official_data, settings
+):
+    from biolm.contract import FinetuneJob
+
+    official_data("EU-ADR", "biobert-REdata")
+    import_dataset("eu-adr")
+    settings.BIOLM_SLICE_PROTOCOLS = True
+    request = SubmissionRequest(owner=alice, benchmark="lewis2020", model=checkpoint, datasets=("eu-adr",),
+                                overrides={**QUICK, "seeds": 2})  # fmt: skip
+    jobs = list(submit(request).jobs.order_by("pk"))
+    slices = {FinetuneJob.from_json(job.spec).slice: job for job in jobs if job.kind == Job.Kind.SLICE}
+    points = [name for name in slices if name.startswith("point:")]
+    assert list(slices) == [*points, "select", *(f"fold:{k}" for k in range(2, 11))]
+    assert all(set(slices[f"fold:{k}"].depends_on.all()) == {slices["select"]} for k in range(2, 11))
+    (gather,) = [job for job in jobs if job.kind == Job.Kind.FINETUNE]
+    assert gather.contract.cross_validation and set(gather.depends_on.all()) == set(slices.values())
+    # A fold's worker receives the model, the folds and the selection's document once the selection recorded it.
+    fold = slices["fold:3"]
+    with pytest.raises(completion.InputError, match=r"slice select \(job #\d+\) has no slice.json recorded"):
+        completion.inputs_of(fold, "http://testserver/internal/jobs/")
+    completion.record_output(slices["select"].pk, "slice.json", io.BytesIO(b'{"slice": "select"}'))
+    inputs = completion.inputs_of(fold, "http://testserver/internal/jobs/")
+    assert set(inputs) == {"model", "dataset", "slices"} and [e["path"] for e in inputs["slices"]] == ["select.json"]
+    with pytest.raises(completion.InputError, match=r"slice point-0 \(job #\d+\) has no slice.json recorded"):
+        completion.inputs_of(slices["select"], "http://testserver/internal/jobs/")  # its points have not run
