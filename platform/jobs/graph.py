@@ -120,18 +120,17 @@ def protocol_slices(contributions: Contributions, spec: FinetuneJob, dataset: Da
         return []
     plan = job_plan(contributions, spec)
     folds = sorted(int(fold) for fold in exports.folds_of(dataset)["per_fold"]) if plan.cross_validation else []
-    trainings = len(plan.points) + (len(folds) - 1 if folds else plan.seeds - 1) * (plan.seeds if folds else 1)
-    return planned(len(plan.points), plan.seeds, folds) if trainings > 1 else []
+    slices = planned(len(plan.points), plan.seeds, folds)
+    return slices if sum(part.trains for part in slices) > 1 else []
 
 
 def sliced(spec: FinetuneJob, slices: list[Slice], after: Job | None, place: dict) -> list[Job]:
     """One job per slice, each after the jobs whose documents it reads; the gather, last, is the ``finetune`` job."""
     jobs: dict[str, Job] = {}
     for part in slices:
-        read = [jobs[other.name] for other in reads_of(part, slices)]
-        reads = tuple((other.name, job.pk) for other, job in zip(reads_of(part, slices), read, strict=True))
-        piece = dataclasses.replace(spec, slice=str(part), reads=reads)
-        jobs[part.name] = create(piece, after=read or after, **place)
+        read = {other.name: jobs[other.name] for other in reads_of(part, slices)}
+        piece = dataclasses.replace(spec, slice=str(part), reads=tuple((name, job.pk) for name, job in read.items()))
+        jobs[part.name] = create(piece, after=list(read.values()) or after, **place)
     return list(jobs.values())
 
 

@@ -22,7 +22,6 @@ same :func:`biolm.protocols.combine`.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -328,8 +327,3 @@ def _selection_record(run: RunResult, split: str) -> dict:
 def _run_record(run: RunResult) -> RunRecord:
     return RunRecord(seed=run.seed, fold=run.fold, hyperparameters=run.hyperparameters, metrics=run.metrics,
                      train=run.train, inference=run.inference)  # fmt: skip
-
-
-def write_json(path: Path, document: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")

@@ -92,7 +92,7 @@ def _runs(document: dict) -> list[RunResult]:
     return [RunResult(**run) for run in document["runs"]]
 
 
-def _index(context: Context, part: Slice, low: int, high: int) -> int:
+def _index(part: Slice, low: int, high: int) -> int:
     if not low <= part.index < high:
         raise ValueError(f"--slice {part}: this job's protocol has {part.part} {low} to {high - 1}")
     return part.index
@@ -100,7 +100,7 @@ def _index(context: Context, part: Slice, low: int, high: int) -> int:
 
 def _point(context: Context, runner: Runner, index: int) -> dict:
     part = Slice("point", index)
-    _index(context, part, 0, len(context.plan.points))
+    _index(part, 0, len(context.plan.points))
     runner.planned = 1
     if context.plan.cross_validation:
         folds = Folds.of(context)
@@ -139,7 +139,7 @@ def _chosen(context: Context, slices: Path) -> tuple[int, Hyperparameters]:
 
 def _seed(context: Context, runner: Runner, index: int, slices: Path) -> dict:
     part = Slice("seed", index)
-    _index(context, part, 1, len(context.seeds))
+    _index(part, 1, len(context.seeds))
     _, chosen = _chosen(context, slices)
     runner.planned = 1
     prepared = prepare(context.spec, weights=runner.weights)
