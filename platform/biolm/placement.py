@@ -15,6 +15,11 @@ workers are split by what they can hold, one broker queue per kind of worker (it
   is 1 on a cluster of CPU nodes). It alone takes a job on several nodes, and it takes any job one of its
   nodes holds. It is the largest seat, so a job that fits a host's own worker goes there first.
 
+A data holder's workers (:class:`registry.models.DataHolder`: gated data kept on its own hosts) have seats of
+their own, named for it: ``held-mayo.gpu``, ``held-mayo.gpu-4``. Its datasets' jobs wait in its queue
+(``Job.queue`` ``held-mayo``, :func:`held_queue`) and a holder's seat holds only its own jobs, as an ordinary
+seat holds none of them, so the rule below keeps the two apart as it keeps GPU counts apart.
+
 A worker consumes its seat's queue only (:mod:`workers.runner.app`) and says in its heartbeat what it
 owns. The dispatcher (:mod:`jobs.dispatch`) counts, per seat, the live workers and the jobs running
 on or sent to it, and sends each job, in fair order, to the smallest free seat that :meth:`Seat.holds`
@@ -34,6 +39,40 @@ SHARED_QUEUE = "gpu-shared"
 SLURM_QUEUE_PREFIX = "slurm-"
 GPUS_MAX = 64
 SLURM_QUEUE = re.compile(r"^slurm-(\d+)x(\d+)$")
+HELD_PREFIX = "held-"
+HOLDER_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+
+
+def held_queue(holder: str) -> str:
+    """The job queue of ``holder``'s datasets, and so of its workers: ``held-<holder>``."""
+    return f"{HELD_PREFIX}{holder}"
+
+
+HOLDER_CREDENTIAL_PREFIX = "biolm-holder-"
+
+
+def holder_named_by(credential: str) -> str:
+    """The holder a worker credential says it is ``biolm-holder-<name>.<random>``; "" for the platform's secret.
+
+    Only the platform can check that the credential is that holder's (``registry.holders``): a worker reads
+    its name here to consume its holder's seats' queues, and the platform refuses it anything else.
+    """
+    if not credential.startswith(HOLDER_CREDENTIAL_PREFIX):
+        return ""
+    name, dot, _ = credential.removeprefix(HOLDER_CREDENTIAL_PREFIX).partition(".")
+    return name if dot and HOLDER_NAME.match(name) else ""
+
+
+def on_gpu_workers(queue: str) -> bool:
+    """Whether jobs of ``queue`` run on GPU workers (``gpu``, or a holder's ``held-<name>``), by seat."""
+    return queue == GPU_QUEUE or queue.startswith(HELD_PREFIX)
+
+
+def holder_of(queue: str) -> str:
+    """The holder whose queue ``queue`` is (``held-mayo`` or one of its seats' ``held-mayo.gpu``), "" for none."""
+    if not queue.startswith(HELD_PREFIX):
+        return ""
+    return queue.removeprefix(HELD_PREFIX).split(".", 1)[0]
 
 
 def plural(count: int, word: str = "GPU") -> str:
@@ -47,18 +86,21 @@ class Need:
     gpus: int = 1
     shareable: bool = True
     nodes: int = 1
+    holder: str = ""
 
     @classmethod
-    def of(cls, kind: str, spec: Mapping) -> Need:
+    def of(cls, kind: str, spec: Mapping, holder: str = "") -> Need:
         """A pretraining job runs torchrun on its spec's ``gpus`` per node of its ``nodes`` (never on a shared
-        GPU); a fine-tuning job on one GPU."""
+        GPU); a fine-tuning job on one GPU; a gated dataset's job (``holder``) on that holder's workers only."""
         if kind == "pretrain":
             return cls(gpus=int(spec.get("gpus") or 1), shareable=False, nodes=int(spec.get("nodes") or 1))
-        return cls()
+        return cls(holder=holder)
 
     def describe(self) -> str:
         """ "needs 2 nodes of 4 GPUs", "needs 4 GPUs on one host", "needs 1 GPU of its own" (a one-GPU
         pretraining job), "needs 1 GPU"."""
+        if self.holder:
+            return f"needs a worker of {self.holder}'s (its data stays on their hosts)"
         if self.nodes > 1:
             return f"needs {plural(self.nodes, 'node')} of {plural(self.gpus)}"
         if self.gpus > 1:
@@ -75,10 +117,13 @@ class Seat:
     shared: bool = False
     nodes: int = 1
     slurm: bool = False
+    holder: str = ""
 
     @property
     def queue(self) -> str:
-        """The broker queue workers of this seat consume, and dispatch sends its jobs to."""
+        """The broker queue workers of this seat consume, and dispatch sends its jobs to (a holder's named for it)."""
+        if self.holder:
+            return f"{held_queue(self.holder)}.{Seat(self.gpus, self.shared, self.nodes, self.slurm).queue}"
         if self.slurm:
             return f"{SLURM_QUEUE_PREFIX}{max(1, self.nodes)}x{max(1, self.gpus)}"
         if self.shared:
@@ -96,7 +141,10 @@ class Seat:
     def holds(self, need: Need) -> bool:
         """Whether a job of ``need`` may run here: N GPUs need a worker owning at least N; a shared GPU takes
         only a one-GPU job that may share (fine-tuning); a CPU worker takes what one GPU would; only a Slurm
-        worker reaching M nodes takes a job on several, up to M, of at most its GPUs per node."""
+        worker reaching M nodes takes a job on several, up to M, of at most its GPUs per node; a holder's seat
+        only its holder's jobs, and no other seat those."""
+        if self.holder != need.holder:
+            return False
         if self.slurm:
             return need.nodes <= max(1, self.nodes) and need.gpus <= max(1, self.gpus)
         if need.nodes > 1:
@@ -112,6 +160,9 @@ class Seat:
 
 def seat_of_queue(queue: str) -> Seat | None:
     """The seat whose workers consume broker queue ``queue`` (None: not a GPU seat's queue, e.g. ``cpu``)."""
+    if holder := holder_of(queue):
+        seat = seat_of_queue(queue.partition(".")[2])
+        return None if seat is None else Seat(seat.gpus, seat.shared, seat.nodes, seat.slurm, holder=holder)
     if queue == SHARED_QUEUE:
         return Seat(1, shared=True)
     if queue == GPU_QUEUE:
@@ -130,7 +181,9 @@ def unplaced(need: Need, seats: Iterable[Seat]) -> str:
     A job on several nodes only a Slurm worker holds: "needs 2 nodes; no live Slurm worker", or "needs 2
     nodes of 4 GPUs; the largest live Slurm worker reaches 1 node of 8".
     """
-    seats = list(seats)
+    seats = [seat for seat in seats if seat.holder == need.holder]  # a holder's seats are another pool
+    if need.holder:
+        return "" if seats else f"{need.describe()}; none is live"
     if not seats or any(seat.holds(need) for seat in seats):
         return ""
     clusters = [seat for seat in seats if seat.slurm]

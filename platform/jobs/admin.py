@@ -161,7 +161,7 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ("name", "queues", "slots", "runs_on", "gpus_free", "last_heartbeat", "state", "problem",
+    list_display = ("name", "queues", "holder", "slots", "runs_on", "gpus_free", "last_heartbeat", "state", "problem",
                     "code_note", "started_at")  # fmt: skip
     readonly_fields = ("name", "queues", "slots", "gpus", "gpus_free", "shares_gpu", "workers_per_gpu", "gpu_devices",
                        "started_at", "last_heartbeat", "problem", "problem_at", "code_note",

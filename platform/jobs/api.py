@@ -21,6 +21,10 @@ Every write is filtered on the delivery's claim (:mod:`jobs.lifecycle`), so a de
 its job changes nothing. Workers register their own liveness with ``POST
 /internal/workers/heartbeat`` and the worker secret, and a supervisor that gave up on a worker
 says so with ``POST /internal/workers/problem``. The schema is at ``/internal/schema/``, for the worker secret.
+
+A data holder's workers (gated data kept on its own hosts, :mod:`jobs.held`) present its credential in place
+of the worker secret: they are registered as its workers, serving its queue only, and a claim of one of its
+jobs must carry that credential too (``X-Biolm-Worker-Credential``), or it is refused and handed back.
 """
 
 from __future__ import annotations
@@ -48,15 +52,18 @@ from rest_framework.views import APIView
 from biolm import contract
 from biolm.contract.jobs import COMPLETION_CHECKING, NODES_MAX
 from biolm.disk_reservations import NoRoom
+from biolm.placement import holder_of, on_gpu_workers
 from biolm.upload_parts import MAX_PARTS
 from jobs import artefacts, completion, direct_uploads, disk_room, dispatch, lifecycle, tasks
 from jobs.models import WAITING, Job, Worker
+from registry.holders import holder_with
 
 logger = logging.getLogger("biolm.jobs")
 
 OUTPUT_NAMES = ("results.json", "slice.json", "model.tar", "checkpoint.tar")
 COUNTER_MAX = 2**31 - 1  # a job's progress columns (PositiveIntegerField): a larger step is refused, not a 500
 S3_OBJECT_MAX = 5 * 2**40  # S3's largest object: no output is larger
+CREDENTIAL_HEADER = "X-Biolm-Worker-Credential"  # a held job's claim: its holder's credential, beside the job token
 
 
 class BearerToken(BaseAuthentication):
@@ -209,7 +216,8 @@ class ClaimView(WorkerView):
     def post(self, request: Request, job_id: int) -> Response:
         waiting_job = job_for(request, job_id)
         data = _valid(ClaimIn, request)
-        refused = _cannot_hold(waiting_job, data["worker"]) or _runs_other_code(waiting_job, data)
+        refused = (_refused_held(waiting_job, request) or _cannot_hold(waiting_job, data["worker"])
+                   or _runs_other_code(waiting_job, data))  # fmt: skip
         if refused:
             return Response({"detail": refused}, status=status.HTTP_409_CONFLICT)
         job = lifecycle.claim(job_id, _bearer(request), data["delivery"], data["worker"])
@@ -235,7 +243,7 @@ def _cannot_hold(job: Job, name: str) -> str:
     its word, as before seats had names.
     """
     worker = Worker.objects.filter(name=name).first()
-    if job.queue != Job.Queue.GPU or job.status not in WAITING or worker is None or worker.seat.holds(job.need):
+    if not on_gpu_workers(job.queue) or job.status not in WAITING or worker is None or worker.seat.holds(job.need):
         return ""
     lifecycle.hand_back(job.pk, job.token)
     transaction.on_commit(tasks.kick)
@@ -442,6 +450,37 @@ def _require_worker_secret(request: Request) -> None:
         raise PermissionDenied("that is not the worker secret (BIOLM_WORKER_SECRET)")
 
 
+def _worker_holder(credential: str) -> str:
+    """Whose worker presents ``credential``: "" for the platform's secret, a data holder's name for its own
+    credential (:mod:`registry.holders`); anything else is refused."""
+    if secrets.compare_digest(credential.encode(), settings.BIOLM_WORKER_SECRET.encode()):
+        return ""
+    holder = holder_with(credential)
+    if holder is None:
+        raise PermissionDenied("that is neither the worker secret (BIOLM_WORKER_SECRET) nor a data holder's credential")
+    return holder.name
+
+
+def _refused_held(job: Job, request: Request) -> str:
+    """Why this claim may not take a held dataset's ``job`` ("" when it may), after handing the job back.
+
+    A held job's message goes only to its holder's seats, but the job token travels in it: the claim must also
+    carry the holder's own credential (``X-Biolm-Worker-Credential``), which no other worker has.
+    """
+    holder = holder_of(job.queue)
+    if not holder:
+        return ""
+    credential = request.headers.get(CREDENTIAL_HEADER, "")
+    claimant = holder_with(credential) if credential else None
+    if claimant is not None and claimant.name == holder:
+        return ""
+    if job.status in WAITING:
+        lifecycle.hand_back(job.pk, job.token)
+        transaction.on_commit(tasks.kick)
+    logger.warning("job #%s: a worker without %s's credential tried to claim it", job.pk, holder)
+    return f"job #{job.pk} is held by {holder}: only its workers, with its credential, may claim it"
+
+
 class HoldsWorkerSecret(BasePermission):
     """Only a worker (or an operator with the worker secret) may read the internal API's schema."""
 
@@ -462,7 +501,7 @@ class WorkerProblemView(WorkerView):
 
     @extend_schema(request=WorkerProblemIn, responses={204: None})
     def post(self, request: Request) -> Response:
-        _require_worker_secret(request)
+        _worker_holder(_bearer(request))
         data = _valid(WorkerProblemIn, request)
         dispatch.record_problem(data["name"], data["queues"], data["problem"])
         logger.error("worker %s is failing: %s", data["name"], data["problem"])
@@ -472,10 +511,10 @@ class WorkerProblemView(WorkerView):
 class WorkerHeartbeatView(WorkerView):
     @extend_schema(request=WorkerIn, responses={204: None})
     def post(self, request: Request) -> Response:
-        _require_worker_secret(request)
+        holder = _worker_holder(_bearer(request))
         data = _valid(WorkerIn, request)
         offers_room = dispatch.heartbeat_offers_room(
-            data["name"], settings.BIOLM_HEARTBEAT_STALE_S, queues=data["queues"], slots=data["slots"],
+            data["name"], settings.BIOLM_HEARTBEAT_STALE_S, queues=data["queues"], slots=data["slots"], holder=holder,
             gpus=data["gpus"], gpus_free=data.get("gpus_free"), shares_gpu=data["shares_gpu"],
             gpu_devices=data["gpu_devices"], executor=data["executor"], workers_per_gpu=data["workers_per_gpu"],
             nodes=data["nodes"],

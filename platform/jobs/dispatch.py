@@ -20,6 +20,10 @@ and does not hold up those behind it. So a ``gpus=4`` job is sent only when a wo
 GPUs of one host is idle, and that worker holds them for it alone (it runs one job at a time). The
 claim checks the same rule once more (:func:`jobs.api.ClaimView`).
 
+A data holder's datasets (gated data kept on its own hosts) wait in a queue of their own,
+``held-<name>``, served only by the workers that beat with its credential; they are ordered and placed
+as the ``gpu`` queue's are, on its workers' seats (``held-<name>.gpu``), and no other worker's seat holds them.
+
 A message that never reaches a worker (a broker restarted without persistence) is sent again
 after ``redispatch_after_s``; duplicates are harmless because a job runs only under a claim
 (:mod:`jobs.lifecycle`).
@@ -37,7 +41,7 @@ from django.db.models import Count, F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from biolm.placement import Need, Seat
+from biolm.placement import HELD_PREFIX, Need, Seat, holder_of, on_gpu_workers
 from jobs import lifecycle
 from jobs.models import WAITING, Job, Worker
 
@@ -64,16 +68,19 @@ def record_worker(
     executor: str = "local",
     nodes: int = 1,
     workers_per_gpu: int = 1,
+    holder: str = "",
 ) -> Worker:
     """A worker's heartbeat: it is alive, consumes ``queues``, runs ``slots`` jobs at once on ``gpus`` GPUs (0: CPU),
     ``gpus_free`` of them held by no job (all when it does not say), shared with other workers or not, and
     ``gpu_devices``: each GPU's model and memory; ``workers_per_gpu`` share it when it is shared. A Slurm worker
-    (``executor="slurm"``) reaches up to ``nodes`` nodes, and ``gpus`` and ``gpu_devices`` are each node's."""
+    (``executor="slurm"``) reaches up to ``nodes`` nodes, and ``gpus`` and ``gpu_devices`` are each node's. A data
+    holder's worker (``holder``, which its credential proved) serves that holder's queue and no other."""
     now = now or timezone.now()
     worker, created = Worker.objects.update_or_create(
         name=name,
         defaults={
             "queues": ",".join(sorted(queues)),
+            "holder": holder,
             "slots": slots,
             "gpus": gpus,
             "gpus_free": gpus if gpus_free is None else min(gpus_free, gpus),
@@ -108,7 +115,7 @@ def heartbeat_offers_room(name: str, stale_after_s: float, **heartbeat) -> bool:
         return True
     if before.last_heartbeat < after.last_heartbeat - dt.timedelta(seconds=stale_after_s):
         return True
-    offered = ("queues", "slots", "gpus", "shares_gpu", "executor", "nodes")
+    offered = ("queues", "holder", "slots", "gpus", "shares_gpu", "executor", "nodes")
     if any(getattr(before, field) != getattr(after, field) for field in offered):
         return True
     return after.gpus_free > before.gpus_free
@@ -137,7 +144,7 @@ def largest_gpu_memory(need: Need, stale_after_s: float, now: dt.datetime | None
     memories = [
         int(device.get("memory_bytes") or 0)
         for worker in live_workers(stale_after_s, now)
-        if Job.Queue.GPU in worker.queues.split(",") and worker.seat.holds(need)
+        if serves(worker, Job.Queue.GPU) and worker.seat.holds(need)
         for device in worker.gpu_devices or []
     ]
     return max(memories, default=0) or None
@@ -146,26 +153,39 @@ def largest_gpu_memory(need: Need, stale_after_s: float, now: dt.datetime | None
 def capacity(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> int:
     """Slots of the live workers consuming ``queue``."""
     workers = live_workers(stale_after_s, now)
-    return sum(w.slots for w in workers if queue in w.queues.split(","))
+    return sum(w.slots for w in workers if serves(w, queue))
+
+
+def serves(worker: Worker, queue: str) -> bool:
+    """Whether ``worker`` takes jobs of ``queue``: a holder's queue its holder's workers only, and those no other."""
+    if worker.holder or holder_of(queue):
+        return worker.holder == holder_of(queue)
+    return queue in worker.queues.split(",")
 
 
 def route(worker: Worker, queue: str) -> str:
     """The broker queue ``worker`` consumes for jobs of ``queue``: its seat's for GPU jobs, else the queue's own."""
-    return worker.seat.queue if queue == Job.Queue.GPU else queue
+    return worker.seat.queue if on_gpu_workers(queue) else queue
 
 
 def seats(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> dict[str, Seat | None]:
     """The broker queues of ``queue``'s live workers, smallest seat first, each with its seat (None: not a GPU one)."""
-    found = {route(w, queue): w.seat if queue == Job.Queue.GPU else None
-             for w in live_workers(stale_after_s, now) if queue in w.queues.split(",")}  # fmt: skip
+    found = {route(w, queue): w.seat if on_gpu_workers(queue) else None
+             for w in live_workers(stale_after_s, now) if serves(w, queue)}  # fmt: skip
     return dict(sorted(found.items(), key=lambda item: item[1].size if item[1] else (0, 0)))
+
+
+def queues_in_use() -> list[str]:
+    """The platform's two queues, then each holder's queue that has a waiting job."""
+    held = Job.objects.filter(status__in=WAITING, queue__startswith=HELD_PREFIX).values_list("queue", flat=True)
+    return [*Job.Queue.values, *sorted(set(held))]
 
 
 def free_slots(queue: str, stale_after_s: float, now: dt.datetime | None = None) -> dict[str, int]:
     """Per broker queue of ``queue`` (its seats'): live workers' slots less the jobs running on it or sent to it."""
     slots: dict[str, int] = dict.fromkeys(seats(queue, stale_after_s, now), 0)
     for worker in live_workers(stale_after_s, now):
-        if queue in worker.queues.split(","):
+        if serves(worker, queue):
             slots[route(worker, queue)] += worker.slots
     in_flight = (
         Job.objects.filter(queue=queue)
@@ -285,7 +305,7 @@ def dispatch(send: Callable[[Job], None], stale_after_s: float, redispatch_after
         dispatched_at=None
     )
     sent: list[int] = []
-    for queue in Job.Queue.values:
+    for queue in queues_in_use():
         live_seats = seats(queue, stale_after_s, now)
         free = free_slots(queue, stale_after_s, now)
         if not any(count > 0 for count in free.values()):  # every slot taken: nothing to order, nothing to send

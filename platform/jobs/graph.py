@@ -32,6 +32,7 @@ from biolm.contract.slices import planned, reads_of
 from biolm.job_specs import job_plan, score_job
 from biolm.plugins import Contributions
 from jobs import exports
+from jobs.held import queue_for
 from jobs.models import Job
 from registry.models import Benchmark, Dataset
 
@@ -75,7 +76,7 @@ def create(spec: JobSpec, *, submission, language_model, priority: int = 0, benc
     """One job of ``spec``: its columns from the spec, its dependency on ``after`` (a job or several)."""
     job = Job.objects.create(
         submission=submission, language_model=language_model, benchmark=benchmark, dataset=dataset,
-        kind=kind_of(spec), queue=QUEUE_OF[spec.KIND], priority=priority, spec=spec.to_json(),
+        kind=kind_of(spec), queue=queue_for(QUEUE_OF[spec.KIND], dataset), priority=priority, spec=spec.to_json(),
     )  # fmt: skip
     if after is not None:
         job.depends_on.add(*(after if isinstance(after, list) else [after]))

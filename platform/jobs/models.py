@@ -18,7 +18,7 @@ from django.db import models
 from django.utils import timezone
 
 from biolm.contract import FinetuneJob, PretrainJob, ScoreJob, parse_job_spec
-from biolm.placement import Need, Seat, plural
+from biolm.placement import Need, Seat, holder_of, plural
 from registry.models import Benchmark, Dataset, LanguageModel
 
 
@@ -48,6 +48,8 @@ class Job(models.Model):
         PLUGIN = "plugin", "a plugin's code (not retried, refunded)"
 
     class Queue(models.TextChoices):
+        """The platform-wide queues; a data holder's jobs wait in its own, ``held-<name>`` (:mod:`biolm.placement`)."""
+
         GPU = "gpu"
         CPU = "cpu"
 
@@ -59,7 +61,10 @@ class Job(models.Model):
     dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
     depends_on = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="dependents")
     kind = models.CharField(max_length=10, choices=Kind.choices)
-    queue = models.CharField(max_length=5, choices=Queue.choices, default=Queue.GPU)
+    queue = models.CharField(
+        max_length=50, default=Queue.GPU,
+        help_text="gpu, cpu, or a data holder's held-<name>: the workers that may take it.",
+    )  # fmt: skip
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     priority = models.SmallIntegerField(default=0, help_text="Higher runs first.")
     spec = models.JSONField(
@@ -110,7 +115,7 @@ class Job(models.Model):
     @property
     def need(self) -> Need:
         """The GPUs it asks for (:mod:`biolm.placement`): a pretraining job its spec's ``gpus``, on no shared GPU."""
-        return Need.of(self.kind, self.spec if isinstance(self.spec, dict) else {})
+        return Need.of(self.kind, self.spec if isinstance(self.spec, dict) else {}, holder_of(self.queue))
 
     @cached_property
     def contract(self) -> PretrainJob | FinetuneJob | ScoreJob:
@@ -160,6 +165,9 @@ class Worker(models.Model):
 
     name = models.CharField(max_length=200, unique=True, help_text="Celery's hostname, e.g. gpu0@host.")
     queues = models.CharField(max_length=100, help_text="Comma-separated queues it consumes.")
+    holder = models.CharField(
+        max_length=40, blank=True, help_text="The data holder whose credential it beats with: it serves held-<holder>."
+    )
     slots = models.PositiveSmallIntegerField(default=1, help_text="Jobs it runs at once.")
     gpus = models.PositiveSmallIntegerField(
         default=0, help_text="GPUs its jobs run on, as its heartbeat reports them; 0: it runs them on the CPU."
@@ -203,7 +211,8 @@ class Worker(models.Model):
     @property
     def seat(self) -> Seat:
         """What it can hold (:class:`biolm.placement.Seat`), and so the broker queue it consumes."""
-        return Seat(self.gpus, shared=self.shares_gpu, nodes=self.nodes or 1, slurm=self.executor == "slurm")
+        return Seat(self.gpus, shared=self.shares_gpu, nodes=self.nodes or 1, slurm=self.executor == "slurm",
+                    holder=self.holder)  # fmt: skip
 
     @property
     def device(self) -> str:

@@ -32,6 +32,7 @@ from django.db import DatabaseError
 
 from biolm import contract, plugin_set
 from biolm.broker import GPU_TASK
+from biolm.placement import on_gpu_workers
 from biolm.plugin_faults import PluginFault, blame
 from jobs import completion, dispatch, handlers, keepalive, lifecycle
 from jobs.models import Job
@@ -48,7 +49,7 @@ INSTALL_HINT = (
 
 def send(job: Job) -> None:
     """One message per dispatched job: its id and its token (the claim returns the spec), on its seat's queue."""
-    if job.queue == Job.Queue.GPU:
+    if on_gpu_workers(job.queue):
         current_app.send_task(GPU_TASK, args=[job.pk, job.token], queue=job.sent_to or Job.Queue.GPU)
     else:
         run_platform_job.apply_async(args=[job.pk, job.token], queue=Job.Queue.CPU)

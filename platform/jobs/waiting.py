@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from biolm.placement import unplaced
+from biolm.placement import held_queue, holder_of, on_gpu_workers, unplaced
 from jobs.lifecycle import blocked_by_dependencies
 from jobs.models import WAITING, Job, Worker
 
@@ -38,6 +38,8 @@ def queue_name(queue: str, gpu: bool = False) -> str:
     (``Worker.gpus``, :attr:`QueueState.gpu`); the queue's id, ``gpu``, says where such jobs run best, not
     where they run on this site. The platform's ``cpu`` queue never has one.
     """
+    if holder := holder_of(queue):
+        return f"{holder}'s {'GPU ' if gpu else ''}training"
     work = QUEUE_WORK.get(queue, queue)
     return f"GPU {work}" if gpu else work
 
@@ -67,7 +69,7 @@ class QueueState:
 
     def unplaced_note(self, job: Job) -> str:
         """Why no live worker of this queue can hold ``job`` (too few GPUs on any one), or "" when one can."""
-        if self.queue != Job.Queue.GPU:
+        if not on_gpu_workers(self.queue):
             return ""
         return unplaced(job.need, (worker.seat for worker in self.live))
 
@@ -103,9 +105,10 @@ def queue_states(stale_after_s: float, now: dt.datetime | None = None) -> dict[s
     states = {queue: QueueState(queue) for queue in Job.Queue.values}
     for worker in sorted(recent_workers(now), key=lambda w: w.name):
         state = worker_state(worker, stale_after_s, now)
-        for queue in worker.queues.split(","):
-            if queue in states:
-                getattr(states[queue], state).append(worker)
+        served = [held_queue(worker.holder)] if worker.holder else worker.queues.split(",")
+        for queue in served:
+            if queue in states or holder_of(queue):
+                getattr(states.setdefault(queue, QueueState(queue)), state).append(worker)
     return states
 
 
@@ -118,7 +121,7 @@ def reason(job: Job, states: dict[str, QueueState], now: dt.datetime | None = No
         blocked = Job.objects.filter(pk=job.pk).filter(blocked_by_dependencies()).exists()
     if blocked:
         return "waiting for the jobs it depends on"
-    state = states.get(job.queue)
+    state = states.get(job.queue) or (QueueState(job.queue) if holder_of(job.queue) else None)
     if state is not None and not state.served:
         return state.unserved_note(now)
     if state is not None and (note := state.unplaced_note(job)):

@@ -28,7 +28,7 @@ from leaderboard.artefact_summaries import artefact_summary, finite
 from leaderboard.model_card import plain
 from leaderboard.models import Result, Score
 from leaderboard.scoring import aggregation_from_json
-from registry.models import LanguageModel
+from registry.models import Dataset, LanguageModel
 
 
 @dataclass
@@ -44,6 +44,12 @@ class ResultRow:
     provenance: list[tuple[str, str]] = field(default_factory=list)
     command: str = ""
     predictions_url: str = ""
+
+    @property
+    def restricted(self) -> bool:
+        """Its dataset is under a data use agreement: per-example predictions for staff only."""
+        return self.result.dataset.access == Dataset.Access.RESTRICTED
+
     notes: list[str] = field(default_factory=list)
     custom_settings: str = ""  # the protocol's settings the submitter changed, as JSON; "" for the protocol's own
 

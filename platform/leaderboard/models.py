@@ -11,16 +11,37 @@ changed aggregation can find and recompute stale scores.
 A result from a quick preview (one grid point, one seed) is marked ``preview``, and so is every
 score built on one: a number that skipped the hyperparameter search and the seed average is not
 comparable with a full protocol's, so it is shown apart and never ranked (leaderboard.ranking).
+
+A result on a held dataset (gated data kept on its holder's hosts, :class:`registry.models.DataHolder`) is
+recorded ``pending`` and stays off every page, score and API until one of the holder's approvers approves
+it in the admin (:mod:`leaderboard.approvals`); a rejection keeps it off, with the reason. ``Result.objects``
+is the published results only; ``Result.everything`` is for recording and the admin.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from registry.models import Benchmark, Dataset, LanguageModel, Metric
 
 
+class PublishedResults(models.Manager["Result"]):
+    """Results anyone may see: none awaiting its data holder's approval, none it rejected."""
+
+    def get_queryset(self) -> models.QuerySet[Result]:
+        return super().get_queryset().exclude(approval__in=Result.UNPUBLISHED)
+
+
 class Result(models.Model):
+    class Approval(models.TextChoices):
+        NOT_NEEDED = "", "not needed (public data)"
+        PENDING = "pending", "awaiting the data holder's approval"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    UNPUBLISHED = (Approval.PENDING, Approval.REJECTED)
+
     language_model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="results")
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="results")
     metric = models.ForeignKey(Metric, on_delete=models.PROTECT, related_name="results")
@@ -56,9 +77,22 @@ class Result(models.Model):
         null=True, blank=True, help_text="Seconds from its fine-tuning's first start to its end."
     )
     gpu_model = models.CharField(max_length=200, blank=True, help_text="The GPUs its workers reported; empty: CPUs.")
+    approval = models.CharField(
+        max_length=10, choices=Approval.choices, blank=True, default=Approval.NOT_NEEDED,
+        help_text="A held dataset's result is published only once its data holder approves it.",
+    )  # fmt: skip
+    approval_reason = models.TextField(blank=True, help_text="Why it was rejected (or a note with the approval).")
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approval_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = PublishedResults()
+    everything = models.Manager()
+
     class Meta:
+        base_manager_name = "everything"
         constraints = [
             models.UniqueConstraint(
                 fields=["language_model", "dataset", "metric", "variant", "scope"], name="unique_result"
@@ -68,6 +102,15 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"{self.language_model} {self.dataset.slug} {self.metric.slug}={self.value:.2f}"
+
+
+class HeldResult(Result):
+    """A held dataset's result, as its data holder's approvers see it in the admin (:mod:`leaderboard.approvals`)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "held dataset's result"
+        verbose_name_plural = "held datasets' results (approval)"
 
 
 class ScoreQuerySet(models.QuerySet["Score"]):

@@ -2,7 +2,8 @@
 
 The ids come from the test split as the platform exported it to workers, gold already withheld
 (:mod:`jobs.exports`); only the id is taken from it. A private model's predictions are a 404 for
-everyone but its owner and staff, as its page is.
+everyone but its owner and staff, as its page is; so are a restricted dataset's (a data use agreement's) for
+everyone but staff (:meth:`registry.models.Dataset.examples_visible_to`), whoever owns the model.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def predictions(request: HttpRequest, namespace: str, name: str, result_id: int)
         pk=result_id,
         language_model=model,
     )
+    if not result.dataset.examples_visible_to(request.user):
+        raise Http404("this dataset is restricted by a data use agreement: its predictions are shown to staff only")
     if result.job is None:
         raise Http404("this result was not computed here, so there are no predictions to download")
     try:

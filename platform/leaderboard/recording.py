@@ -119,14 +119,14 @@ def write(scored: Scored) -> Result | None:
             "variant": spec.variant, "scope": "",
         }  # fmt: skip
         # Locked: a full result recorded by another score job at the same moment is seen here or waits.
-        standing = Result.objects.select_for_update().filter(**entry).first()
+        standing = Result.everything.select_for_update().filter(**entry).first()
         if spec.preview and standing is not None and not standing.preview:
             logger.info("job #%s: quick preview not recorded; the full-protocol result %s stands",
                         finetune.pk, standing)  # fmt: skip
             return standing
         values = _result_values(scored.summary, finetune, scored.results, scored.test_runs, scored.provenance,
                                 spec.preview)  # fmt: skip
-        result, _ = Result.objects.update_or_create(**entry, defaults=values)
+        result, _ = Result.everything.update_or_create(**entry, defaults={**values, **_approval(score)})
         if scored.resampled is not None:
             store_result_resamples(result, *scored.resampled)
         else:  # new predictions that cannot be resampled must not leave an old vector standing in for them
@@ -136,6 +136,13 @@ def write(scored: Scored) -> Result | None:
         else:  # nor old per-class figures standing in for predictions that have none
             ResultClasses.objects.filter(result=result).delete()
     return result
+
+
+def _approval(score: Job) -> dict:
+    """A held dataset's new figures await its holder's approval again (:mod:`leaderboard.approvals`)."""
+    if score.dataset is None or score.dataset.held_by_id is None:
+        return {"approval": Result.Approval.NOT_NEEDED}
+    return {"approval": Result.Approval.PENDING, "approval_reason": "", "approved_by": None, "approval_at": None}
 
 
 def _result_values(summary: Summary, finetune: Job, results: ResultsDocument, test_runs: list[RunRecord],
@@ -180,6 +187,8 @@ def outcome(score: Job, result: Result | None) -> str:
     """What :func:`record` did, in words, for the score job's log."""
     if result is None:
         return "recorded no result (metric undefined)"
+    if result.approval == Result.Approval.PENDING:
+        return f"recorded {result}, awaiting {score.dataset.held_by}'s approval before it is published"
     if score.contract.preview and not result.preview:
         return f"quick preview not recorded: the full-protocol result {result} stands (a preview never replaces it)"
     return f"recorded {result}" + (" (quick preview: one grid point, one seed; not ranked)" if result.preview else "")

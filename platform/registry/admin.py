@@ -6,6 +6,7 @@ from registry.models import (
     Architecture,
     Benchmark,
     BenchmarkEntry,
+    DataHolder,
     Dataset,
     DatasetImport,
     LanguageModel,
@@ -45,9 +46,21 @@ class PretrainingRecipeAdmin(ContributedAdmin):
 
 @admin.register(Dataset)
 class DatasetAdmin(ContributedAdmin):
-    list_display = ("slug", "name", "task_type", "metric", "domain", "access", "plugin", "active")
-    list_filter = ("domain", "access", "task_type", "active", "plugin")
+    list_display = ("slug", "name", "task_type", "metric", "domain", "access", "held_by", "plugin", "active")
+    list_filter = ("domain", "access", "held_by", "task_type", "active", "plugin")
     list_select_related = ("task_type", "metric")
+
+
+@admin.register(DataHolder)
+class DataHolderAdmin(admin.ModelAdmin):
+    """Holders are made, bound and given credentials with ``manage.py holders``; here their approvers are kept."""
+
+    list_display = ("name", "title", "queue", "created_at")
+    readonly_fields = ("name", "credential_sha256", "created_at")
+    filter_horizontal = ("approvers",)
+
+    def has_add_permission(self, request) -> bool:
+        return False  # the credential is shown once, by `manage.py holders add`
 
 
 class BenchmarkEntryInline(admin.TabularInline):

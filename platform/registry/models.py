@@ -14,6 +14,7 @@ from django.db import models
 from django.urls import reverse
 
 from biolm.facets import facets
+from biolm.placement import held_queue
 from biolm.specs import (
     CHECKPOINT_MAX,
     CORPUS_MAX,
@@ -68,6 +69,41 @@ class PretrainingRecipe(PluginContributed):
     citation = models.TextField(blank=True)
 
 
+class DataHolder(models.Model):
+    """An institution that holds gated data (under a data use agreement) on hosts of its own.
+
+    The datasets bound to it (:attr:`Dataset.held_by`) are fine-tuned only by its workers: they consume its
+    named queue (``held-<name>``, :mod:`biolm.placement`) and authenticate with its own credential, of which
+    only a SHA-256 is kept (``manage.py holders``). Their results reach the leaderboard once one of its
+    ``approvers`` (or a superuser) approves them in the admin.
+    """
+
+    name = models.SlugField(max_length=40, unique=True, help_text="Its queue is held-<name>.")
+    title = models.CharField(max_length=200, blank=True, help_text="The institution, as pages may name it.")
+    credential_sha256 = models.CharField(
+        max_length=64, editable=False, help_text="SHA-256 of its workers' credential (shown once, never stored)."
+    )
+    approvers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="held_data",
+        help_text="Who may approve or reject its datasets' results.",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def queue(self) -> str:
+        """The job queue its datasets' jobs wait in (:func:`biolm.placement.held_queue`)."""
+        return held_queue(self.name)
+
+    def may_approve(self, user) -> bool:
+        return bool(user.is_superuser or (user.pk and self.approvers.filter(pk=user.pk).exists()))
+
+
 class Dataset(PluginContributed):
     class Domain(models.TextChoices):
         BIOMEDICAL = "biomedical"
@@ -88,6 +124,15 @@ class Dataset(PluginContributed):
     citation = models.TextField(blank=True)
     adapter = models.JSONField(null=True, blank=True, help_text="The AdapterSpec that reads official files.")
     demo = models.BooleanField(default=False, help_text="Invented demo data, not a real benchmark dataset.")
+    held_by = models.ForeignKey(
+        DataHolder, null=True, blank=True, on_delete=models.PROTECT, related_name="datasets",
+        help_text="Restricted data kept on its holder's hosts: only its workers run these jobs (manage.py holders).",
+    )  # fmt: skip
+
+    def examples_visible_to(self, user) -> bool:
+        """Whether ``user`` may see this dataset's examples or per-example predictions: anyone for public data,
+        staff only for restricted data (a data use agreement's), whoever holds it."""
+        return self.access != self.Access.RESTRICTED or bool(user is not None and user.is_staff)
 
     @property
     def current_import(self) -> DatasetImport | None:

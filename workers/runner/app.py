@@ -10,7 +10,8 @@ back-off and attempt limit (:mod:`jobs.lifecycle`) decide on the next one.
 Environment: ``CELERY_BROKER_URL`` (default: the embedded filesystem broker under
 ``BIOLM_VAR_DIR``), ``BIOLM_API_URL`` (the platform's internal API, default
 ``http://127.0.0.1:8000/internal/``), ``BIOLM_WORKER_SECRET`` (to register the worker's
-heartbeats), ``BIOLM_WORKER_DIR`` (scratch space for jobs), ``BIOLM_HEARTBEAT_S``.
+heartbeats; a data holder's workers have its own credential in its place, and serve its queue only),
+``BIOLM_WORKER_DIR`` (scratch space for jobs), ``BIOLM_HEARTBEAT_S``.
 
 ``BIOLM_EXECUTOR=slurm`` makes it a Slurm worker (:mod:`workers.runner.executors`): on a cluster's login
 node, it runs each job as a batch job, and its seat is what its settings say one job may reach
@@ -35,7 +36,7 @@ from celery.signals import celeryd_after_setup, worker_ready, worker_shutting_do
 
 from biolm import broker
 from biolm.owner_only import owner_only_files
-from biolm.placement import GPU_QUEUE, Need, Seat
+from biolm.placement import GPU_QUEUE, Need, Seat, holder_named_by
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.execution import HEARTBEAT_S, JobRun
 from workers.runner.executors import check_slurm, executor
@@ -54,6 +55,8 @@ BROKER_URL = os.environ.get("CELERY_BROKER_URL", broker.DEFAULT_URL)
 API_URL = os.environ.get("BIOLM_API_URL", "http://127.0.0.1:8000/internal/").rstrip("/") + "/"
 WORK_DIR = Path(os.environ.get("BIOLM_WORKER_DIR", VAR_DIR / "worker"))
 QUEUES = os.environ.get("BIOLM_WORKER_QUEUES", "gpu").split(",")
+CREDENTIAL = os.environ.get("BIOLM_WORKER_SECRET", "")  # the platform's secret, or a data holder's own credential
+HOLDER = holder_named_by(CREDENTIAL)  # a holder's worker serves its holder's queue only (biolm.placement)
 EXECUTOR = executor()  # a bad BIOLM_EXECUTOR (or Slurm setting) stops the worker at start, in one line
 if EXECUTOR == "slurm":
     check_slurm()
@@ -77,9 +80,9 @@ def seat() -> Seat:
     worker's reach on the cluster (``BIOLM_SLURM_MAX_NODES`` nodes of ``BIOLM_SLURM_GPUS_PER_NODE``)."""
     if EXECUTOR == "slurm":
         reach = SlurmReach.from_environment()
-        return Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True)
+        return Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True, holder=HOLDER)
     count = gpu_count()
-    return Seat(count, shared=count > 0 and os.environ.get(SHARES_GPU_VARIABLE, "").strip() == "1")
+    return Seat(count, shared=count > 0 and os.environ.get(SHARES_GPU_VARIABLE, "").strip() == "1", holder=HOLDER)
 
 
 def sharers(seat: Seat) -> int:
@@ -124,7 +127,8 @@ app.conf.update(
 def run_job(self, job_id: int, token: str) -> str:
     global _running
     worker = self.request.hostname or "worker"
-    _running = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR, executor=EXECUTOR)
+    _running = JobRun(job_id, token, api_url=API_URL, worker=worker, work_dir=WORK_DIR, executor=EXECUTOR,
+                      credential=CREDENTIAL)  # fmt: skip
     try:
         outcome = _running.run()
     finally:
@@ -169,7 +173,7 @@ class Liveness(threading.Thread):
         super().__init__(daemon=True, name="biolm-liveness")
         self.worker_name = name
         self.stopped = threading.Event()
-        self.client = PlatformClient(API_URL, os.environ.get("BIOLM_WORKER_SECRET", ""), retry_for_s=HEARTBEAT_S)
+        self.client = PlatformClient(API_URL, CREDENTIAL, retry_for_s=HEARTBEAT_S)
         self.seat = seat()
         self.devices = own_gpus()  # the models and memory do not change while the worker runs
         self.sharers = sharers(self.seat)  # the platform counts a job's share of the GPU, not the whole card

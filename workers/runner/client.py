@@ -120,9 +120,10 @@ class PlatformClient:
             time.sleep(delay)
             delay = min(delay * 2, 10.0)
 
-    def post(self, path: str, payload: dict) -> dict:
+    def post(self, path: str, payload: dict, headers: dict | None = None) -> dict:
         body = json.dumps(payload).encode()
-        answer = self._request("POST", self.api_url + path, body, {"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        answer = self._request("POST", self.api_url + path, body, headers)
         return json.loads(answer) if answer else {}
 
     def upload(self, path: str, file: Path, delivery: str) -> None:

@@ -53,6 +53,7 @@ from biolm.archives import ArchiveRefused, unpack
 from biolm.contract.jobs import COMPLETION_CHECKING
 from biolm.engine_exits import failure_cause, failure_summary, plugin_of
 from biolm.intake_limits import ArchiveLimits, resume_archive_limits
+from biolm.placement import holder_named_by
 from workers.engine.progress_file import ENVIRONMENT_VARIABLE as PROGRESS_VARIABLE
 from workers.engine.progress_file import read as read_progress
 from workers.runner.client import Conflict, PlatformClient, Rejected, Unreachable
@@ -90,8 +91,8 @@ CACHED_ROLE = "model"  # the checkpoint: what every job of a submission reads
 
 class JobRun:
     def __init__(self, job_id: int, token: str, *, api_url: str, worker: str, work_dir: Path,
-                 executor: str = "local") -> None:  # fmt: skip
-        self.job_id, self.worker, self.executor = job_id, worker, executor
+                 executor: str = "local", credential: str = "") -> None:  # fmt: skip
+        self.job_id, self.worker, self.executor, self.credential = job_id, worker, executor, credential
         self.spec: contract.FinetuneJob | contract.PretrainJob | None = None
         self.uploads: dict | None = None  # the claim's {"part_bytes"}: outputs go straight to the S3 store
         self.client = PlatformClient(api_url, token)
@@ -116,7 +117,9 @@ class JobRun:
                 "worker": self.worker,
                 "code": [pin.to_json() for pin in contract.code_here()],
             }
-            claimed = self.client.post(self.path("claim"), claim)
+            # A data holder's worker proves it is one: a held job's claim needs the holder's credential.
+            proof = {"X-Biolm-Worker-Credential": self.credential} if holder_named_by(self.credential) else {}
+            claimed = self.client.post(self.path("claim"), claim, proof)
         except Conflict as exc:
             logger.info("job #%s not claimed: %s", self.job_id, exc)
             return Outcome("not-claimed", str(exc))

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from biolm.placement import Seat
+from biolm.placement import Seat, holder_named_by
 from workers.runner.client import PlatformClient, Rejected, Unreachable
 from workers.runner.processes import ManagedProcess
 
@@ -134,10 +134,11 @@ def worker_processes(
     base = dict(os.environ if environment is None else environment)
     base.pop("DATABASE_URL", None)
     base["BIOLM_WORKER_QUEUES"] = "gpu"
+    holder = holder_named_by(base.get("BIOLM_WORKER_SECRET", ""))  # a data holder's host: its seats' queues
     result = []
     for index, devices in enumerate(worker_devices(gpus, per_gpu, per_worker)):
         pinned = dict(base)
-        seat = Seat(len(devices), shared=bool(devices) and per_gpu > 1)
+        seat = Seat(len(devices), shared=bool(devices) and per_gpu > 1, holder=holder)
         pinned["BIOLM_WORKER_GPUS"] = str(seat.gpus)  # what its heartbeat reports (app.gpu_count)
         pinned[SHARES_GPU_VARIABLE] = "1" if seat.shared else "0"
         pinned[PER_GPU_VARIABLE] = str(per_gpu if seat.shared else 1)  # the share its heartbeat reports
@@ -164,7 +165,8 @@ def slurm_worker_process(
     env.update(BIOLM_WORKER_QUEUES="gpu", BIOLM_EXECUTOR="slurm", BIOLM_WORKER_GPUS="0", CUDA_VISIBLE_DEVICES="")
     env[SHARES_GPU_VARIABLE] = "0"
     reach = SlurmReach.from_environment(env)
-    queue = Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True).queue
+    holder = holder_named_by(env.get("BIOLM_WORKER_SECRET", ""))
+    queue = Seat(reach.gpus_per_node, nodes=reach.max_nodes, slurm=True, holder=holder).queue
     command = [
         sys.executable, "-m", "celery", "-A", "workers.runner.app", "worker", "-Q", queue, "--pool", "solo",
         "-n", f"{name}0@%h", "--without-gossip", "--without-mingle", "--loglevel", loglevel,
