@@ -10,6 +10,7 @@ the GPU runner's own seat and claim code.
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import pytest
 from contract_documents import finetune_spec, results_document, score_spec
@@ -270,3 +271,70 @@ def test_a_restricted_datasets_predictions_are_for_staff_only(holder, alice, sta
     request.user = staff  # staff pass the rule (this job stored no predictions, which is the next 404)
     with pytest.raises(Http404, match="stored no test predictions"):
         predictions(request, *model.address_parts, result.pk)
+
+
+# -- in real processes: the platform's worker, the holder's worker, and the data on the holder's host only ----------
+
+QUICK = '{"grid": "single", "seeds": 2, "epochs": 1, "max_length": 64, "max_train_examples": 8, "max_eval_examples": 8}'
+MARK_RESTRICTED = (
+    "from registry.models import Dataset; Dataset.objects.filter(slug='demo-ner').update(access='restricted')"
+)
+APPROVE = (
+    "from django.contrib.auth.models import User; from leaderboard.models import Result; "
+    "from leaderboard.approvals import decide; r = Result.everything.get(dataset__slug='demo-ner'); "
+    "decide(r, User.objects.get(username='hana'), 'approved', 'checked')"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.once  # one run against the real servers is enough; the SQLite pass adds nothing to it
+def test_a_held_dataset_trains_and_scores_on_its_holders_worker_and_publishes_after_approval(
+    tiny_bert_checkpoint, tmp_path
+):
+    from bench.harness import Platform
+
+    platform = Platform(tmp_path / "platform")
+    try:
+        platform.start(datasets=("demo-relation",))  # demo-ner is never imported here: its data is the holder's
+        platform.manage("shell", "-c", MARK_RESTRICTED)
+        added = platform.manage("holders", "add", HOLDER, "--title", "Mayo Clinic")
+        credential = added.rsplit(": ", 1)[1].strip()
+        platform.manage("holders", "bind", HOLDER, "demo-ner")
+        platform.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('hana')")
+        platform.manage("holders", "approver", HOLDER, "hana")
+        platform.start_gpu_worker("platform-gpu")
+        platform.start_gpu_worker("mayo-gpu", BIOLM_WORKER_SECRET=credential)
+        submitted = platform.submit("--model", str(tiny_bert_checkpoint), "--name", "held", "--benchmark", "blurb-mini",
+                                    "--datasets", "demo-ner", "demo-relation", "--overrides", QUICK)  # fmt: skip
+        for job in submitted["jobs"]:
+            if job["kind"] == "score":
+                ended = platform.wait_for_job(job["id"], ("succeeded", "failed"), timeout=600)
+                assert ended["status"] == "succeeded", platform.diagnosis()
+        jobs = [platform.job(job["id"]) for job in submitted["jobs"]]
+        ner = platform.query("SELECT id FROM registry_dataset WHERE slug = 'demo-ner'")[0]["id"]
+        held = [job for job in jobs if job["dataset_id"] == ner]
+        public = [job for job in jobs if job["dataset_id"] != ner]
+        ran_on = {row["job_id"]: row["worker"] for row in platform.query("SELECT job_id, worker FROM jobs_attempt")}
+        assert {(job["kind"], ran_on[job["id"]]) for job in held} == {("finetune", "mayo-gpu@harness"),
+                                                                      ("score", "mayo-gpu@harness")}  # fmt: skip
+        assert {ran_on[job["id"]] for job in public} == {"platform-gpu@harness", "cpu@harness"}
+        assert "awaiting mayo's approval" in next(job["log"] for job in held if job["kind"] == "score")
+        published = ("SELECT d.slug, r.approval FROM leaderboard_result r "
+                     "JOIN registry_dataset d ON d.id = r.dataset_id WHERE r.scope = ''")  # fmt: skip
+        assert sorted((r["slug"], r["approval"]) for r in platform.query(published)) == [
+            ("demo-ner", "pending"), ("demo-relation", "")]  # fmt: skip
+        model = f"LanguageModel.objects.filter(slug='{submitted['model']}')"
+        publish = f"{model}.update(visibility='public'); print({model}.get().get_absolute_url())"
+        address = platform.manage("shell", "-c", f"from registry.models import LanguageModel; {publish}")
+        (path,) = [line for line in address.split() if line.startswith("/models/")]  # the shell's notes beside it
+        page = f"http://127.0.0.1:{platform.port}{path}"
+
+        held_result_of = ("SELECT r.id FROM leaderboard_result r JOIN registry_dataset d ON d.id = r.dataset_id "
+                          "WHERE d.slug = 'demo-ner' AND r.scope = ''")  # fmt: skip
+        (held_result,) = platform.query(held_result_of)
+        section = f'id="result-{held_result["id"]}"'
+        assert section not in urllib.request.urlopen(page, timeout=30).read().decode()
+        platform.manage("shell", "-c", APPROVE)
+        assert section in urllib.request.urlopen(page, timeout=30).read().decode()
+    finally:
+        platform.stop()

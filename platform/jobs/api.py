@@ -60,7 +60,7 @@ from registry.holders import holder_with
 
 logger = logging.getLogger("biolm.jobs")
 
-OUTPUT_NAMES = ("results.json", "slice.json", "model.tar", "checkpoint.tar")
+OUTPUT_NAMES = ("results.json", "slice.json", "model.tar", "checkpoint.tar", "scores.json")
 COUNTER_MAX = 2**31 - 1  # a job's progress columns (PositiveIntegerField): a larger step is refused, not a 500
 S3_OBJECT_MAX = 5 * 2**40  # S3's largest object: no output is larger
 CREDENTIAL_HEADER = "X-Biolm-Worker-Credential"  # a held job's claim: its holder's credential, beside the job token
@@ -129,6 +129,10 @@ class ClaimOut(serializers.Serializer):
     kind = serializers.CharField()
     spec = serializers.JSONField(help_text="The job's spec: its typed, versioned contract (biolm.contract).")
     inputs = serializers.JSONField(help_text="{role: [{path, url, size, sha256}]}: what to download, and where to.")
+    held_by = serializers.CharField(
+        help_text="The data holder whose hosts keep this job's data (its worker reads its own copy, gold included); "
+        '"": the platform\'s data, as the inputs list it.'
+    )
     uploads = serializers.JSONField(
         allow_null=True,
         help_text="{part_bytes}: outputs go straight to the S3 store in parts of this size; null: PUT "
@@ -232,7 +236,9 @@ class ClaimView(WorkerView):
             lifecycle.fail(job.pk, job.token, data["delivery"], str(exc), Job.Cause.PLATFORM)
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         uploads = direct_uploads.claim_settings()
-        return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs, "uploads": uploads})
+        held_by = holder_of(job.queue)
+        return Response({"job": job.pk, "kind": job.kind, "spec": job.spec, "inputs": inputs, "held_by": held_by,
+                         "uploads": uploads})  # fmt: skip
 
 
 def _cannot_hold(job: Job, name: str) -> str:

@@ -10,6 +10,11 @@ filesystem store, a pre-signed URL for S3) and how to check it.
 Outputs are checked before a job may succeed: a fine-tuning job's results must be readable
 results of its dataset, and a pretraining job's model must be a checkpoint the engine can load,
 which then becomes its language model's files.
+
+A held dataset's jobs (gated data on its holder's hosts, :mod:`jobs.held`) get no data from the platform,
+which has none: the holder's worker reads its own copy, gold included, so its results are not made on a
+withheld split. Its score job runs there too, on the fine-tuning job's results and the model's tokenizer,
+and its ``scores.json`` is what the platform records (:mod:`leaderboard.recording`), on the CPU worker.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from collections.abc import Callable
 from django.core.files.storage import FileSystemStorage
 
 from biolm.contract import SLICE_FILE
-from jobs import artefacts, direct_uploads, exports
+from biolm.contract.scores import SCORES_FILE
+from biolm.placement import holder_of
+from jobs import artefacts, direct_uploads, exports, handlers
 from jobs.models import Job
 from jobs.results import InputError, ResultsError, load_results, model_entries
 from registry.intake import IntakeError, checkpoint_intake
@@ -31,7 +38,8 @@ from registry.registration import RegistrationError, register_checkpoint
 __all__ = ["InputError", "OutputError", "accept_outputs", "inputs_of", "may_read", "record_output"]
 
 
-OUTPUT_OF = {Job.Kind.FINETUNE: "results.json", Job.Kind.SLICE: SLICE_FILE, Job.Kind.PRETRAIN: "model.tar"}
+OUTPUT_OF = {Job.Kind.FINETUNE: "results.json", Job.Kind.SLICE: SLICE_FILE, Job.Kind.PRETRAIN: "model.tar",
+             Job.Kind.SCORE: SCORES_FILE}  # a score job's only where a holder's worker scored it  # fmt: skip
 
 
 class OutputError(ValueError):
@@ -71,16 +79,18 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
         inputs = {"slices": artefacts.download_manifest(slice_entries(spec), "", url_for)} if spec.reads else {}
         if spec.part is not None and not spec.part.trains:  # the selection, the gather: slice documents only
             return inputs
+        model = {"model": artefacts.download_manifest(model_entries(spec.model), spec.model.prefix, url_for)}
+        if holder_of(job.queue):  # the data is on its holder's hosts: its worker reads its own copy
+            return {**model, **inputs}
         try:
             export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
             prefix, entries = export(job.dataset)
         except exports.ExportError as exc:
             raise InputError(str(exc)) from None
-        return {
-            "model": artefacts.download_manifest(model_entries(spec.model), spec.model.prefix, url_for),
-            "dataset": artefacts.download_manifest(entries, prefix, url_for),
-            **inputs,
-        }
+        return {**model, "dataset": artefacts.download_manifest(entries, prefix, url_for), **inputs}
+    if job.kind == Job.Kind.SCORE and holder_of(job.queue):
+        return {role: artefacts.download_manifest(entries, prefix, url_for)
+                for role, (prefix, entries) in held_score_inputs(spec).items()}  # fmt: skip
     if job.kind == Job.Kind.PRETRAIN:
         corpus = spec.corpus.to_json()
         inputs = {"corpus": [{**artefacts.download_manifest([corpus], corpus["name"].rsplit("/", 1)[0], url_for)[0]}]}
@@ -89,6 +99,17 @@ def inputs_of(job: Job, api_base: str) -> dict[str, list[dict]]:
             inputs["checkpoint"] = artefacts.download_manifest([stored], f"jobs/{job.pk}", url_for)
         return inputs
     return {}
+
+
+def held_score_inputs(spec) -> dict[str, tuple[str, list[dict]]]:
+    """What a held score job's worker reads, ``{role: (prefix, entries)}``: the fine-tuning job's results document
+    and its model's files (the tokenizer decodes the predictions); the data and gold it has itself."""
+    finetune = Job.objects.get(pk=spec.finetune_job)
+    results = stored_output(finetune.pk, OUTPUT_OF[Job.Kind.FINETUNE])
+    if results is None:
+        raise InputError(f"fine-tuning job #{finetune.pk} has no results recorded")
+    model = finetune.contract.model
+    return {"results": (f"jobs/{finetune.pk}", [results]), "model": (model.prefix, model_entries(model))}
 
 
 def slice_entries(spec) -> list[dict]:
@@ -130,16 +151,18 @@ def input_names(job: Job) -> set[str]:
             if spec.part is not None and not spec.part.trains:
                 return names
             names.update(entry["name"] for entry in model_entries(spec.model))
-            if job.dataset_id:
+            if job.dataset_id and not holder_of(job.queue):
                 export = exports.fold_artefacts if spec.cross_validation else exports.dataset_artefacts
                 names.update(entry["name"] for entry in export(job.dataset)[1])
             return names
+        if job.kind == Job.Kind.SCORE and holder_of(job.queue):
+            return {entry["name"] for _, entries in held_score_inputs(spec).values() for entry in entries}
         if job.kind == Job.Kind.PRETRAIN:
             names = {spec.corpus.name}
             if stored_output(job.pk, "checkpoint.tar") is not None:
                 names.add(output_name(job.pk, "checkpoint.tar"))
             return names
-    except (InputError, exports.ExportError, KeyError, TypeError, ValueError):
+    except (InputError, exports.ExportError, Job.DoesNotExist, KeyError, TypeError, ValueError):
         return set()
     return set()
 
@@ -149,9 +172,10 @@ def checked_off_the_request(job: Job) -> bool:
 
     A pretraining job's model is an archive of gigabytes, unpacked member by member and loaded to be
     checked: that is minutes of a web process (which gunicorn kills after its timeout) for a large model.
-    A fine-tuning job's results are a small JSON document and are checked at once.
+    A fine-tuning job's results are a small JSON document and are checked at once. A held dataset's score
+    job's scores are recorded, which is the CPU worker's work (the leaderboard's, :mod:`jobs.handlers`).
     """
-    return job.kind == Job.Kind.PRETRAIN
+    return job.kind in (Job.Kind.PRETRAIN, Job.Kind.SCORE)
 
 
 def check_delivered(job: Job) -> None:
@@ -165,8 +189,8 @@ def check_delivered(job: Job) -> None:
         raise OutputError(f"{job.get_kind_display()} job #{job.pk} uploaded no {noun} ({output_name(job.pk, name)})")
 
 
-def accept_outputs(job: Job) -> None:
-    """Check what the worker uploaded and put it where the rest of the graph reads it."""
+def accept_outputs(job: Job) -> str:
+    """Check what the worker uploaded and put it where the rest of the graph reads it; what was done, for its log."""
     check_delivered(job)
     if job.kind == Job.Kind.FINETUNE:
         try:
@@ -175,12 +199,15 @@ def accept_outputs(job: Job) -> None:
             raise OutputError(str(exc)) from None
         if job.dataset_id and results.dataset != job.dataset.slug:
             raise OutputError(f"the results are of dataset {results.dataset!r}, not {job.dataset.slug!r}")
-        if not results.test_gold_withheld:
+        if not results.test_gold_withheld and not holder_of(job.queue):  # a holder's worker has its own gold
             raise OutputError("the results were not produced on the withheld test split the platform sent")
     elif job.kind == Job.Kind.SLICE:
         _accept_slice(job)
     elif job.kind == Job.Kind.PRETRAIN:
         _accept_model(job)
+    elif job.kind == Job.Kind.SCORE:  # scored on its holder's worker: recorded here, as the CPU worker records
+        return handlers.handler_for(job.kind)(job)()
+    return ""
 
 
 def _accept_slice(job: Job) -> None:

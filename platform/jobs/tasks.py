@@ -169,7 +169,9 @@ def check_outputs(job_id: int, token: str, claim: str) -> str | None:
         return None
     try:
         with keepalive.heartbeats(job_id, token, claim), lifecycle.succeeding(job_id, token, claim):
-            completion.accept_outputs(job)
+            done = completion.accept_outputs(job)
+            if done:
+                lifecycle.heartbeat(job_id, token, claim, log=done + "\n")
     except lifecycle.DeliveryLost:
         return None
     except completion.OutputError as exc:

@@ -19,6 +19,7 @@ the full result stands, and the job still succeeds (:func:`outcome` says so in i
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import statistics
@@ -28,10 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from biolm.contract import ResultsDocument, RunRecord, ScoreJob
-from biolm.contract.scores import ScoresDocument
+from biolm.contract import ContractError, ResultsDocument, RunRecord, ScoreJob
+from biolm.contract.scores import SCORES_FILE, ScoresDocument
+from biolm.placement import holder_of
 from biolm.protocols import RunValue, Summary, combine
-from jobs import costs, exports
+from jobs import artefacts, costs, exports
+from jobs.completion import output_name
 from jobs.handlers import JobRefused
 from jobs.models import Job, Run, canonical_key
 from jobs.results import ResultsError, load_results
@@ -87,7 +90,7 @@ def score_results(score: Job) -> Scored:
     except ResultsError as exc:
         raise RecordingError(str(exc)) from None
     metric = Metric.objects.get(slug=spec.metric)
-    scores = _scores(finetune, results, spec.metric)
+    scores = _held_scores(score) if holder_of(score.queue) else _scores(finetune, results, spec.metric)
     for test_run in results.runs:  # the worker predicted a withheld test split: the engine scored it here
         if test_run.key in scores.test_metrics:
             test_run.metrics["test"] = scores.test_metrics[test_run.key]
@@ -210,6 +213,18 @@ def _scores(finetune: Job, results: ResultsDocument, metric: str) -> ScoresDocum
     if not results.test_gold_withheld and not any(results.predictions.values()):
         return ScoresDocument({}, None, None)
     return score_in_engine(finetune, results, metric, _copies(finetune, results))
+
+
+def _held_scores(score: Job) -> ScoresDocument:
+    """The scores a held dataset's holder's worker uploaded: it holds the gold, so the engine ran there."""
+    name = output_name(score.pk, SCORES_FILE)
+    try:
+        with artefacts.storage().open(name, "rb") as handle:
+            return ScoresDocument.from_json(json.loads(handle.read()))
+    except FileNotFoundError:
+        raise RecordingError(f"score job #{score.pk}: its worker uploaded no {SCORES_FILE}") from None
+    except (ValueError, ContractError) as exc:
+        raise RecordingError(f"score job #{score.pk}: {name} is not a scores document: {exc}") from None
 
 
 def _copies(finetune: Job, results: ResultsDocument) -> dict:

@@ -46,6 +46,7 @@ from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
 from registry.models import (
     Benchmark,
     BenchmarkEntry,
+    Dataset,
     DatasetImport,
     LanguageModel,
     PretrainingRecipe,
@@ -319,6 +320,13 @@ def _planned(contributions, benchmark: Benchmark, entries: list[BenchmarkEntry],
             field = "benchmark" if exc.field in ("protocol", "benchmark") else "datasets"
             raise SubmissionError(str(exc), field) from None
         planned.append(graph.Planned(spec, entry.dataset, entry.metric.slug, entry.variant))
+    held = [p.dataset.slug for p in planned if p.spec.cross_validation and p.dataset.held_by_id is not None]
+    if held:  # its folds are on its holder's hosts, and the graph is cut by fold here
+        raise SubmissionError(
+            f"{', '.join(held)} is held on its data holder's hosts, and a held dataset's "
+            "cross-validation protocol cannot be run yet: leave it out with --datasets",
+            "datasets",
+        )
     without = [p.dataset.slug for p in planned if p.spec.cross_validation and not _has_folds(p.dataset)]
     if without:
         commands = "; ".join(f"manage.py import_dataset {slug} --folds DIR" for slug in without)
@@ -449,8 +457,12 @@ def _entries(benchmark: Benchmark, datasets: tuple[str, ...]) -> list[BenchmarkE
 
 
 def missing_datasets(slugs: list[str]) -> list[str]:
-    """Those of ``slugs`` not imported on this site, in order: a job on one would only fail in the worker."""
+    """Those of ``slugs`` not imported on this site, in order: a job on one would only fail in the worker.
+
+    A held dataset is never missing: its data is on its holder's hosts, which is the point (:mod:`jobs.held`).
+    """
     imported = set(DatasetImport.objects.filter(dataset__slug__in=slugs).values_list("dataset__slug", flat=True))
+    imported |= set(Dataset.objects.filter(slug__in=slugs, held_by__isnull=False).values_list("slug", flat=True))
     return [slug for slug in slugs if slug not in imported]
 
 

@@ -197,6 +197,9 @@ def score_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.engine score", description=score_main.__doc__)
     parser.add_argument("--spec", type=Path, required=True, help="the score inputs document (JSON)")
     parser.add_argument("--out", type=Path, required=True, help="the folder scores.json is written to")
+    parser.add_argument(
+        "--local_data", action="store_true", help="score on this host's own copy of the data (a data holder's)"
+    )
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -205,7 +208,7 @@ def score_main(argv: list[str]) -> int:
         print(f"error: the score inputs {arguments.spec} cannot be read: {exc}", file=sys.stderr)
         return 1
     try:
-        scores = score_job(arguments.spec, arguments.out)
+        scores = score_job(arguments.spec, arguments.out, arguments.local_data)
     except Exception as exc:  # predictions that cannot be scored (1), a plugin's metric raising (3), or a crash
         status = report_failure(exc, load_entrypoints=True, dataset=inputs_dataset)
         if status is None:

@@ -51,6 +51,7 @@ from pathlib import Path
 from biolm import contract, plugin_set
 from biolm.archives import ArchiveRefused, unpack
 from biolm.contract.jobs import COMPLETION_CHECKING
+from biolm.contract.scores import SCORES_FILE, ScoreInputs
 from biolm.engine_exits import failure_cause, failure_summary, plugin_of
 from biolm.intake_limits import ArchiveLimits, resume_archive_limits
 from biolm.placement import holder_named_by
@@ -95,6 +96,7 @@ class JobRun:
         self.job_id, self.worker, self.executor, self.credential = job_id, worker, executor, credential
         self.spec: contract.FinetuneJob | contract.PretrainJob | None = None
         self.uploads: dict | None = None  # the claim's {"part_bytes"}: outputs go straight to the S3 store
+        self.held_by = ""  # the claim's: the data holder whose hosts keep this job's data (this one's)
         self.client = PlatformClient(api_url, token)
         self.delivery = uuid.uuid4().hex
         self.work_dir = Path(work_dir)
@@ -137,10 +139,11 @@ class JobRun:
         try:
             self.spec = contract.parse_job_spec(claimed["spec"])
             self.uploads = claimed.get("uploads")
+            self.held_by = claimed.get("held_by") or ""
         except contract.ContractError as exc:  # a spec this worker cannot read: an older or newer biolm
             return self._fail(f"this worker cannot read the job's spec: {exc}", "platform")
-        if self.spec.KIND not in ("finetune", "pretrain"):
-            return self._fail(f"a {self.spec.KIND} job cannot run on a GPU worker", "platform")
+        if self.spec.KIND == "score" and not self.held_by:  # the platform scores on its own gold
+            return self._fail("a score job runs on a GPU worker only for a data holder's own data", "platform")
         if getattr(self.spec, "nodes", 1) > 1 and self.executor != "slurm":  # placement never sends one here
             return self._fail(f"a job on {self.spec.nodes} nodes runs on a cluster's (Slurm) worker; this worker "
                               "runs jobs on its own host", "platform")  # fmt: skip
@@ -165,6 +168,8 @@ class JobRun:
             if self.spec.KIND == "finetune":
                 name = "results.json" if self.spec.part in (None, GATHER) else contract.SLICE_FILE
                 self._send(name, out / name)
+            elif self.spec.KIND == "score":
+                self._send(SCORES_FILE, out / SCORES_FILE)
             else:
                 archive = self._tar(out, self.directory / "model.tar", exclude=("checkpoint", "data"))
                 self._send("model.tar", archive)
@@ -224,8 +229,9 @@ class JobRun:
 
     def _command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str] | BatchJob:
         """What runs the engine: a command line here, or a Slurm batch job of the same engine command."""
-        if self.spec.KIND == "finetune":
-            command = self._finetune_command(spec_file, inputs, out)
+        if self.spec.KIND in ("finetune", "score"):
+            make = self._finetune_command if self.spec.KIND == "finetune" else self._score_command
+            command = make(spec_file, inputs, out)
             return self._batch_job(tuple(command), torchrun=False) if self.executor == "slurm" else command
         if self.executor == "slurm":
             return self._batch_job(("-m", "workers.engine", *self._pretrain_arguments(spec_file, inputs, out)), True)
@@ -283,13 +289,31 @@ class JobRun:
         return self._fail(*slurm_failure(ended))
 
     def _finetune_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
-        """The engine on the job's spec; only where its files are here is added (a slice's: the earlier slices')."""
+        """The engine on the job's spec; only where its files are here is added (a slice's: the earlier slices').
+
+        A data holder's job reads the holder's own copy, gold and all, where the dataset's adapter finds it on
+        this host (under ``BIOLM_DATA_DIR``): the platform sent no data.
+        """
         command = [sys.executable, "-m", "workers.engine", "finetune", "--spec", str(spec_file)]
         if "model" in inputs:  # the selection and the gather of a sliced protocol read slice documents only
-            command += ["--model", str(inputs["model"]), "--data_dir", str(inputs["dataset"])]
+            command += ["--model", str(inputs["model"])]
+        if "dataset" in inputs:
+            command += ["--data_dir", str(inputs["dataset"])]
         if "slices" in inputs:
             command += ["--slices", str(inputs["slices"])]
-        return [*command, "--data_format", "canonical", "--test_gold_withheld", "--out", str(out)]
+        if not self.held_by:
+            command += ["--data_format", "canonical", "--test_gold_withheld"]
+        return [*command, "--out", str(out)]
+
+    def _score_command(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
+        """A data holder's score job: the engine scores the fine-tuning job's results on this host's own copy of the
+        data, gold included (``score --local_data``), with the model's tokenizer; only the scores leave."""
+        score_inputs = ScoreInputs(str(inputs["results"] / "results.json"), str(inputs["model"]), self.spec.dataset,
+                                   self.spec.metric, [], load_entrypoints=True)  # fmt: skip
+        inputs_file = self.directory / "score-inputs.json"
+        inputs_file.write_text(json.dumps(score_inputs.to_json()), encoding="utf-8")
+        return [sys.executable, "-m", "workers.engine", "score", "--spec", str(inputs_file), "--out", str(out),
+                "--local_data"]  # fmt: skip
 
     def _pretrain_arguments(self, spec_file: Path, inputs: dict[str, Path], out: Path) -> list[str]:
         """The engine's arguments for the pretraining job; an earlier attempt's checkpoint unpacked to resume."""

@@ -115,8 +115,8 @@ class ScoreInputs:
     @classmethod
     def from_json(cls, data: object) -> ScoreInputs:
         data = _checked(data, "score inputs", SCORE_INPUTS_VERSION, cls.FIELDS)
-        if not isinstance(data["parts"], list) or not data["parts"]:
-            raise ContractError("score inputs: parts must be a non-empty list", "parts")
+        if not isinstance(data["parts"], list):  # empty: a data holder's worker scores on its own copy
+            raise ContractError("score inputs: parts must be a list", "parts")
         text = {name: str(data[name]) for name in cls.FIELDS[:4]}
         parts = [ScoringPart.from_json(part) for part in data["parts"]]
         return cls(**text, parts=parts, load_entrypoints=bool(data["load_entrypoints"]))
