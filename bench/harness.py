@@ -157,10 +157,12 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str, inter
 
 class Redis:
     """A redis-server of its own on a free port; with ``password``, it requires it (``requirepass``); with ``tls``
-    (certificate, key and CA files), it speaks only TLS, as ``rediss://`` reaches it."""
+    (certificate, key and CA files), it speaks only TLS, as ``rediss://`` reaches it; with ``acl_file``, its users
+    are that file's (``--aclfile``)."""
 
     def __init__(self, directory: Path, password: str = "", tls: tuple[Path, Path, Path] | None = None,
-                 host: str = "127.0.0.1") -> None:  # fmt: skip
+                 host: str = "127.0.0.1", acl_file: Path | None = None) -> None:  # fmt: skip
+        self.acl_file = acl_file
         self.host = host
         self.port = free_port()
         self.directory = directory
@@ -179,6 +181,8 @@ class Redis:
                    "--dir", str(self.directory)]  # fmt: skip
         if self.password:
             command += ["--requirepass", self.password]
+        if self.acl_file is not None:
+            command += ["--aclfile", str(self.acl_file)]
         if self.tls:
             certificate, key, authority = self.tls
             command[1:3] = ["--port", "0", "--tls-port", str(self.port)]
@@ -200,7 +204,8 @@ class Redis:
                     connection = context.wrap_socket(plain, server_hostname=self.host)
                 connection.sendall(b"PING\r\n")
                 answer = connection.recv(64)
-                return answer.startswith(b"+PONG") or (bool(self.password) and answer.startswith(b"-NOAUTH"))
+                guarded = bool(self.password) or self.acl_file is not None
+                return answer.startswith(b"+PONG") or (guarded and answer.startswith(b"-NOAUTH"))
         except OSError:
             return False
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 from contract_documents import finetune_spec, results_document, score_spec
@@ -291,9 +292,14 @@ APPROVE = (
 def test_a_held_dataset_trains_and_scores_on_its_holders_worker_and_publishes_after_approval(
     tiny_bert_checkpoint, tmp_path
 ):
-    from bench.harness import Platform
+    from bench.harness import Platform, Redis
 
     platform = Platform(tmp_path / "platform")
+    # The broker as docs/examples/redis-users.acl sets it up: each host's workers with a Redis user of their own.
+    urls = users_acl(tmp_path / "users.acl")
+    platform.redis = Redis(tmp_path / "redis", acl_file=tmp_path / "users.acl")
+    broker = {user: url.format(port=platform.redis.port) for user, url in urls.items()}
+    platform.environment["CELERY_BROKER_URL"] = broker["default"]
     try:
         platform.start(datasets=("demo-relation",))  # demo-ner is never imported here: its data is the holder's
         platform.manage("shell", "-c", MARK_RESTRICTED)
@@ -302,8 +308,8 @@ def test_a_held_dataset_trains_and_scores_on_its_holders_worker_and_publishes_af
         platform.manage("holders", "bind", HOLDER, "demo-ner")
         platform.manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('hana')")
         platform.manage("holders", "approver", HOLDER, "hana")
-        platform.start_gpu_worker("platform-gpu")
-        platform.start_gpu_worker("mayo-gpu", BIOLM_WORKER_SECRET=credential)
+        platform.start_gpu_worker("platform-gpu", CELERY_BROKER_URL=broker["gpuhosts"])
+        platform.start_gpu_worker("mayo-gpu", BIOLM_WORKER_SECRET=credential, CELERY_BROKER_URL=broker["mayo"])
         submitted = platform.submit("--model", str(tiny_bert_checkpoint), "--name", "held", "--benchmark", "blurb-mini",
                                     "--datasets", "demo-ner", "demo-relation", "--overrides", QUICK)  # fmt: skip
         for job in submitted["jobs"]:
@@ -338,3 +344,61 @@ def test_a_held_dataset_trains_and_scores_on_its_holders_worker_and_publishes_af
         assert section in urllib.request.urlopen(page, timeout=30).read().decode()
     finally:
         platform.stop()
+
+
+# -- the broker: the documented Redis users keep a holder's queue from the platform's GPU hosts ------------------
+
+
+def users_acl(path: Path) -> dict[str, str]:
+    """docs/examples/redis-users.acl at ``path``, a password in place of each name: ``{user: url}``, ``{port}`` left
+    for the server's port."""
+    names = {"default": "REDIS_PASSWORD", "gpuhosts": "GPU_HOSTS_PASSWORD", "mayo": "MAYO_PASSWORD"}
+    acl = (Path(__file__).resolve().parents[1] / "docs" / "examples" / "redis-users.acl").read_text()
+    for user, name in names.items():
+        acl = acl.replace(f">{name}", f">{user}-pw")
+    path.write_text(acl)
+    return {user: f"redis://{user}:{user}-pw@127.0.0.1:{{port}}/0" for user in names}
+
+
+@pytest.fixture
+def shared_broker(tmp_path):
+    """A Redis of the test's own with the users of docs/examples/redis-users.acl: ``{user: url}``."""
+    from bench.harness import Redis
+
+    urls = users_acl(tmp_path / "users.acl")
+    redis = Redis(tmp_path / "redis", acl_file=tmp_path / "users.acl")
+    redis.start()
+    yield {user: url.format(port=redis.port) for user, url in urls.items()}
+    redis.stop()
+
+
+def consume(url: str, queue: str, holder: str = "") -> object:
+    """One message of ``queue`` as a worker's kombu reads it (biolm's transport and options), or the error."""
+    from kombu import Connection
+
+    from biolm import broker
+
+    options = broker.transport_options(url, Path("/nonexistent"), holder=holder)
+    with Connection(url, transport=broker.transport(url), transport_options=options) as connection:
+        try:
+            message = connection.SimpleQueue(queue).get(timeout=5)
+        except Exception as exc:  # what Redis answered a user its ACL does not allow
+            return exc
+        message.ack()
+        return message.payload
+
+
+def test_the_documented_redis_users_keep_a_holders_jobs_from_the_platforms_gpu_hosts(shared_broker):
+    from kombu import Connection
+
+    from biolm import broker
+
+    url = shared_broker["default"]
+    with Connection(url, transport=broker.transport(url)) as platform:  # the platform sends to both
+        platform.SimpleQueue("held-mayo.gpu").put({"job": 1})
+        platform.SimpleQueue("gpu").put({"job": 2})
+    refused = consume(shared_broker["gpuhosts"], "held-mayo.gpu")
+    assert "NOPERM" in str(refused) or "no permissions" in str(refused), refused
+    assert "no permissions" in str(consume(shared_broker["mayo"], "gpu", holder=HOLDER))
+    assert consume(shared_broker["mayo"], "held-mayo.gpu", holder=HOLDER) == {"job": 1}
+    assert consume(shared_broker["gpuhosts"], "gpu") == {"job": 2}

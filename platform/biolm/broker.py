@@ -18,6 +18,7 @@ registers it under it. Its arguments are the job's id and token; the claim retur
 
 
 REDIS_TRANSPORT = "biolm.redis_transport:Transport"
+UNACKED_KEYS = {"unacked_key": "unacked", "unacked_index_key": "unacked_index", "unacked_mutex_key": "unacked_mutex"}
 
 
 def transport(url: str) -> str | None:
@@ -42,10 +43,22 @@ def use_ssl(url: str, ca_file: str = "") -> dict | None:
     return options
 
 
-def transport_options(url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S) -> dict:
-    """Kombu's transport options for ``url``; a filesystem broker's folders are created under ``var_dir``."""
+def transport_options(
+    url: str, var_dir: Path, visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S, holder: str = ""
+) -> dict:
+    """Kombu's transport options for ``url``; a filesystem broker's folders are created under ``var_dir``.
+
+    A data holder's workers (``holder``) keep the messages they hold unacknowledged under keys named for it
+    (``held-<holder>.unacked``), not in the ``unacked`` hash every other worker shares: every Redis key they
+    touch then starts ``held-<holder>``, so a Redis user allowed only those keys (docs/operators.md, "Hosting
+    gated clinical data") serves them, and the platform's GPU hosts' user, allowed none, never sees their jobs.
+    """
     if not url.startswith("filesystem://"):
-        return {"visibility_timeout": visibility_timeout_s}
+        options: dict = {"visibility_timeout": visibility_timeout_s}
+        if holder:
+            prefix = f"held-{holder}."
+            options |= {key: prefix + value for key, value in UNACKED_KEYS.items()}
+        return options
     root = Path(var_dir) / "celery-broker"
     for sub in ("out", "processed", "control"):
         (root / sub).mkdir(parents=True, exist_ok=True)

@@ -111,7 +111,8 @@ app.conf.update(
     broker_transport=broker.transport(BROKER_URL),
     broker_use_ssl=broker.use_ssl(BROKER_URL, os.environ.get("BIOLM_BROKER_CA_FILE", "")),
     broker_transport_options=broker.transport_options(
-        BROKER_URL, VAR_DIR, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S))
+        BROKER_URL, VAR_DIR, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)),
+        holder=HOLDER,
     ),
     broker_connection_retry_on_startup=True,
     task_acks_late=True,
@@ -120,6 +121,9 @@ app.conf.update(
     task_default_queue="gpu",
     task_ignore_result=True,
     worker_hijack_root_logger=False,
+    # Remote control reads keys named for the worker (<name>.celery.pidbox), outside a holder's own (held-<name>*):
+    # the platform sends none, and a holder's worker, whose broker user may read only its own keys, takes none.
+    worker_enable_remote_control=not HOLDER,
 )
 
 
