@@ -111,7 +111,9 @@ app.conf.update(
     broker_transport=broker.transport(BROKER_URL),
     broker_use_ssl=broker.use_ssl(BROKER_URL, os.environ.get("BIOLM_BROKER_CA_FILE", "")),
     broker_transport_options=broker.transport_options(
-        BROKER_URL, VAR_DIR, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)),
+        BROKER_URL,
+        VAR_DIR,
+        int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", broker.DEFAULT_VISIBILITY_TIMEOUT_S)),
         holder=HOLDER,
     ),
     broker_connection_retry_on_startup=True,
