@@ -172,7 +172,7 @@ def test_a_rotated_credential_stops_working_and_a_released_dataset_goes_back_to_
 # -- results: approval, and predictions for staff only ----------------------------------------------------------
 
 
-def recorded(model, dataset_slug: str, seeds: list[float], commit):
+def recorded(model, dataset_slug: str, seeds: list[float], commit, submission=None):
     """A fine-tuning job's results on ``dataset_slug`` recorded by its score job, as the CPU worker records them."""
     from jobs import artefacts
     from jobs.models import Job
@@ -182,7 +182,7 @@ def recorded(model, dataset_slug: str, seeds: list[float], commit):
 
     dataset = Dataset.objects.get(slug=dataset_slug)
     spec = finetune_spec(dataset_slug, "blurb-mini")
-    finetune = Job.objects.create(language_model=model, dataset=dataset, kind=Job.Kind.FINETUNE,
+    finetune = Job.objects.create(language_model=model, dataset=dataset, kind=Job.Kind.FINETUNE, submission=submission,
                                   status=Job.Status.SUCCEEDED, attempts=1, spec=spec.to_json())  # fmt: skip
     artefacts.store_bytes(json.dumps(results_document(spec, seeds, withheld=False)).encode(), results_name(finetune.pk))
     score = Job.objects.create(language_model=model, dataset=dataset, kind=Job.Kind.SCORE,
@@ -241,6 +241,27 @@ def test_a_held_result_is_published_only_once_its_holders_approver_approves_it(
     rejected = Result.everything.get(pk=result.pk)
     assert rejected.approval == "rejected" and rejected.approval_reason == "the run used the wrong split"
     assert not Result.objects.filter(pk=result.pk).exists()
+
+
+def test_the_submitter_reads_that_a_held_result_awaits_its_holder_and_why_it_was_rejected(
+    holder, alice, django_user_model, artefact_store, commit
+):
+    from leaderboard.approvals import decide
+    from registry.models import LanguageModel
+    from submissions.models import Submission
+    from submissions.services import results_of
+
+    model = LanguageModel.objects.create(slug="m", name="M", owner=alice)
+    submission = Submission.objects.create(submitter=alice, language_model=model)
+    _, result = recorded(model, "demo-ner", [80.0, 82.0], commit, submission)
+    recorded(model, "demo-relation", [60.0, 62.0], commit, submission)
+    shown = {row.slug: row.held for row in results_of(submission)[0]}
+    assert shown["demo-relation"] == ""
+    assert shown["demo-ner"].startswith("awaiting mayo's approval before it is published")
+    root = django_user_model.objects.create_superuser("root", password="pw")
+    decide(result, root, "rejected", "the DUA forbids this model's licence")
+    (row,) = [row for row in results_of(submission)[0] if row.slug == "demo-ner"]
+    assert row.held == "not published: mayo rejected it (the DUA forbids this model's licence)"
 
 
 def test_a_public_datasets_result_needs_no_approval(holder, alice, artefact_store, commit):

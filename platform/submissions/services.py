@@ -241,6 +241,7 @@ class DatasetScore:
     n: int | None
     over: str  # "seeds" or "folds"
     preview: bool
+    held: str = ""  # a held dataset's result not published: whose approval it awaits, or why it was rejected
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,9 @@ def results_of(submission: Submission) -> tuple[list[DatasetScore], list[Benchma
     """What the finished submission scored: each dataset's result from its jobs, and each benchmark's score."""
     model = submission.language_model
     jobs = Job.objects.filter(submission=submission, kind=Job.Kind.FINETUNE).values_list("pk", flat=True)
-    rows = Result.objects.filter(language_model=model, job__in=list(jobs)).select_related("dataset", "metric")
+    rows = Result.everything.filter(language_model=model, job__in=list(jobs)).select_related(
+        "dataset__held_by", "metric"
+    )  # unpublished too: the submitter reads that a held dataset's result awaits its holder, not that it is lost
     datasets = [_dataset_score(r) for r in rows.order_by("dataset__name")]
     benchmarks = []
     scores = Score.objects.filter(language_model=model, benchmark__in=submission.benchmarks.all())
@@ -283,8 +286,18 @@ def _dataset_score(result: Result) -> DatasetScore:
         slug=result.dataset.slug, name=result.dataset.name,
         url=reverse("registry:dataset-detail", args=[result.dataset.slug]), metric=result.metric.name,
         value=result.value, std=result.std, n=result.n_seeds, over="folds" if cross_validated else "seeds",
-        preview=result.preview,
+        preview=result.preview, held=_unpublished(result),
     )  # fmt: skip
+
+
+def _unpublished(result: Result) -> str:
+    """Why a held dataset's result is on no page yet, in words; "" once it is published (or needs no approval)."""
+    holder = result.dataset.held_by
+    if result.approval == Result.Approval.PENDING:
+        return f"awaiting {holder}'s approval before it is published (its data is held under a data use agreement)"
+    if result.approval == Result.Approval.REJECTED:
+        return f"not published: {holder} rejected it ({result.approval_reason})"
+    return ""
 
 
 def _seeds(job: Job) -> int | None:
