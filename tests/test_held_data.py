@@ -130,7 +130,9 @@ def test_a_held_datasets_jobs_wait_for_its_holders_workers_while_public_ones_run
         j.dataset.slug == "demo-ner" for j in Job.objects.filter(pk__in=sent)
     )
     states = waiting.queue_states(60)
-    assert waiting.reason(ner_point, states) == "waiting: no mayo's training worker is running"
+    assert (
+        waiting.reason(ner_point, states) == "waiting: no worker of mayo's is running (its data stays on their hosts)"
+    )
 
     assert beat("biolm-holder-mayo.guessed", "intruder@gpu-host") == 403
     assert beat(credential, "mayo0@mayo-host") == 204

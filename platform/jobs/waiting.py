@@ -78,7 +78,10 @@ class QueueState:
         now = now or timezone.now()
         details = [f"{w.name} failing: {w.problem}" for w in self.failing]
         details += [f"{w.name} silent for {timesince(w.last_heartbeat, now)}" for w in self.silent]
-        note = f"waiting: no {self.name} worker is running"
+        if holder := holder_of(self.queue):
+            note = f"waiting: no worker of {holder}'s is running (its data stays on their hosts)"
+        else:
+            note = f"waiting: no {self.name} worker is running"
         return f"{note} ({'; '.join(details)})" if details else note
 
 
