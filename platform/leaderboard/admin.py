@@ -44,7 +44,7 @@ class HeldResultAdmin(admin.ModelAdmin):
     """The approval queue of held datasets' results: each holder's approvers see and decide on theirs."""
 
     form = DecisionForm
-    list_display = ("language_model", "dataset", "metric", "value", "n_seeds", "approval", "approval_at")
+    list_display = ("language_model", "dataset", "metric", "value", "approval", "approval_at")
     list_filter = ("approval", "dataset__held_by")
     list_select_related = ("language_model", "dataset__held_by", "metric")
     readonly_fields = ("language_model", "dataset", "metric", "value", "std", "n_seeds", "source", "approved_by",
@@ -52,7 +52,11 @@ class HeldResultAdmin(admin.ModelAdmin):
     fields = (*readonly_fields, "approval", "approval_reason")
 
     def get_queryset(self, request):
-        held = HeldResult.everything.filter(dataset__held_by__isnull=False).select_related("dataset__held_by")
+        held = (
+            HeldResult.everything.filter(dataset__held_by__isnull=False)
+            .exclude(approval=Result.Approval.NOT_NEEDED)  # recorded before its dataset was bound: public data then
+            .select_related("dataset__held_by")
+        )
         if request.user.is_superuser:
             return held
         return held.filter(dataset__held_by__approvers=request.user)

@@ -141,3 +141,52 @@ def test_a_waiting_job_on_the_submission_page_waits_for_a_training_worker_not_a_
     expect(place).to_contain_text("#1 in the training queue")
     assert "gpu" not in page.locator("main").inner_text().lower()
     shots(page, "submission-page-cpu-only-site")
+
+
+@pytest.fixture(scope="module")
+def held_result(staffed, live_site, django_db_blocker):
+    """A result on demo-ner, marked restricted and held by mayo, awaiting approval; committed before the test's
+    transaction opens (as ``staffed`` is, for SQLite's shared database), removed after."""
+    from leaderboard.models import Result
+    from registry.holders import add_holder
+    from registry.models import DataHolder, Dataset, LanguageModel, Metric
+
+    with django_db_blocker.unblock():
+        Dataset.objects.filter(slug="demo-ner").update(access=Dataset.Access.RESTRICTED)
+        holder, _ = add_holder("mayo", "Mayo Clinic")
+        Dataset.objects.filter(slug="demo-ner").update(held_by=holder)  # the queued job above stays where it is
+        model = LanguageModel.objects.create(slug="held-model", name="Held model", owner=live_site.web.owner)
+        result = Result.everything.create(
+            language_model=model, dataset=Dataset.objects.get(slug="demo-ner"),
+            metric=Metric.objects.get(slug="entity-f1"), value=81.25, std=1.0, n_seeds=5,
+            approval=Result.Approval.PENDING,
+        )  # fmt: skip
+    try:
+        yield result
+    finally:
+        with django_db_blocker.unblock():
+            model.delete()
+            Dataset.objects.filter(slug="demo-ner").update(access=Dataset.Access.PUBLIC, held_by=None)
+            DataHolder.objects.filter(name="mayo").delete()
+
+
+def test_an_approver_rejects_a_held_result_only_with_a_reason_and_approves_it_in_the_admin(
+    web, page: Page, staffed: Staffed, held_result
+):
+    page.context.add_cookies(staffed.cookies)  # the demo's staff account is a superuser: it may decide on any
+    page.goto("/admin/leaderboard/heldresult/")
+    expect(page.locator("#result_list")).to_contain_text("Held model")
+    expect(page.locator("#result_list")).to_contain_text("awaiting the data holder's approval")
+    page.locator("#result_list a", has_text="Held model").first.click()
+    expect(page.locator("main, #content").first).to_contain_text("81.25")
+    page.get_by_label("reject: keep it off").check()
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".errorlist")).to_contain_text("Say why it is rejected")
+    shots(page, "admin-held-result-reject-without-reason")
+    page.set_viewport_size(DESKTOP)
+    page.get_by_label("approve: publish it").check()
+    page.get_by_label("Approval reason").fill("checked against the data use agreement")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#result_list")).to_contain_text("Approved")
+    assert page.locator("#result_list tbody tr").count() == 1  # the board's older, public results are not asked about
+    shots(page, "admin-held-results-approved")
