@@ -227,6 +227,7 @@ CELERY_TASK_ROUTES = {"biolm.worker.*": {"queue": "gpu"}, "biolm.jobs.*": {"queu
 BIOLM_TICK_S = env_int("BIOLM_TICK_S", 5)
 CELERY_BEAT_SCHEDULE = {
     "recompute-stale-scores": {"task": "biolm.leaderboard.recompute_stale_scores", "schedule": 600.0},
+    "export-results": {"task": "biolm.leaderboard.export_results", "schedule": 24 * 3600.0},
     "jobs-tick": {"task": "biolm.jobs.tick", "schedule": float(BIOLM_TICK_S), "options": {"expires": 30}},
 }
 # A CPU worker whose own tick is older than this ticks in-process (jobs.watchdog): the beat went quiet.

@@ -63,6 +63,8 @@ urlpatterns = [
     path("leaderboard/<slug:slug>/<isodate:date>/", views.snapshot, name="snapshot"),
     path("leaderboard/<slug:slug>/<isodate:date>/citation.bib", views.snapshot_bibtex, name="snapshot-bibtex"),
     path("compare/", views.compare, name="compare"),
+    path("exports/results.jsonl", views.results_file, name="results-latest"),
+    path("exports/results-<isodate:date>.jsonl", views.results_file, name="results-file"),
     path("models/<model_namespace:namespace>/<model_slug:name>/", model_page.model_detail, name="model"),
     path(
         "models/<model_namespace:namespace>/<model_slug:name>/predictions/<int:result_id>.jsonl",

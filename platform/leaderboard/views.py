@@ -14,18 +14,19 @@ no way to run it (no engine command, no API link: the API serves installed bench
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from urllib.parse import urlencode
 
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from biolm.significance import BASE_SEED, CONFIDENCE, RESAMPLES
 from biolm.spreadsheet_csv import csv_text
-from jobs import costs
-from leaderboard import board_cache, charts, compare_data, snapshots
+from jobs import artefacts, costs
+from leaderboard import board_cache, charts, compare_data, results_dump, snapshots
 from leaderboard.models import Snapshot
 from leaderboard.tables import MAX_PINS, View, leaderboard_for, primary_label
 from leaderboard.templatetags.scores import score
@@ -308,11 +309,24 @@ def _compare_url(bench: Benchmark | None, slugs: list[str]) -> str:
 def snapshot(request: HttpRequest, slug: str, date: str) -> HttpResponse:
     bench = _benchmark(slug)
     frozen = get_object_or_404(Snapshot, benchmark=bench, date=date)
-    return render(
-        request,
-        "leaderboard/snapshot.html",
-        {"benchmark": bench, "snapshot": frozen, "data": frozen.board, "bibtex": snapshots.bibtex(frozen, request)},
-    )
+    dump = results_dump.dump_name(frozen.date)
+    context = {
+        "benchmark": bench, "snapshot": frozen, "data": frozen.board, "bibtex": snapshots.bibtex(frozen, request),
+        "dump_url": "/" + dump if artefacts.storage().exists(dump) else "",
+    }  # fmt: skip
+    return render(request, "leaderboard/snapshot.html", context)
+
+
+def results_file(request: HttpRequest, date: str | None = None) -> HttpResponse:
+    """A day's dump of every public result (:mod:`leaderboard.results_dump`); without a date, the latest."""
+    day = dt.date.fromisoformat(date) if date else results_dump.latest_dump()
+    name = results_dump.dump_name(day) if day is not None else ""
+    store = artefacts.storage()
+    if not name or not store.exists(name):
+        raise Http404("no dump of the results for that day (one is written daily, or by manage.py export_results)")
+    response = FileResponse(store.open(name, "rb"), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="biolm-{name.rsplit("/", 1)[-1]}"'
+    return response
 
 
 def snapshot_bibtex(request: HttpRequest, slug: str, date: str) -> HttpResponse:
