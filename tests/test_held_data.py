@@ -107,7 +107,7 @@ def test_only_a_restricted_dataset_can_be_bound_and_a_holder_name_is_checked(hol
 
 
 def test_a_held_datasets_jobs_wait_for_its_holders_workers_while_public_ones_run_anywhere(
-    holder, alice, tiny_bert_checkpoint, settings
+    holder, alice, tiny_bert_checkpoint, settings, admin_client
 ):
     from jobs import lifecycle, waiting
     from jobs.models import Job, Worker
@@ -133,6 +133,8 @@ def test_a_held_datasets_jobs_wait_for_its_holders_workers_while_public_ones_run
     assert (
         waiting.reason(ner_point, states) == "waiting: no worker of mayo's is running (its data stays on their hosts)"
     )
+    overview = admin_client.get("/admin/jobs/job/").content.decode()  # the operator's queue overview lists it
+    assert "mayo&#x27;s training (held-mayo)" in overview and "no worker of mayo&#x27;s is running" in overview
 
     assert beat("biolm-holder-mayo.guessed", "intruder@gpu-host") == 403
     assert beat(credential, "mayo0@mayo-host") == 204

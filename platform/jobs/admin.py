@@ -143,12 +143,15 @@ class JobAdmin(admin.ModelAdmin):
             .annotate(n=Count("pk"))
             .values_list("queue", "n")
         )
+        held = sorted({queue for queue in [*depth, *running, *states] if queue not in Job.Queue.values})
+        for queue in held:  # a data holder's queue: shown while it has jobs or workers
+            states.setdefault(queue, waiting.QueueState(queue))
         queues = [
             {"name": f"{states[queue].name} ({queue})", "waiting": depth.get(queue, 0),
              "running": running.get(queue, 0),
              "slots": dispatch.capacity(queue, stale),
              "note": states[queue].unserved_note() if depth.get(queue) and not states[queue].served else ""}
-            for queue in Job.Queue.values
+            for queue in [*Job.Queue.values, *held]
         ]  # fmt: skip
         now = timezone.now()
         workers = [
