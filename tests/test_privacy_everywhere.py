@@ -30,6 +30,7 @@ from jobs import artefacts
 from jobs.models import Job
 from jobs.results import results_name
 from leaderboard.models import Result
+from leaderboard.results_dump import write_dump
 from registry.imports import import_dataset
 from registry.models import LanguageModel
 from submissions.models import Submission
@@ -114,6 +115,9 @@ def probes(w: World) -> list[Probe]:
         Probe("leaderboard:export", LISTS, url("leaderboard:export", args=[*bench, "json"]), shows=SHOWN.name),
         Probe("leaderboard:snapshot", PUBLIC_ONLY, url("leaderboard:snapshot", args=snapshot), shows=SHOWN.name),
         Probe("leaderboard:snapshot-bibtex", PUBLIC_ONLY, url("leaderboard:snapshot-bibtex", args=snapshot)),
+        Probe("leaderboard:results-latest", PUBLIC_ONLY, url("leaderboard:results-latest"), shows=SHOWN.name),
+        Probe("leaderboard:results-file", PUBLIC_ONLY, url("leaderboard:results-file", args=[SNAPSHOT_DATE]),
+              shows=SHOWN.name),
         Probe("leaderboard:compare", OWN, compare + w.slug, missing=compare + MISSING_SLUG, shows=SHOWN.name),
         Probe("leaderboard:model", OWN, model, missing=missing_model),
         Probe("leaderboard:predictions", OWN, f"{model}predictions/{w.result}.jsonl",
@@ -225,6 +229,7 @@ def world(artefact_store, bob, staff) -> tuple[World, dict[str, Client]]:
             kind=Job.Kind.FINETUNE, status=Job.Status.RUNNING, queue=Job.Queue.GPU, started_at=timezone.now(),
         )  # fmt: skip
     result = store_predictions(private)
+    write_dump(SNAPSHOT_DATE)  # the day's file of every public result: the private model's must not be in it
     clients = {"anonymous": Client()}
     for user in (alice, bob, staff):
         _, raw = create_token(user, "privacy")
