@@ -103,3 +103,43 @@ def test_each_waiting_job_knows_its_position_and_an_estimated_start(alice, bob):
     assert starts == pytest.approx([0, 0, 100, 100], abs=1)  # two slots, then a wave after the typical 100 s
     dispatch.Worker.objects.all().delete()
     assert dispatch.places(Job.Queue.GPU, stale_after_s=60)[alices[0].pk].estimated_start is None
+
+
+def test_a_known_workers_beat_is_one_read_and_one_write_and_still_says_when_it_offers_room(django_assert_num_queries):
+    beat = {"queues": ["gpu"], "slots": 1, "gpus": 1, "gpus_free": 1}
+    assert dispatch.heartbeat_offers_room("gpu0@host", 30, **beat)  # new: its row is made
+    with django_assert_num_queries(2):
+        assert not dispatch.heartbeat_offers_room("gpu0@host", 30, **beat)  # nothing new on offer
+    with django_assert_num_queries(2):
+        assert dispatch.heartbeat_offers_room("gpu0@host", 30, **{**beat, "slots": 2})  # more slots
+    worker = dispatch.Worker.objects.get(name="gpu0@host")
+    assert worker.slots == 2 and worker.last_heartbeat is not None
+    old = timezone.now() - dt.timedelta(seconds=120)
+    dispatch.Worker.objects.filter(pk=worker.pk).update(last_heartbeat=old)
+    assert dispatch.heartbeat_offers_room("gpu0@host", 30, **beat)  # back from silence
+    assert dispatch.Worker.objects.get(pk=worker.pk).last_heartbeat > old
+
+
+def test_a_dispatch_reads_whole_only_the_jobs_it_may_send_however_long_the_queue(alice, bob):
+    """The fair order needs only each waiting job's owner, priority and age; a dispatch then reads whole (spec
+    included) only the first jobs in that order, until the free slots are taken. A job's end dispatches inside
+    its worker's /complete request, and reading all of a long queue's jobs there was most of that request."""
+    from django.db.models.signals import post_init
+
+    dispatch.record_worker("gpu0@host", ["gpu"], slots=1)
+    dispatch.record_worker("gpu1@host", ["gpu"], slots=1)
+    queue_jobs(alice, 300)
+    queue_jobs(bob, 1)
+    built: list[Job] = []
+
+    def count(sender, instance, **kwargs) -> None:
+        built.append(instance)
+
+    sent: list[Job] = []
+    post_init.connect(count, sender=Job)
+    try:
+        dispatch.dispatch(sent.append, stale_after_s=60, redispatch_after_s=300)
+    finally:
+        post_init.disconnect(count, sender=Job)
+    assert [owner_of(job) for job in sent] == ["alice", "bob"]  # the same turns as before
+    assert 2 <= len(built) <= 32  # one chunk of the order, not 301 jobs

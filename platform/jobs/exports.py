@@ -92,9 +92,9 @@ def withheld_splits(imported: DatasetImport) -> dict[str, list[dict]]:
     return splits
 
 
-def export_prefix(dataset: Dataset) -> str:
-    """Where the workers' copy of the dataset's current import is kept (and all a worker may read of it)."""
-    return f"datasets/{dataset.slug}/{_latest_import(dataset).fingerprint}/withheld"
+def export_prefix(imported: DatasetImport) -> str:
+    """Where the workers' copy of a dataset's import is kept (and all a worker may read of it)."""
+    return f"datasets/{imported.dataset.slug}/{imported.fingerprint}/withheld"
 
 
 def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
@@ -105,7 +105,7 @@ def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
         for split, rows in withheld_splits(imported).items():
             yield f"{split}.jsonl", rows
 
-    return _exported(export_prefix(dataset), files)
+    return _exported(export_prefix(imported), files)
 
 
 def _exported(prefix: str, files: Callable[[], Iterable[tuple[str, list[dict]]]]) -> tuple[str, list[dict]]:
