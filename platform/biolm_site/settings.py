@@ -187,18 +187,20 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # the Dockerfile and the test session run it): each under a name holding a hash of its contents
 # (site.3f2a9c1b7e4d.css), gzipped beside it, so WhiteNoise sends it compressed and cached for ten years
 # as immutable (a changed file gets a new name). A page naming a file collectstatic never saw fails
-# loudly (manifest_strict). With DEBUG on, the dev server serves the source files by their own names.
+# loudly (manifest_strict). With DEBUG on, the dev server serves the source files by their own names, and so
+# does a site started before anyone collected, with a warning (biolm_site.static_storage), never a 500.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": VAR_DIR / "media"}},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "biolm_site.static_storage.CollectedOrSourceStaticFiles"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-# Only the collected files, without DEBUG: looking in the finders too would scan every app's folder again
-# in each process, for files that pages never name by their unhashed names.
-WHITENOISE_USE_FINDERS = DEBUG
+STATIC_COLLECTED = (STATIC_ROOT / "staticfiles.json").is_file()
+# Only the collected files once collected: looking in the finders too would scan every app's folder again
+# in each process, for files that pages never name by their unhashed names. Before, only the finders have them.
+WHITENOISE_USE_FINDERS = DEBUG or not STATIC_COLLECTED
 # The default finders, and plotly.js served from the installed plotly package as vendor/plotly.min.js
 # (biolm_site.static_finders): the charts load it from this site, never from a CDN that hospital
 # networks block; collectstatic gives it a hashed name and compresses it like the site's own files.

@@ -1,7 +1,7 @@
 """A system check for the collected static files: without DEBUG every page names its CSS and scripts by the
-hashed names that ``collectstatic`` writes to a manifest, so a site started before collecting fails on every
-page ("Missing staticfiles manifest entry"). Saying so when the process starts, with the command to run,
-beats a 500 on the first request."""
+hashed names that ``collectstatic`` writes to a manifest. A site started before collecting serves the source
+files under their own names instead (:mod:`biolm_site.static_storage`), uncompressed and briefly cached; the
+warning says so when the process starts, with the command to run."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def static_manifest_collected(app_configs=None, **kwargs) -> list[checks.CheckMe
         return []
     return [
         checks.Warning(
-            f"no static files manifest at {manifest}: pages would fail with 'Missing staticfiles manifest entry'",
+            f"no static files manifest at {manifest}: pages name the source files, unhashed and uncompressed, "
+            "until the static files are collected",
             hint="run `python manage.py collectstatic --noinput` (make demo and the Dockerfile do) after every upgrade",
             id="biolm.W001",
         )
