@@ -235,3 +235,18 @@ def test_the_report_equals_the_reference_on_real_text(official_data):
     new, old = both_reports(texts, corpus)
     assert new == old
     assert new["datasets"]["hoc"]["contaminated"] >= 20 and new["datasets"]["ncbi-disease"]["contaminated"] >= 40
+
+
+def test_a_test_set_built_without_its_vocabulary_is_refused_instead_of_scanning_blind():
+    """A set of keys without the words they came from matched nothing (0 of 50 planted test sentences), silently:
+    the scan reads every corpus word outside the sets' vocabulary as a break. Built the old way it is now an
+    error that names the fix; built by dataset_shingles it finds every planted sentence."""
+    texts = [[words(f"planted sentence number {i} about the protein kinase pathway in mouse liver tissue today")]
+             for i in range(50)]  # fmt: skip
+    built = dataset_shingles("planted", texts)
+    with pytest.raises(TypeError, match="vocabulary"):
+        scan.DatasetTestShingles("planted", built.examples, built.short_lengths)  # the old three-field way
+    with pytest.raises(ValueError, match="no vocabulary.*dataset_shingles"):
+        scan.DatasetTestShingles("planted", built.examples, built.short_lengths, set())
+    corpus = [" ".join(row[0]) + "." for row in texts]
+    assert contamination(iter(corpus), [built])["datasets"]["planted"]["contaminated"] == 50
