@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+# A repository's id on the Hugging Face Hub, org/name: no path, no scheme (its own limit is 96 characters a part).
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 
 # Column sizes of the rows these specs become (registry and leaderboard models use the same
 # constants): a spec that validates must never fail to save, on PostgreSQL least of all.
@@ -312,6 +314,10 @@ class DatasetSpec:
     same dataset with another metric (ChemProt: micro F1 in BLURB, macro F1 in
     Lewis et al.), which is why benchmark entries name their metric too.
 
+    ``hub_dataset`` is the dataset's id on the Hugging Face Hub (``org/name``) where one exists, and
+    ``hub_task`` the task within it that the Hub's evaluation results name (default: the slug): a model's
+    results then also come in the Hub's ``.eval_results`` form (:mod:`leaderboard.hub_card`).
+
     ``task_type`` names a contributed :class:`TaskTypeSpec`; the adapter's schema must be that
     task type's. ``negative_label`` is the class that "positive-class" metrics leave out
     (ChemProt's ``false``, DDI's ``DDI-false``, GAD's ``0``). ``seeds`` and ``epochs`` override
@@ -338,9 +344,15 @@ class DatasetSpec:
     seeds: int | None = None
     epochs: int | None = None
     companion_metrics: tuple[str, ...] | None = None  # None: the task type's
+    hub_dataset: str = ""
+    hub_task: str = ""
 
     def validate(self) -> None:
         check_slug(self.slug, "dataset slug")
+        if self.hub_dataset and not HUB_ID_RE.match(self.hub_dataset):
+            raise SpecError(f"dataset {self.slug}: hub_dataset {self.hub_dataset!r} is not a Hub id (org/name)")
+        if self.hub_task:
+            _check_length(self.hub_task, NAME_MAX, f"dataset {self.slug}: hub_task")
         if self.adapter is not None:
             self.adapter.validate(self.slug)
         _require_text(self.name, f"dataset {self.slug}: name")

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs import costs
+from leaderboard import hub_card
 from leaderboard.serializers import LeaderboardSerializer
 
 
@@ -217,6 +219,25 @@ class ModelDetailSerializer(ModelSummarySerializer):
     max_sequence_length = serializers.IntegerField(allow_null=True)
     scores = ModelScoreSerializer(many=True, source="api_scores")
     results = ResultSerializer(many=True, source="api_results")
+    model_index = serializers.SerializerMethodField(
+        help_text="Its results evaluated on biolm by a benchmark's full protocol, as a Hugging Face model card's "
+        "YAML header holding model-index (huggingface_hub.ModelCard reads it); empty when it has none."
+    )
+    hub_eval_results = serializers.SerializerMethodField(
+        help_text="For its results on datasets the Hugging Face Hub holds: the Hub's evaluation-results files, "
+        '{".eval_results/<name>.yaml": YAML text}.'
+    )
+
+    def get_model_index(self, model) -> str:
+        return hub_card.card_header(model, self._page_url(model))
+
+    def get_hub_eval_results(self, model) -> dict[str, str]:
+        return hub_card.hub_eval_files(model, self._page_url(model))
+
+    def _page_url(self, model) -> str:
+        request = self.context.get("request")
+        path = model.get_absolute_url()
+        return request.build_absolute_uri(path) if request is not None else settings.BIOLM_SITE_URL + path
 
 
 class MetricSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from biolm.specs import PAPERS_NAMESPACE
 from jobs.models import Job, Run
+from leaderboard import hub_card
 from leaderboard.model_card import card, contamination, job_row, loss_chart
 from leaderboard.model_results import (
     ScoreRow,
@@ -66,11 +67,11 @@ def model_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespons
         if merged is not None and merged.address_parts != (namespace, name):
             return HttpResponsePermanentRedirect(merged.get_absolute_url())
     model = visible_model(request, namespace, name)
-    return render(request, "leaderboard/model.html", model_context(model))
+    return render(request, "leaderboard/model.html", model_context(model, request.build_absolute_uri()))
 
 
-def model_context(model: LanguageModel) -> dict:
-    """Everything the model page shows; a fixed number of queries whatever the number of results."""
+def model_context(model: LanguageModel, page_url: str) -> dict:
+    """Everything the model page at ``page_url`` shows; a fixed number of queries whatever the number of results."""
     report = model.pretraining if isinstance(model.pretraining, dict) else {}
     results = list(
         Result.objects.filter(language_model=model)
@@ -94,6 +95,7 @@ def model_context(model: LanguageModel) -> dict:
         .defer("log", "token")
         .order_by("-created_at", "-pk")
     )
+    card_values = hub_card.card_values(model)
     several = datasets_with_several_results(results)
     rows = [result_row(model, result, several) for result in results]
     score_rows = [ScoreRow(s, primary_label(s.benchmark.aggregation), s.benchmark.get_absolute_url()) for s in scores]
@@ -113,4 +115,7 @@ def model_context(model: LanguageModel) -> dict:
         "seed_chart": seed_chart(rows),
         "loss_chart": loss,
         "jobs": [job_row(job) for job in jobs],
+        # Its results in the Hub's own forms, for its model card (leaderboard.hub_card).
+        "card_header": hub_card.card_header(model, page_url, card_values),
+        "hub_eval_files": hub_card.hub_eval_files(model, page_url, card_values),
     }

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.core.files.base import ContentFile
 from django.db.models import Prefetch
 
+from biolm.specs import HUB_ID_RE
 from jobs import artefacts
 from jobs.models import Run
 from leaderboard.models import Result
 from registry.models import BenchmarkEntry, LanguageModel
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")  # the Hub's org/name: no path, no scheme
 LAYOUT_VERSION = 1
 PREFIX = "exports"
 COLUMNS: dict[str, str] = {
@@ -161,7 +160,7 @@ def _row(result: Result, entry: BenchmarkEntry, date: dt.date) -> dict:
 
 def hub_id(checkpoint: str) -> str:
     """``checkpoint`` when it is a Hugging Face Hub id (``org/name``), not a local path or an artefact's URL."""
-    return checkpoint if HUB_ID.match(checkpoint or "") else ""
+    return checkpoint if HUB_ID_RE.match(checkpoint or "") else ""
 
 
 def _number(value) -> bool:

@@ -124,6 +124,12 @@ class Dataset(PluginContributed):
     citation = models.TextField(blank=True)
     adapter = models.JSONField(null=True, blank=True, help_text="The AdapterSpec that reads official files.")
     demo = models.BooleanField(default=False, help_text="Invented demo data, not a real benchmark dataset.")
+    hub_dataset = models.CharField(
+        max_length=200, blank=True, help_text="Its id on the Hugging Face Hub (org/name), where one exists."
+    )
+    hub_task = models.CharField(
+        max_length=200, blank=True, help_text="The task within it the Hub's evaluation results name (default: slug)."
+    )
     held_by = models.ForeignKey(
         DataHolder, null=True, blank=True, on_delete=models.PROTECT, related_name="datasets",
         help_text="Restricted data kept on its holder's hosts: only its workers run these jobs (manage.py holders).",

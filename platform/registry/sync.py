@@ -190,6 +190,8 @@ def _sync_datasets(contributions: Contributions, report: SyncReport) -> None:
                 "citation": spec.citation,
                 "adapter": _jsonable(dataclasses.asdict(spec.adapter)) if spec.adapter else None,
                 "demo": spec.demo,
+                "hub_dataset": spec.hub_dataset,
+                "hub_task": spec.hub_task,
                 "plugin": contributions.origin[("datasets", slug)],
                 "active": True,
             },

@@ -42,6 +42,10 @@ HOC_HALLMARKS = (
 )
 
 
+# The Hub's copy of BLURB (EMBO's): it holds the five NER sets, BIOSSES and PubMedQA, not the others.
+BLURB_ON_THE_HUB = "EMBO/BLURB"
+
+
 def _splits(train: int, dev: int, test: int, unit: str) -> tuple[SplitSpec, ...]:
     return (SplitSpec("train", train, unit), SplitSpec("dev", dev, unit), SplitSpec("test", test, unit))
 
@@ -49,6 +53,7 @@ def _splits(train: int, dev: int, test: int, unit: str) -> tuple[SplitSpec, ...]
 DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         slug="bc5-chem",
+        hub_dataset=BLURB_ON_THE_HUB,
         name="BC5-chem",
         task_type="ner",
         metric="entity-f1",
@@ -68,6 +73,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="bc5-disease",
+        hub_dataset=BLURB_ON_THE_HUB,
         name="BC5-disease",
         task_type="ner",
         metric="entity-f1",
@@ -87,6 +93,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="ncbi-disease",
+        hub_dataset=BLURB_ON_THE_HUB,
         name="NCBI-disease",
         task_type="ner",
         metric="entity-f1",
@@ -103,6 +110,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="bc2gm",
+        hub_dataset=BLURB_ON_THE_HUB,
         name="BC2GM",
         task_type="ner",
         metric="entity-f1",
@@ -122,6 +130,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="jnlpba",
+        hub_dataset=BLURB_ON_THE_HUB,
         name="JNLPBA",
         task_type="ner",
         metric="entity-f1",
@@ -240,6 +249,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="biosses",
+        hub_dataset=BLURB_ON_THE_HUB,
         seeds=10,  # Gu et al. 2021, section 6.2: small and high-variance
         name="BIOSSES",
         task_type="sentence-similarity",
@@ -281,6 +291,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec(
         slug="pubmedqa",
+        hub_dataset=BLURB_ON_THE_HUB,
         seeds=10,  # Gu et al. 2021, section 6.2: small and high-variance
         name="PubMedQA",
         task_type="question-answering",
