@@ -246,7 +246,7 @@ def test_a_test_set_built_without_its_vocabulary_is_refused_instead_of_scanning_
     built = dataset_shingles("planted", texts)
     with pytest.raises(TypeError, match="vocabulary"):
         scan.DatasetTestShingles("planted", built.examples, built.short_lengths)  # the old three-field way
-    with pytest.raises(ValueError, match="no vocabulary.*dataset_shingles"):
+    with pytest.raises(ValueError, match=r"no vocabulary.*dataset_shingles"):
         scan.DatasetTestShingles("planted", built.examples, built.short_lengths, set())
     corpus = [" ".join(row[0]) + "." for row in texts]
     assert contamination(iter(corpus), [built])["datasets"]["planted"]["contaminated"] == 50

@@ -41,9 +41,9 @@ client = Client()
 page = client.get("/how-ranks-work/")
 found = re.search(r'href="([^"]*site[^"]*[.]css)"', page.content.decode())
 css = client.get(found.group(1)) if found else None
-print(json.dumps({"page": page.status_code, "href": found and found.group(1),
-                  "css": css and css.status_code,
-                  "css_body": css and b"".join(css.streaming_content if css.streaming else [css.content])[:40].decode()}))
+body = css and b"".join(css.streaming_content if css.streaming else [css.content])
+print(json.dumps({"page": page.status_code, "href": found and found.group(1), "css": css and css.status_code,
+                  "css_body": body and body[:40].decode()}))
 """)  # fmt: skip
     seen = json.loads(answer.strip().splitlines()[-1])
     assert seen["page"] == 200
