@@ -60,7 +60,7 @@ class Config:
     processes: int = 4
     readers: int = 8
     reader_pause_s: float = 0.5
-    idle_s: float = 30.0
+    idle_s: float = 60.0  # as long as load_s: two p95s from samples of one size (30 s gave an idle p95 of 12-22 ms)
     load_s: float = 60.0
     warmup_s: float = 10.0  # the workers' first claims and heartbeats, before the readers are timed
     hold_s: float = 20.0  # how long each simulated job "runs", heartbeating
