@@ -227,7 +227,7 @@ def test_the_profile_lists_own_submissions_newest_first_and_not_other_users(clie
     now = timezone.now()
     older = _submission(alice, "Alice Older BERT", created=now - dt.timedelta(hours=5))
     newer = _submission(alice, "Alice Newer BERT", preview=True, created=now - dt.timedelta(hours=1))
-    Submission.objects.filter(pk=newer.pk).update(status="failed", refunded=True)
+    Submission.objects.filter(pk=newer.pk).update(status="failed", refunded=True, refund_cause="the platform's fault")
     _submission(bob, "Bob Secret BERT")
     client.force_login(alice)
     page = client.get(reverse("accounts:profile")).content.decode()

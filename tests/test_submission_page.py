@@ -211,7 +211,7 @@ def test_a_failed_job_says_why_in_words_whether_it_was_refunded_and_shows_its_lo
     html = as_user(alice).get(urls(submission)["detail"]).content.decode()
     row = re.search(rf'<tr class="failure" data-failure-for="{job.pk}">(.*?)</tr>', html, re.S).group(1)
     assert "the platform failed (a worker died or lost its connection); it is not counted against you: " in row
-    assert "WorkerLostError: the worker died" in row and "Refunded: the platform's fault" in row
+    assert "WorkerLostError: the worker died" in row and "Refunded (the platform&#x27;s fault)" in row
     assert '<details><summary>The log\'s last lines</summary><pre data-field="log_tail">epoch 1\n&lt;script&gt;' in row
     assert XSS not in html
     data = as_user(alice).get(urls(submission)["status"]).json()

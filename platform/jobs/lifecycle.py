@@ -270,7 +270,9 @@ def _after_failure(job: Job, error: str, cause: str, now: dt.datetime, retry: bo
         status=Job.Status.FAILED, claim="", error=error, failure_cause=cause, finished_at=now,
         blamed_plugin=plugin if cause == Job.Cause.PLUGIN else "",
     )  # fmt: skip
-    signals.job_failed_for_good.send(sender=Job, job=job, cause=cause)
+    signals.job_failed_for_good.send(
+        sender=Job, job=job, cause=cause, plugin=plugin if cause == Job.Cause.PLUGIN else ""
+    )
     return Job.Status.FAILED
 
 

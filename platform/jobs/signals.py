@@ -5,8 +5,9 @@ the submissions app is above this one (it builds jobs, this app never builds sub
 jobs app announces and the submissions app listens (:mod:`submissions.signals`).
 
 * :data:`jobs_changed` (``job_ids``): these jobs changed state; whoever summarises them catches up.
-* :data:`job_failed_for_good` (``job``, ``cause``): a job failed finally, with its cause; the
-  platform's and a plugin's failures are refunded to the submitter.
+* :data:`job_failed_for_good` (``job``, ``cause``, ``plugin``): a job failed finally, with its cause and, for a
+  plugin's failure, the plugin it is counted against; the platform's and a plugin's failures are refunded to
+  the submitter (:mod:`submissions.refunds`).
 """
 
 from __future__ import annotations

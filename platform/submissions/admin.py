@@ -16,7 +16,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     search_fields = ("language_model__name", "submitter__username", "notes")
     list_select_related = ("language_model", "submitter")
     raw_id_fields = ("language_model",)
-    readonly_fields = ("status", "refunded", "preview", "notified_at")  # they follow the submission's jobs
+    readonly_fields = ("status", "refunded", "refund_cause", "preview", "notified_at")  # they follow its jobs
 
     @admin.display(description="status", ordering="status")
     def status_text(self, submission: Submission) -> str:

@@ -192,7 +192,11 @@ class JobStateSerializer(serializers.Serializer):
     failure = serializers.CharField(allow_blank=True, help_text="Why it failed, in plain words.")
     failure_cause = serializers.CharField(allow_blank=True)
     refunded = serializers.BooleanField(
-        allow_null=True, help_text="On failure: whether the daily quota was given back (the platform's fault)."
+        allow_null=True,
+        help_text="On failure: whether the daily quota was given back (the platform's fault, or a plugin's).",
+    )
+    refund = serializers.CharField(
+        allow_blank=True, help_text="On failure: the refund in words, naming its cause (a plugin by name)."
     )
     log_tail = serializers.CharField(allow_blank=True)
     started_at = serializers.DateTimeField(allow_null=True)

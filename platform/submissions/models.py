@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from registry.models import Benchmark, LanguageModel
+from submissions.refunds import Refund
 
 
 class Submission(models.Model):
@@ -31,7 +32,12 @@ class Submission(models.Model):
     )
     notes = models.TextField(blank=True)
     refunded = models.BooleanField(
-        default=False, help_text="It failed through the platform's fault and does not count against the quota."
+        default=False,
+        help_text="It failed through no fault of its submitter's (the platform's, or a plugin's code) and does not "
+        "count against the quota (submissions.refunds).",
+    )
+    refund_cause = models.CharField(
+        max_length=300, blank=True, help_text="Why it was refunded, in words: the platform's fault, or which plugin's."
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -53,5 +59,10 @@ class Submission(models.Model):
         The status follows the submission's jobs (:func:`jobs.lifecycle.follow_submissions`).
         """
         if self.status == self.Status.FAILED:
-            return "failed (refunded: the platform's fault)" if self.refunded else "failed (counted against the quota)"
+            return f"failed ({self.refund.status_words})"
         return self.get_status_display()
+
+    @property
+    def refund(self) -> Refund:
+        """Its refund as :mod:`submissions.refunds` words it (recorded when its job failed)."""
+        return Refund(self.refunded, self.refund_cause or "not its submitter's fault")

@@ -48,10 +48,6 @@ def body(submission: Submission) -> str:
         failed = submission.jobs.filter(status="failed").order_by("finished_at").first()
         if failed is not None and failed.error:
             lines.append(f"Why: {failed.error.strip().splitlines()[-1][:500]}")
-        lines.append(
-            "The platform's fault: refunded, it does not count against your daily quota."
-            if submission.refunded
-            else "It counts against your daily quota."
-        )
+        lines.append(submission.refund.sentence)
     lines.append(f"Its page: {url}")
     return "\n\n".join(lines) + "\n"

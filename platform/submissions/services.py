@@ -29,6 +29,7 @@ from jobs.models import FINISHED, WAITING, Job
 from leaderboard.models import Result, Score
 from registry.models import LanguageModel, Protocol
 from submissions.models import Submission
+from submissions.refunds import job_refund
 
 LOG_TAIL_LINES = 20
 STALLED_AFTER_S = 60  # a running job whose step has not moved for this long is shown as stalled
@@ -86,6 +87,7 @@ class JobState:
     failure: str
     failure_cause: str
     refunded: bool | None
+    refund: str  # the refund in words (submissions.refunds), "" unless it failed
     log_tail: str
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
@@ -119,6 +121,7 @@ def _state(job: Job, place, states, now: dt.datetime, submission: Submission) ->
     waiting_now = job.status in WAITING
     reason = waiting.reason(job, states, now, blocked=job.blocked) if waiting_now else ""
     failed = job.status == Job.Status.FAILED
+    refund = job_refund(job) if failed else None
     return JobState(
         id=job.pk,
         kind=job.kind,
@@ -140,7 +143,8 @@ def _state(job: Job, place, states, now: dt.datetime, submission: Submission) ->
         max_attempts=job.max_attempts,
         failure=plain_failure(job) if failed else "",
         failure_cause=job.failure_cause if failed else "",
-        refunded=(job.failure_cause == Job.Cause.PLATFORM) if failed else None,
+        refunded=refund.refunded if refund else None,
+        refund=refund.sentence if refund else "",
         log_tail="\n".join(job.log.splitlines()[-LOG_TAIL_LINES:]) if (failed or job.log) else "",
         started_at=job.started_at,
         finished_at=job.finished_at,

@@ -2,7 +2,8 @@
 
 The jobs app announces what happened to jobs (:mod:`jobs.signals`); these receivers, connected
 when the app is ready, bring the submissions in line. A failure that is not the submitter's (the
-platform's, or a plugin's code) is refunded: it does not count against their daily quota.
+platform's, or a plugin's code) is refunded: it does not count against their daily quota (the rule is
+:mod:`submissions.refunds`').
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from jobs.models import Job
 from jobs.signals import job_failed_for_good, jobs_changed
 from submissions import notifications
 from submissions.models import Submission
-
-REFUNDED_CAUSES = (Job.Cause.PLATFORM, Job.Cause.PLUGIN)
+from submissions.refunds import refund_for
 
 
 def submission_status(counts: dict[str, int]) -> str:
@@ -69,7 +69,8 @@ def _jobs_changed(sender, job_ids: list[int], **_: object) -> None:
 
 
 @receiver(job_failed_for_good, dispatch_uid="submissions.refund")
-def _job_failed(sender, job: Job, cause: str, **_: object) -> None:
-    """The platform's and a plugin's failures are not the submitter's: the submission is refunded."""
-    if cause in REFUNDED_CAUSES and job.submission_id:
-        Submission.objects.filter(pk=job.submission_id).update(refunded=True)
+def _job_failed(sender, job: Job, cause: str, plugin: str = "", **_: object) -> None:
+    """The platform's and a plugin's failures are not the submitter's: the submission is refunded, with its cause."""
+    refund = refund_for(cause, plugin)
+    if refund.refunded and job.submission_id:
+        Submission.objects.filter(pk=job.submission_id).update(refunded=True, refund_cause=refund.cause)

@@ -74,6 +74,7 @@ def summary(submission: Submission) -> dict:
         "submission": submission.pk,
         "status": submission.status,
         "refunded": submission.refunded,
+        "refund": submission.refund.sentence if submission.status == Submission.Status.FAILED else "",
         "model": model.slug,  # the internal key the other commands and the API take
         "address": model.address,  # where its page is: /models/<address>/
         "submitter": submission.submitter.get_username(),

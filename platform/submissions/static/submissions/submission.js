@@ -78,9 +78,7 @@
     if (failure) {
       failure.hidden = job.status !== "failed";
       set(failure, "failure", job.failure);
-      set(failure, "refunded", job.refunded
-        ? "Refunded: the platform's fault, so it does not count against your quota."
-        : "Not refunded: it counts against your quota.");
+      set(failure, "refunded", job.refund);  // the refund rule's own words (submissions/refunds.py)
       if (job.log_tail) set(failure, "log_tail", job.log_tail);
     }
   }
