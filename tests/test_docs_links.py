@@ -132,7 +132,7 @@ def test_every_relative_link_of_the_readme_and_docs_lands_on_a_file_and_heading(
 
 def test_the_readme_is_a_front_page_that_links_every_docs_page():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) < 250, "the README is a front page: move detail into docs/"
+    assert len(readme.splitlines()) < 200, "the README is a front page: move detail into docs/"
     linked = {target_path(link, ROOT) for link in relative_links(ROOT / "README.md", ROOT)}
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert page.resolve() in linked, f"the README does not link {page.relative_to(ROOT)}"
@@ -183,3 +183,17 @@ def test_a_dead_file_and_an_unknown_anchor_are_reported_and_code_is_not_read_as_
         "README.md:2:docs/guide.md#not-a-heading: guide.md has no heading with the anchor #not-a-heading",
         None,
     ]
+
+
+def test_the_readmes_key_figures_read_at_a_glance_each_one_figure_linking_its_measurement():
+    """At most 12 rows, one figure a cell, each a link to the section of docs/performance.md that says how it was
+    measured (the history and the other machines live there)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Key figures", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| what")]
+    assert 0 < len(rows) <= 12, f"{len(rows)} rows"
+    for row in rows:
+        what, figure = [cell.strip() for cell in row.strip("|").split("|")]
+        found = re.fullmatch(r"\[([^\]/;,]+)\]\((docs/performance\.md#[a-z0-9-]+)\)", figure)
+        assert found, f"{what}: {figure!r} is not one figure linking a section of docs/performance.md"
+        assert link_problem(Link("README.md", 0, found.group(2)), ROOT) is None, figure
