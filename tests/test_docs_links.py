@@ -197,3 +197,18 @@ def test_the_readmes_key_figures_read_at_a_glance_each_one_figure_linking_its_me
         found = re.fullmatch(r"\[([^\]/;,]+)\]\((docs/performance\.md#[a-z0-9-]+)\)", figure)
         assert found, f"{what}: {figure!r} is not one figure linking a section of docs/performance.md"
         assert link_problem(Link("README.md", 0, found.group(2)), ROOT) is None, figure
+
+
+def test_the_architecture_page_names_exactly_the_platform_modules_the_contracts_let_import_the_engine():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [
+        c for c in config["tool"]["importlinter"]["contracts"] if c.get("forbidden_modules") == ["workers.engine"]
+    ]
+    allowed = {line.split(" -> ")[0] for line in contract["ignore_imports"]}
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    item = re.search(r"^9\. Only these platform modules import the engine(.*?)(?:^\S|\Z)", page, re.S | re.M)
+    assert item, "docs/architecture.md has no item 9 on the platform modules that import the engine"
+    named = set(re.findall(r"`([a-z_]+\.[a-z_.]+)`", item.group(1))) - {"pyproject.toml"}
+    assert named == allowed, f"the page names {sorted(named)}, pyproject.toml allows {sorted(allowed)}"

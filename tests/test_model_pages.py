@@ -32,7 +32,7 @@ def store(artefact_store):
 
 
 def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, selection_value=71.5):
-    """A result recorded the way jobs.recording records one: a succeeded fine-tuning job, its test runs,
+    """A result recorded the way leaderboard.recording records one: a succeeded fine-tuning job, its test runs,
     its results file in the artefact store, and the result with the mean, std and median of the seeds."""
     import statistics
 

@@ -224,3 +224,11 @@ def test_the_built_wheel_holds_the_core_the_kit_the_engine_and_the_plugins_data(
     ):
         assert expected in names, expected
     assert not any(name.startswith(("registry/", "leaderboard/", "biolm_site/")) for name in names)
+
+
+def test_the_undocumented_builtin_contributions_fixture_still_works_for_one_minor_version_and_says_what_replaces_it(
+    request,
+):
+    with pytest.warns(DeprecationWarning, match=r"goes in biolm 0\.2: call biolm\.plugins\.collect_contributions"):
+        contributions = request.getfixturevalue("biolm_builtin_contributions")
+    assert "blurb" in contributions.benchmarks

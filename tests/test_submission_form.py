@@ -1,4 +1,4 @@
-"""``/submit/``: the submission form queues a checkpoint or a recipe through ``jobs.graph.submit``, or shows
+"""``/submit/``: the submission form queues a checkpoint or a recipe through ``submissions.submitting.submit``, or shows
 each refusal beside its field and leaves no row, no stored file and no upload behind."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``manage.py submit`` and ``jobs.graph.submit``: a submission becomes its job graph, or nothing at all."""
+"""``manage.py submit`` and ``submissions.submitting.submit``: a submission becomes its job graph, or nothing at all."""
 
 from __future__ import annotations
 

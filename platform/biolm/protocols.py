@@ -90,10 +90,6 @@ class Plan:
     cross_validation: bool = False
     description: str = ""
 
-    def quick_point(self) -> Hyperparameters:
-        """The point ``grid: single`` runs: the grid's largest learning rate and batch, for quick checks."""
-        return max(self.points, key=lambda hp: (hp.learning_rate, hp.batch_size))
-
     def describe(self) -> dict:
         return {
             "name": self.protocol,
@@ -128,7 +124,7 @@ def plan_for(
     points = list(plan.points)
     if overrides.epochs is not None:
         points = [dataclasses.replace(hp, epochs=overrides.epochs) for hp in points]
-    if overrides.grid == "single":
+    if overrides.grid == "single":  # a quick check's one point: the grid's largest learning rate and batch
         points = [max(points, key=lambda hp: (hp.learning_rate, hp.batch_size))]
     if overrides.learning_rate is not None or overrides.batch_size is not None:
         points = [

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -122,7 +123,15 @@ def plugin_manager() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def biolm_builtin_contributions() -> Contributions:
-    """The built-in plugins' contributions alone (no installed entry points)."""
+    """Deprecated (removed in biolm 0.2): ``collect_contributions(get_plugin_manager(load_entrypoints=False))`` gives
+    the built-in plugins' contributions, and :func:`check_plugin` a plugin's own. Nothing used this fixture, and
+    it was never documented; it stays one minor version, warning, for any plugin's tests that found it."""
+    warnings.warn(
+        "the biolm_builtin_contributions fixture is deprecated and goes in biolm 0.2: call "
+        "biolm.plugins.collect_contributions(biolm.plugins.get_plugin_manager(load_entrypoints=False)) instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return collect_contributions(get_plugin_manager(load_entrypoints=False))
 
 

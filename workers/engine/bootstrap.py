@@ -5,7 +5,7 @@ test examples. This module turns one job's stored per-example test predictions (
 ``results.json``) into that job's vector: on resample ``r``, every run's predictions are scored
 as the formulation's own ``score`` would score the resampled rows (rebuilt exactly as the
 platform rebuilds it to score withheld predictions, :func:`workers.engine.withheld.gold_scoring`),
-and the runs are combined as :mod:`jobs.recording` combines them into the recorded value. So
+and the runs are combined as the recorded value combines them (:func:`biolm.protocols.combine`). So
 resample ``r`` is "what the leaderboard would show had the test set been resample ``r``", with no
 second implementation of any metric to drift from the first.
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -149,9 +148,3 @@ def _ordered_vocabulary(backend: Tokenizer) -> list[str]:
     if [vocab[token] for token in ordered] != list(range(len(ordered))):
         raise RuntimeError("the trainer's vocabulary ids are not contiguous")
     return ordered
-
-
-def thread_settings() -> dict:
-    """The environment that sets how many threads the trainers use (recorded beside benchmark figures)."""
-    names = ("RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS", "TOKENIZERS_PARALLELISM")
-    return {name: os.environ.get(name) for name in names}

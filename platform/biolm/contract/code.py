@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import biolm
 from biolm import plugin_set
 from biolm.contract.errors import ContractError
 from biolm.plugins import Contributions
@@ -201,8 +200,3 @@ def _version(pin: CodePin) -> str:
 def mismatch_message(pinned: CodePin, found: CodePin) -> str:
     """``plugin version mismatch: <plugin> <pinned> pinned, <found> installed``: the job's error, in one line."""
     return f"plugin version mismatch: {pinned.name} {pinned.label} pinned, {found.label} installed"
-
-
-def current_biolm() -> CodePin:
-    own = plugin_set.own_code()
-    return CodePin(BIOLM, BIOLM, own.version or biolm.__version__, own.fingerprint)

@@ -188,20 +188,3 @@ def attention_inputs(model: torch.nn.Module, packed: dict) -> dict:
         return {"attention_mask": attention_mask(model, packed[SEGMENTS_KEY])}
     offsets, width = packed[OFFSETS_KEY], packed["input_ids"].shape[1]  # the row width bounds every sequence
     return {"cu_seq_lens_q": offsets, "cu_seq_lens_k": offsets, "max_length_q": width, "max_length_k": width}
-
-
-def unpack_rows(values: torch.Tensor, batch: dict, packed: dict) -> torch.Tensor:
-    """Per-token ``values`` of a packed batch (rows x width x ...) back in the padded layout (zeros at padding).
-
-    For tests and diagnostics: compares the packed forward with the padded one position by position.
-    """
-    mask = batch["attention_mask"]
-    if PACKED_KEY not in packed:
-        return values
-    lengths = mask.sum(dim=1)
-    starts = packed[PACKED_KEY]
-    out = values.new_zeros((*mask.shape, *values.shape[2:]))
-    flat = values.reshape(-1, *values.shape[2:])
-    for index, (length, start) in enumerate(zip(lengths.tolist(), starts.tolist(), strict=True)):
-        out[index, :length] = flat[start : start + length]
-    return out
