@@ -229,10 +229,17 @@ class ModelDetailSerializer(ModelSummarySerializer):
     )
 
     def get_model_index(self, model) -> str:
-        return hub_card.card_header(model, self._page_url(model))
+        return hub_card.card_header(model, self._page_url(model), self._card_values(model))
 
     def get_hub_eval_results(self, model) -> dict[str, str]:
-        return hub_card.hub_eval_files(model, self._page_url(model))
+        return hub_card.hub_eval_files(model, self._page_url(model), self._card_values(model))
+
+    def _card_values(self, model) -> list[hub_card.CardValue]:
+        """The model's card values, read once for both fields."""
+        cached = self.context.setdefault("card_values", {})
+        if model.pk not in cached:
+            cached[model.pk] = hub_card.card_values(model)
+        return cached[model.pk]
 
     def _page_url(self, model) -> str:
         request = self.context.get("request")

@@ -27,7 +27,7 @@ from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, eval_res
 
 from biolm.contract import ContractError, parse_job_spec
 from leaderboard.models import Result
-from leaderboard.results_dump import hub_id
+from leaderboard.results_dump import entries_by_score, hub_id
 from registry.models import BenchmarkEntry, LanguageModel, Plugin
 
 # The Hub's task of each example schema (biolm.schemas): what its pipeline tag calls the same work.
@@ -58,13 +58,7 @@ def card_values(model: LanguageModel) -> list[CardValue]:
     )
     if not results:
         return []
-    entries: dict[tuple[int, int, str], list[BenchmarkEntry]] = {}
-    for entry in (
-        BenchmarkEntry.objects.select_related("benchmark")
-        .filter(dataset__in={result.dataset_id for result in results})
-        .order_by("benchmark__slug", "position")
-    ):
-        entries.setdefault((entry.dataset_id, entry.metric_id, entry.variant), []).append(entry)
+    entries = entries_by_score(result.dataset_id for result in results)
     installed = dict(Plugin.objects.values_list("name", "version"))
     values = []
     for result in results:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.core.files.base import ContentFile
@@ -104,12 +104,7 @@ def latest_dump() -> dt.date | None:
 
 def rows(date: dt.date) -> Iterator[dict]:
     """The dump's rows for ``date``, model by model (see :data:`COLUMNS`)."""
-    entries = list(
-        BenchmarkEntry.objects.select_related("benchmark", "dataset", "metric").order_by("benchmark__slug", "position")
-    )
-    by_key: dict[tuple[int, int, str], list[BenchmarkEntry]] = {}
-    for entry in entries:
-        by_key.setdefault((entry.dataset_id, entry.metric_id, entry.variant), []).append(entry)
+    by_key = entries_by_score()
     results = (
         Result.objects.filter(language_model__in=LanguageModel.objects.public())
         .select_related("language_model", "dataset", "metric", "job")
@@ -123,6 +118,18 @@ def rows(date: dt.date) -> Iterator[dict]:
             if result.scope and result.scope != entry.benchmark.slug:  # a paper's number counts in its paper's table
                 continue
             yield _row(result, entry, date)
+
+
+def entries_by_score(datasets: Iterable[int] | None = None) -> dict[tuple[int, int, str], list[BenchmarkEntry]]:
+    """The benchmark entries a result counts in, keyed as a result is: ``(dataset, metric, variant)``, each list in
+    benchmark and column order; only those of ``datasets`` (ids) when given."""
+    entries = BenchmarkEntry.objects.select_related("benchmark", "dataset", "metric")
+    if datasets is not None:
+        entries = entries.filter(dataset__in=set(datasets))
+    by_key: dict[tuple[int, int, str], list[BenchmarkEntry]] = {}
+    for entry in entries.order_by("benchmark__slug", "position"):
+        by_key.setdefault((entry.dataset_id, entry.metric_id, entry.variant), []).append(entry)
+    return by_key
 
 
 def _row(result: Result, entry: BenchmarkEntry, date: dt.date) -> dict:
