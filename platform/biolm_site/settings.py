@@ -349,6 +349,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "biolm": {"handlers": ["console"], "level": env_str("BIOLM_LOG_LEVEL", "INFO"), "propagate": False},
+        # A 500's traceback in the server's log: Django's default sends it only to mail_admins (none here).
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
 

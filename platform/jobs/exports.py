@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from django.db import transaction
+
 from biolm.dataset_io import DataFormatError, LoadedDataset, fingerprint_of, load_dataset_files, validate_examples
 from biolm.schemas import get_schema
 from biolm.specs import ContractBreach
@@ -105,19 +107,29 @@ def dataset_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
         for split, rows in withheld_splits(imported).items():
             yield f"{split}.jsonl", rows
 
-    return _exported(export_prefix(imported), files)
+    return _exported(imported, export_prefix(imported), files)
 
 
-def _exported(prefix: str, files: Callable[[], Iterable[tuple[str, list[dict]]]]) -> tuple[str, list[dict]]:
-    """The export's manifest entries: read back when it exists, else each file written under ``prefix`` first."""
+def _exported(
+    imported: DatasetImport, prefix: str, files: Callable[[], Iterable[tuple[str, list[dict]]]]
+) -> tuple[str, list[dict]]:
+    """The export's manifest entries: read back when it exists, else each file written under ``prefix`` first.
+
+    The first claims of a new dataset arrive together (200 workers start at once): one of them exports it,
+    holding the import's row, and the others wait and read its manifest. Written side by side, one claim's
+    store deleted a file another had just saved, and the claim failed.
+    """
     manifest = f"{prefix}/manifest.json"
     store = artefacts.storage()
-    if store.exists(manifest):
-        with store.open(manifest, "rb") as handle:
-            return prefix, json.loads(handle.read())
-    entries = [artefacts.store_bytes(_jsonl(rows), f"{prefix}/{name}") for name, rows in files()]
-    artefacts.store_bytes(json.dumps(entries).encode(), manifest)  # last: a manifest means a complete export
-    return prefix, entries
+    if not store.exists(manifest):
+        with transaction.atomic():
+            list(DatasetImport.objects.select_for_update().filter(pk=imported.pk).values_list("pk"))  # one at a time
+            if not store.exists(manifest):  # none was written while this claim waited
+                entries = [artefacts.store_bytes(_jsonl(rows), f"{prefix}/{name}") for name, rows in files()]
+                artefacts.store_bytes(json.dumps(entries).encode(), manifest)  # last: a manifest, a whole export
+                return prefix, entries
+    with store.open(manifest, "rb") as handle:
+        return prefix, json.loads(handle.read())
 
 
 def folds_of(dataset: Dataset) -> dict:
@@ -175,7 +187,7 @@ def fold_artefacts(dataset: Dataset) -> tuple[str, list[dict]]:
             for split, rows in withheld_fold_splits(dataset, fold).items():
                 yield f"folds/{fold}/{split}.jsonl", rows
 
-    return _exported(folds_prefix(dataset), files)
+    return _exported(_latest_import(dataset), folds_prefix(dataset), files)
 
 
 def loaded_fold(dataset: Dataset, spec, fold: int, *, withheld: bool) -> LoadedDataset:
