@@ -15,7 +15,7 @@ from contract_documents import results_document
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from jobs import artefacts, completion, lifecycle, tasks
+from jobs import artefacts, completion, exports, lifecycle, tasks
 from jobs.models import WAITING, Job, Worker
 from registry.imports import import_dataset
 from submissions.submitting import SubmissionRequest, submit
@@ -164,6 +164,52 @@ def test_heartbeats_carry_progress_and_a_cancelled_job_answers_stop(finetune):
     assert job.log == "epoch 1\n"
     lifecycle.cancel(Job.objects.filter(pk=job.pk))
     assert client.post(f"{API}jobs/{finetune.pk}/heartbeat", beat, format="json").json() == {"verdict": "stop"}
+
+
+def test_a_known_workers_claim_reads_the_job_and_the_worker_once_and_numbers_its_attempt(
+    finetune, settings, django_assert_max_num_queries
+):
+    """A claim per job, from every GPU host: the job (with its dataset) and the worker are read once each, the
+    claimed job is not read again, and the attempt still gets the job's next number and the worker's GPUs."""
+    beat = {"name": "gpu0@test", "queues": ["gpu"], "slots": 1, "gpus": 2, "gpus_free": 2}
+    secret = APIClient()
+    secret.credentials(HTTP_AUTHORIZATION=f"Bearer {settings.BIOLM_WORKER_SECRET}")
+    assert secret.post(f"{API}workers/heartbeat", beat, format="json").status_code == 204
+    Job.objects.filter(pk=finetune.pk).update(attempts=2)  # two earlier attempts, lost
+    exports.dataset_artefacts(finetune.dataset)  # exported by an earlier claim: this one reads its manifest
+    # the job with its dataset, the worker, the claim, the attempt, the attempts it ends, the submission's
+    # jobs and status (three), the dataset's import: 12 before the job and the worker were each read once
+    with django_assert_max_num_queries(9):
+        claimed = claim(finetune)
+    assert claimed["spec"]["dataset"] == "demo-ner" and claimed["inputs"]["dataset"]
+    job = Job.objects.get(pk=finetune.pk)
+    assert (job.status, job.attempts, job.claim, job.worker) == (Job.Status.RUNNING, 3, "d1", "gpu0@test")
+    (attempt,) = job.attempt_log.all()
+    assert (attempt.number, attempt.worker, attempt.delivery, attempt.gpus) == (3, "gpu0@test", "d1", 1)
+
+
+def test_a_claim_raced_by_another_attempt_between_its_read_and_its_write_is_refused_not_misnumbered(finetune):
+    """The claim reads the job, then takes it only if no attempt began in between: another delivery that
+    claimed, lost and handed it back meanwhile would otherwise leave two attempts under one number."""
+    seen = Job.objects.get(pk=finetune.pk)
+    assert lifecycle.claim(finetune.pk, finetune.token, "other", "gpu1@test") is not None
+    lifecycle.fail(finetune.pk, finetune.token, "other", "lost", Job.Cause.PLATFORM)
+    Job.objects.filter(pk=finetune.pk).update(status=Job.Status.QUEUED, not_before=None)  # waiting again at once
+    assert lifecycle.claim(finetune.pk, finetune.token, "late", "gpu0@test", seen=seen) is None
+    assert lifecycle.claim(finetune.pk, finetune.token, "late", "gpu0@test", seen=Job.objects.get(pk=finetune.pk))
+    assert Job.objects.get(pk=finetune.pk).attempts == 2
+
+
+def test_a_job_heartbeat_reads_the_job_once_and_keeps_the_eta_from_growing(finetune, django_assert_num_queries):
+    claim(finetune)
+    client = worker_client(finetune)
+    beat = {"delivery": "d1", "step": 5, "total": 20, "eta_s": 30}
+    assert client.post(f"{API}jobs/{finetune.pk}/heartbeat", beat, format="json").json() == {"verdict": "continue"}
+    with django_assert_num_queries(2):  # the job's token and progress, then the UPDATE
+        answer = client.post(f"{API}jobs/{finetune.pk}/heartbeat", {**beat, "step": 6, "eta_s": 45}, format="json")
+    assert answer.json() == {"verdict": "continue"}
+    job = Job.objects.get(pk=finetune.pk)
+    assert (job.progress_step, job.eta_s) == (6, 30)  # the pace wobbled: the promise made stands
 
 
 def test_only_the_holding_delivery_may_upload(finetune):

@@ -101,13 +101,16 @@ def _bearer(request: Request) -> str:
     return request.auth
 
 
-def job_for(request: Request, job_id: int, *fields: str) -> Job:
-    """The job, if the request carries its token (compared in constant time); only ``fields`` of it, when named.
+def job_for(request: Request, job_id: int, *fields: str, related: tuple[str, ...] = ()) -> Job:
+    """The job, if the request carries its token (compared in constant time); only ``fields`` of it, when named,
+    and the ``related`` rows it points to read in the same query.
 
     An unknown job and another job's token get the same 404, so a token reveals no other job's existence.
     """
     token = _bearer(request)
     jobs = Job.objects.only("token", *fields) if fields else Job.objects
+    if related:  # select_related() with no names would follow every foreign key
+        jobs = jobs.select_related(*related)
     job = jobs.filter(pk=job_id).first()
     expected = job.token if job is not None else secrets.token_hex(16)  # compare anyway: the same time either way
     if not secrets.compare_digest(expected.encode(), token.encode()) or job is None:
@@ -219,13 +222,15 @@ def _valid(serializer_class, request: Request) -> dict:
 class ClaimView(WorkerView):
     @extend_schema(request=ClaimIn, responses={200: ClaimOut, 409: None})
     def post(self, request: Request, job_id: int) -> Response:
-        waiting_job = job_for(request, job_id)
+        waiting_job = job_for(request, job_id, related=("dataset",))  # the inputs name its dataset's files
         data = _valid(ClaimIn, request)
-        refused = (_refused_held(waiting_job, request) or _cannot_hold(waiting_job, data["worker"])
-                   or _runs_other_code(waiting_job, data))  # fmt: skip
+        worker = Worker.objects.filter(name=data["worker"]).first()  # None until its first heartbeat
+        refused = (_refused_held(waiting_job, request) or _cannot_hold(waiting_job, data["worker"], worker)
+                   or _runs_other_code(waiting_job, data, worker))  # fmt: skip
         if refused:
             return Response({"detail": refused}, status=status.HTTP_409_CONFLICT)
-        job = lifecycle.claim(job_id, _bearer(request), data["delivery"], data["worker"])
+        claimant = worker or data["worker"]
+        job = lifecycle.claim(job_id, _bearer(request), data["delivery"], claimant, seen=waiting_job)
         if job is None:
             current = Job.objects.get(pk=job_id)
             return Response(
@@ -242,14 +247,13 @@ class ClaimView(WorkerView):
                          "uploads": uploads})  # fmt: skip
 
 
-def _cannot_hold(job: Job, name: str) -> str:
+def _cannot_hold(job: Job, name: str, worker: Worker | None) -> str:
     """Why worker ``name`` may not take the waiting GPU ``job`` ("" when it may), after handing the job back.
 
     Dispatch sends a job only to a seat that holds it, so this catches a worker consuming another seat's
     queue (started by hand with ``-Q gpu-4`` on one GPU). A worker that has not heartbeated yet is taken at
     its word, as before seats had names.
     """
-    worker = Worker.objects.filter(name=name).first()
     if not on_gpu_workers(job.queue) or job.status not in WAITING or worker is None or worker.seat.holds(job.need):
         return ""
     lifecycle.hand_back(job.pk, job.token)
@@ -257,7 +261,7 @@ def _cannot_hold(job: Job, name: str) -> str:
     return f"job #{job.pk} {job.need.describe()}; worker {name} has {worker.device}: handed back, no attempt charged"
 
 
-def _runs_other_code(job: Job, claim: dict) -> str:
+def _runs_other_code(job: Job, claim: dict, worker: Worker | None) -> str:
     """Why the claiming worker may not take ``job``, whose pins its code is not ("" when it may), after handing the
     job back uncharged and noting why on the worker (the admin shows it).
 
@@ -270,12 +274,13 @@ def _runs_other_code(job: Job, claim: dict) -> str:
         return ""
     try:
         here = [contract.CodePin.from_json(entry) for entry in claim["code"]]
-        pins = contract.parse_job_spec(job.spec).code
+        pins = job.contract.code
     except contract.ContractError as exc:
         raise serializers.ValidationError({"code": str(exc)}) from None
     words = contract.other_code_words(pins, here)
     if not words:
-        Worker.objects.filter(name=claim["worker"]).exclude(code_note="").update(code_note="", code_note_at=None)
+        if worker is not None and worker.code_note:  # it runs the pinned code again: the admin's note goes
+            Worker.objects.filter(pk=worker.pk).update(code_note="", code_note_at=None)
         return ""
     lifecycle.hand_back(job.pk, job.token)
     note = f"host {claim['worker']} {'; '.join(words)} (job #{job.pk})"
@@ -287,12 +292,13 @@ def _runs_other_code(job: Job, claim: dict) -> str:
 class HeartbeatView(WorkerView):
     @extend_schema(request=HeartbeatIn, responses=VerdictOut)
     def post(self, request: Request, job_id: int) -> Response:
-        job = job_for(request, job_id, "token")  # a beat every 5 s of every running job: its spec and log unread
+        # a beat every 5 s of every running job: its spec and log unread, its progress read once
+        job = job_for(request, job_id, "token", "progress_step", "progress_total", "eta_s")
         data = _valid(HeartbeatIn, request)
         progress = None
         if "step" in data and "total" in data:
             progress = lifecycle.Progress(data["step"], data["total"], data.get("loss"), data.get("eta_s"))
-        verdict = lifecycle.heartbeat(job.pk, job.token, data["delivery"], progress, data.get("log", ""))
+        verdict = lifecycle.heartbeat(job.pk, job.token, data["delivery"], progress, data.get("log", ""), seen=job)
         return Response({"verdict": verdict})
 
 
@@ -393,9 +399,9 @@ class OutputUploadedView(WorkerView):
 class CompleteView(WorkerView):
     @extend_schema(request=DeliveryIn, responses={200: None, 202: None, 409: None, 422: None})
     def post(self, request: Request, job_id: int) -> Response:
-        job = job_for(request, job_id)
+        job = job_for(request, job_id, related=("dataset",))  # its results must name its dataset
         delivery = _valid(DeliveryIn, request)["delivery"]
-        if not lifecycle.holds(job.pk, job.token, delivery):
+        if not lifecycle.holds(job.pk, job.token, delivery, seen=job):
             return Response({"detail": "this delivery no longer holds the job"}, status=status.HTTP_409_CONFLICT)
         if completion.checked_off_the_request(job):
             return _hand_over(job, delivery)

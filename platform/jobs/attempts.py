@@ -35,10 +35,13 @@ def gpu_model(worker: Worker | None) -> str:
     return " + ".join(names)[:200]
 
 
-def start(job: Job, delivery: str, worker_name: str, now: dt.datetime) -> Attempt:
-    worker = Worker.objects.filter(name=worker_name).first()
+def start(job: Job, delivery: str, worker: str | Worker, now: dt.datetime) -> Attempt:
+    """The attempt of ``job``'s delivery, on ``worker`` (its row, or its name when the caller has not read it)."""
+    name = worker.name if isinstance(worker, Worker) else worker
+    if not isinstance(worker, Worker):
+        worker = Worker.objects.filter(name=name).first()
     return Attempt.objects.create(
-        job=job, number=job.attempts, delivery=delivery, worker=worker_name[:200],
+        job=job, number=job.attempts, delivery=delivery, worker=name[:200],
         gpus=held_gpus(job, worker), gpu_model=gpu_model(worker), started_at=now,
     )  # fmt: skip
 

@@ -30,7 +30,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from jobs import attempts, signals
-from jobs.models import FINISHED, WAITING, Job
+from jobs.models import FINISHED, WAITING, Job, Worker
 
 LOG_TAIL_CHARS = 20_000
 # When a running job's step last moved: in the cache (shared by the site's processes where BIOLM_CACHE_URL is set).
@@ -92,27 +92,28 @@ def ready(now: dt.datetime | None = None) -> QuerySet[Job]:
     )
 
 
-def claim(job_id: int, token: str, delivery: str, worker: str) -> Job | None:
-    """Take the job for this delivery, or None if it is not ready, not ours to take or already taken."""
+def claim(job_id: int, token: str, delivery: str, worker: str | Worker, seen: Job | None = None) -> Job | None:
+    """Take the job for this delivery, or None if it is not ready, not ours to take or already taken.
+
+    ``worker`` is the claiming worker's row when the caller has read it, else its name. ``seen`` is the job as
+    the caller read it just before: the claim then holds only if no other attempt began in between, and that
+    object, updated, is returned instead of a second read (a claim per job, from every GPU host, costs the web).
+    """
     now = timezone.now()
-    taken = (
-        ready(now)
-        .filter(pk=job_id, token=token)
-        .update(
-            status=Job.Status.RUNNING,
-            claim=delivery,
-            worker=worker,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            last_heartbeat=now,
-            finished_at=None,
-            eta_s=None,
-            first_sent_at=None,
-        )
-    )
+    name = worker.name if isinstance(worker, Worker) else worker
+    changes = {"status": Job.Status.RUNNING, "claim": delivery, "worker": name, "started_at": now,
+               "last_heartbeat": now, "finished_at": None, "eta_s": None, "first_sent_at": None}  # fmt: skip
+    same_attempt = {} if seen is None else {"attempts": seen.attempts}
+    taken = ready(now).filter(pk=job_id, token=token, **same_attempt).update(attempts=F("attempts") + 1, **changes)
     if not taken:
         return None
-    job = Job.objects.get(pk=job_id)
+    if seen is None:
+        job = Job.objects.get(pk=job_id)
+    else:
+        job = seen
+        for field, value in changes.items():
+            setattr(job, field, value)
+        job.attempts += 1
     attempts.start(job, delivery, worker, now)
     follow_submissions([job_id])
     return job
@@ -148,13 +149,23 @@ def _held(job_id: int, token: str, delivery: str) -> QuerySet[Job]:
     return Job.objects.filter(pk=job_id, token=token, claim=delivery, status=Job.Status.RUNNING)
 
 
-def holds(job_id: int, token: str, delivery: str) -> bool:
-    """Whether the delivery still holds the running job (uploads from any other are refused)."""
+def holds(job_id: int, token: str, delivery: str, seen: Job | None = None) -> bool:
+    """Whether the delivery still holds the running job (uploads from any other are refused); from ``seen``, the
+    job as the caller just read it, when given (what changes state after that is caught by the change's own
+    filter, as :func:`succeed`'s)."""
+    if seen is not None:
+        return bool(delivery) and seen.claim == delivery and seen.status == Job.Status.RUNNING
     return bool(delivery) and _held(job_id, token, delivery).exists()
 
 
-def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None = None, log: str = "") -> str:
-    """Record that the delivery is alive (and how far it is); STOP if it no longer holds the job."""
+def heartbeat(
+    job_id: int, token: str, delivery: str, progress: Progress | None = None, log: str = "", seen: Job | None = None
+) -> str:
+    """Record that the delivery is alive (and how far it is); STOP if it no longer holds the job.
+
+    ``seen`` is the job as the caller just read it, its progress fields included (a beat every 5 s of every
+    running job: the progress is then not read a second time).
+    """
     now = timezone.now()
     values: dict = {"last_heartbeat": now}
     if progress is not None:
@@ -162,7 +173,7 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
             progress_step=progress.step,
             progress_total=progress.total,
             progress_loss=progress.loss,
-            eta_s=_steady_eta(job_id, token, progress, now),
+            eta_s=_steady_eta(job_id, token, progress, now, seen),
         )
     if not log:
         return Verdict.CONTINUE if _held(job_id, token, delivery).update(**values) else Verdict.STOP
@@ -175,7 +186,7 @@ def heartbeat(job_id: int, token: str, delivery: str, progress: Progress | None 
     return Verdict.CONTINUE
 
 
-def _steady_eta(job_id: int, token: str, progress: Progress, now: dt.datetime) -> float | None:
+def _steady_eta(job_id: int, token: str, progress: Progress, now: dt.datetime, seen: Job | None) -> float | None:
     """The ETA to record: never more than the last one while the job advances through the same steps.
 
     A worker's estimate follows its pace, which wobbles; a waiting person reads a number that grows
@@ -183,7 +194,11 @@ def _steady_eta(job_id: int, token: str, progress: Progress, now: dt.datetime) -
     estimate is the smaller of the new and the last one. It also notes when the step last moved
     (:func:`advanced_at`), which the submission page shows as "stalled since" when that is long ago.
     """
-    before = Job.objects.filter(pk=job_id).values("progress_step", "progress_total", "eta_s").first()
+    fields = ("progress_step", "progress_total", "eta_s")
+    if seen is not None:
+        before = {field: getattr(seen, field) for field in fields}
+    else:
+        before = Job.objects.filter(pk=job_id).values(*fields).first()
     same_run = before is not None and before["progress_total"] == progress.total
     if not same_run or progress.step != before["progress_step"]:
         cache.set(advanced_key(job_id, token), now.timestamp(), ADVANCED_TTL_S)
