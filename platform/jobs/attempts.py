@@ -37,9 +37,10 @@ def gpu_model(worker: Worker | None) -> str:
 
 def start(job: Job, delivery: str, worker: str | Worker, now: dt.datetime) -> Attempt:
     """The attempt of ``job``'s delivery, on ``worker`` (its row, or its name when the caller has not read it)."""
-    name = worker.name if isinstance(worker, Worker) else worker
-    if not isinstance(worker, Worker):
-        worker = Worker.objects.filter(name=name).first()
+    if isinstance(worker, Worker):
+        name = worker.name
+    else:
+        name, worker = worker, Worker.objects.filter(name=worker).first()
     return Attempt.objects.create(
         job=job, number=job.attempts, delivery=delivery, worker=name[:200],
         gpus=held_gpus(job, worker), gpu_model=gpu_model(worker), started_at=now,
