@@ -369,7 +369,8 @@ READ_ONLY_PATHS = {
     "/api/v1/models/", "/api/v1/models/{namespace}/{name}",
     "/api/v1/datasets/", "/api/v1/datasets/{slug}", "/api/v1/results/",
 }  # fmt: skip
-SUBMISSION_PATHS = {"/api/v1/submissions", "/api/v1/submissions/{id}", "/api/v1/submissions/{id}/cancel"}
+SUBMISSION_PATHS = {"/api/v1/submissions", "/api/v1/submissions/{id}", "/api/v1/submissions/{id}/cancel",
+                    "/api/v1/submissions/{id}/hub-token"}  # fmt: skip
 
 
 def test_the_public_schema_describes_the_public_api_only(client, settings):
@@ -389,6 +390,7 @@ def test_the_public_schema_describes_the_public_api_only(client, settings):
         ("post", "/api/v1/submissions"),
         ("get", "/api/v1/submissions/{id}"),
         ("post", "/api/v1/submissions/{id}/cancel"),
+        ("delete", "/api/v1/submissions/{id}/hub-token"),
     }
     assert all(op["security"] == [{"apiToken": []}] for op in operations.values())
     submit = operations["post", "/api/v1/submissions"]

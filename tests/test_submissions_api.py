@@ -269,7 +269,7 @@ def test_a_missing_or_blank_licence_is_refused_under_licence(as_alice, archive, 
         ({"homepage": "javascript:alert(1)"}, "homepage", ["http:// or https://"]),
         ({"protocol": "fast"}, "protocol", []),
         ({"name": "x" * 201}, "name", ["shorter"]),
-        ({"recipe": "tiny"}, "checkpoint", ["not both"]),
+        ({"recipe": "tiny"}, "checkpoint", ["not two"]),
     ],
 )
 def test_each_refusal_is_one_sentence_beside_its_field(as_alice, archive, folders, fields, field, words):
@@ -450,7 +450,7 @@ def test_fuzzed_requests_with_a_token_never_crash_and_every_answer_matches_the_s
     operations = [op for op in operations if op.path.startswith("/api/v1/submissions")]
     assert {(op.method.upper(), op.path) for op in operations} == {
         ("GET", "/api/v1/submissions"), ("POST", "/api/v1/submissions"), ("GET", "/api/v1/submissions/{id}"),
-        ("POST", "/api/v1/submissions/{id}/cancel"),
+        ("POST", "/api/v1/submissions/{id}/cancel"), ("DELETE", "/api/v1/submissions/{id}/hub-token"),
     }  # fmt: skip
     targets = {"id": submitted.pk}
     statuses: list[int] = []

@@ -116,7 +116,7 @@ def test_a_recipe_and_corpus_pretrain_first_and_every_protocol_job_waits_for_it(
         ({"overrides": {"seeds": 0}}, r"overrides: seeds must be a whole number from 1 to 100, not 0"),
         ({"overrides": {"learning_rate": "abc"}}, r"overrides: learning_rate must be a number above 0"),
         ({"model": None}, r"send a checkpoint \(a \.zip, \.tar\.gz"),
-        ({"recipe": "tiny"}, "send either a checkpoint or a recipe with a corpus, not both"),
+        ({"recipe": "tiny"}, "send one of a checkpoint, a Hub id, or a recipe with a corpus, not two"),
         ({"model": Path("/nowhere/model")}, r"/nowhere/model: no such checkpoint directory or archive"),
         ({"model": None, "recipe": "tiny"}, r"a recipe needs a corpus"),
         ({"model": None, "recipe": "tinyy", "corpus": Path("c")}, r"no recipe 'tinyy'; known: .*tiny"),

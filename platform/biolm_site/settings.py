@@ -257,6 +257,15 @@ BIOLM_QUEUE_LIMIT_S = env_int("BIOLM_QUEUE_LIMIT_S", 7 * 24 * 3600)
 # to start and heartbeat, behind other CPU work, before the job is retried as lost.
 BIOLM_INTAKE_WAIT_S = env_int("BIOLM_INTAKE_WAIT_S", 3600)
 BIOLM_SUBMISSIONS_PER_DAY = env_int("BIOLM_SUBMISSIONS_PER_DAY", 20)
+# Submissions by Hugging Face Hub id (registry.hub): the Hub's address, passed to every call explicitly (the
+# library reads HF_ENDPOINT once, at import), and how long a submit waits for it to resolve a revision.
+BIOLM_HUB_ENDPOINT = (
+    env_str("BIOLM_HUB_ENDPOINT", "") or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+).rstrip("/")
+BIOLM_HUB_TIMEOUT_S = env_int("BIOLM_HUB_TIMEOUT_S", 10)
+# The key a gated repository's token is encrypted under until its fetch job ends (jobs.hub_tokens: Fernet, from
+# the cryptography library): a Fernet key (base64 of 32 bytes), or, unset, one derived from SECRET_KEY by HKDF.
+BIOLM_HUB_TOKEN_KEY = env_str("BIOLM_HUB_TOKEN_KEY", "")
 # A score job's engine process (python -m workers.engine score) is stopped after this many seconds: the
 # platform's failure, retried. Scoring a BLURB dataset's predictions with 1,000 resamples takes seconds.
 BIOLM_SCORE_TIMEOUT_S = env_int("BIOLM_SCORE_TIMEOUT_S", 1800)

@@ -1,4 +1,4 @@
-"""A submission's job graph: [pretrain] -> per dataset: the protocol -> score and record, each job with its spec.
+"""A submission's job graph: [pretrain | fetch] -> per dataset: the protocol -> score and record, each with its spec.
 
 The submissions app decides what to evaluate and checks it (:mod:`submissions.submitting`); this
 module writes the jobs. Every job's ``spec`` is its typed, versioned contract (:mod:`biolm.contract`),
@@ -7,6 +7,9 @@ nowhere else (they are columns so the queue can be filtered and ordered by them)
 
 * ``pretrain`` (gpu): a :class:`~biolm.contract.PretrainJob`: recipe, steps and settings, the corpus
   artefact, the number of GPUs, where the checkpoint goes;
+* ``fetch`` (cpu): a :class:`~biolm.contract.FetchJob`: a Hugging Face Hub repository at one commit, fetched
+  (only the files a checkpoint may hold), checked by the intake as an upload is, and stored
+  (:mod:`jobs.hub_fetch`), on the platform's CPU worker rather than in the web request;
 * ``finetune`` (gpu, one per dataset): a :class:`~biolm.contract.FinetuneJob`: the benchmark's
   protocol on that dataset with the submitter's overrides, and the model: the submitted
   checkpoint's stored files or the pretraining job's output. Where the protocol scores the
@@ -27,7 +30,17 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from biolm.contract import Artefact, FinetuneJob, JobSpec, ModelInput, PretrainJob, ScoreJob, Slice, pins_for
+from biolm.contract import (
+    Artefact,
+    FetchJob,
+    FinetuneJob,
+    JobSpec,
+    ModelInput,
+    PretrainJob,
+    ScoreJob,
+    Slice,
+    pins_for,
+)
 from biolm.contract.slices import planned, reads_of
 from biolm.job_specs import job_plan, score_job
 from biolm.plugins import Contributions
@@ -36,7 +49,8 @@ from jobs.held import queue_for
 from jobs.models import Job
 from registry.models import Benchmark, Dataset
 
-QUEUE_OF = {PretrainJob.KIND: Job.Queue.GPU, FinetuneJob.KIND: Job.Queue.GPU, ScoreJob.KIND: Job.Queue.CPU}
+QUEUE_OF = {PretrainJob.KIND: Job.Queue.GPU, FinetuneJob.KIND: Job.Queue.GPU, ScoreJob.KIND: Job.Queue.CPU,
+            FetchJob.KIND: Job.Queue.CPU}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,10 +65,11 @@ class Planned:
 
 @dataclass(frozen=True)
 class Source:
-    """Where the fine-tuning jobs' model comes from: stored files, or a pretraining job queued first."""
+    """Where the fine-tuning jobs' model comes from: stored files, or a pretraining or Hub fetch job queued first."""
 
     model: ModelInput | None = None
     pretrain: PretrainJob | None = None
+    fetch: FetchJob | None = None
 
 
 def stored_checkpoint(entries: Iterable[dict], prefix: str) -> ModelInput:
@@ -97,6 +112,10 @@ def queue(contributions: Contributions, submission, planned: list[Planned], sour
     if source.pretrain is not None:
         after = create(source.pretrain, **common)
         model = ModelInput(pretrained_by=after.pk, prefix=source.pretrain.output)
+        jobs.append(after)
+    elif source.fetch is not None:
+        after = create(source.fetch, **common)
+        model = ModelInput(fetched_by=after.pk, prefix=source.fetch.output)
         jobs.append(after)
     benchmarks = {}
     for item in planned:

@@ -17,7 +17,7 @@ from functools import cached_property
 from django.db import models
 from django.utils import timezone
 
-from biolm.contract import FinetuneJob, PretrainJob, ScoreJob, parse_job_spec
+from biolm.contract import FetchJob, FinetuneJob, PretrainJob, ScoreJob, parse_job_spec
 from biolm.placement import Need, Seat, holder_of, plural
 from registry.models import Benchmark, Dataset, LanguageModel
 
@@ -32,6 +32,7 @@ class Job(models.Model):
         FINETUNE = "finetune", "the benchmark's protocol on one dataset (sliced: the gather of its slices)"
         SLICE = "slice", "one slice of a protocol: a grid point, the selection, a seed or a fold"
         SCORE = "score", "score the test predictions and record the results"
+        FETCH = "fetch", "fetch a checkpoint from the Hugging Face Hub and check it"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -118,9 +119,24 @@ class Job(models.Model):
         return Need.of(self.kind, self.spec if isinstance(self.spec, dict) else {}, holder_of(self.queue))
 
     @cached_property
-    def contract(self) -> PretrainJob | FinetuneJob | ScoreJob:
+    def contract(self) -> PretrainJob | FinetuneJob | ScoreJob | FetchJob:
         """The job's spec as its typed document (:func:`biolm.contract.parse_job_spec`)."""
         return parse_job_spec(self.spec)
+
+
+class HubToken(models.Model):
+    """A submitter's Hugging Face token for a gated or private repository, for its Hub fetch job only.
+
+    Kept encrypted (:mod:`jobs.hub_tokens`), never in the job's spec, its claim, its log or an error, and
+    deleted when the fetch job ends (retries included), or earlier when its submitter revokes it.
+    """
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="hub_token")
+    ciphertext = models.TextField(help_text="Fernet-encrypted (cryptography); never shown.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"Hub token of job #{self.job_id}"
 
 
 class Attempt(models.Model):

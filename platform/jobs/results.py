@@ -59,14 +59,16 @@ def load_results(job: Job | int) -> ResultsDocument:
 
 
 def model_entries(model: dict | object) -> list[dict]:
-    """The stored files of a fine-tuning job's model: submitted, or written by its pretraining job."""
+    """The stored files of a fine-tuning job's model: submitted, or written by its pretraining or Hub fetch job."""
     spec = model if isinstance(model, dict) else model.to_json()
     if "checkpoint" in spec:
         return spec["checkpoint"]
     manifest = f"{spec['prefix']}/manifest.json"
     store = artefacts.storage()
     if not store.exists(manifest):
-        raise InputError(f"the model of pretraining job #{spec.get('pretrained_by')} is not in the artefact store")
+        made_by = (f"pretraining job #{spec['pretrained_by']}" if "pretrained_by" in spec
+                   else f"Hub fetch job #{spec.get('fetched_by')}")  # fmt: skip
+        raise InputError(f"the model of {made_by} is not in the artefact store")
     with store.open(manifest, "rb") as handle:
         return json.loads(handle.read())
 

@@ -34,7 +34,7 @@ from biolm import contract, plugin_set
 from biolm.broker import GPU_TASK
 from biolm.placement import on_gpu_workers
 from biolm.plugin_faults import PluginFault, blame
-from jobs import completion, dispatch, handlers, keepalive, lifecycle
+from jobs import completion, dispatch, handlers, hub_tokens, keepalive, lifecycle
 from jobs.models import Job
 from registry.sync import load_contributions
 
@@ -80,6 +80,7 @@ def tick_once(hostname: str | None) -> dict:
     )
     if moved:
         logger.warning("requeued or failed jobs %s", moved)
+    hub_tokens.forget_finished()  # a cancelled Hub fetch's token too, within a tick
     return {"reaped": moved, "sent": kick()}
 
 

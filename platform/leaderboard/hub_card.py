@@ -165,7 +165,7 @@ def hub_eval_files(model: LanguageModel, page_url: str, values: list[CardValue] 
 
 
 def _card_name(model: LanguageModel) -> str:
-    return hub_id(model.checkpoint) or model.address
+    return model.hub_id or hub_id(model.checkpoint) or model.address
 
 
 def _file_name(hub_id: str) -> str:

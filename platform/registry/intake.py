@@ -109,6 +109,20 @@ def _refuse_unlisted(written: archives.Written, target: Path, root: Path, label:
         raise IntakeError(f"{label}: {settings.BIOLM_CHECKPOINT_FILES.refusal(shown)}")
 
 
+def check_tokenizer(taken: TakenCheckpoint) -> None:
+    """The fine-tuning jobs load the checkpoint's tokenizer first: one that does not load is refused now."""
+    from workers.engine.tokenization import load_tokenizer  # transformers: only when a checkpoint is taken
+
+    try:
+        load_tokenizer(taken.directory)
+    except Exception as exc:  # transformers raises many types for a missing or broken tokenizer
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise IntakeError(
+            f"{taken.label}: its tokenizer does not load ({reason}); include the tokenizer files "
+            "(tokenizer.json, or vocab.txt with tokenizer_config.json) that AutoTokenizer.from_pretrained reads"
+        ) from None
+
+
 def scratch_folder() -> Path:
     """Where checkpoints are unpacked and checked: under ``BIOLM_VAR_DIR``, on the artefact store's disk, not
     in ``/tmp``, which is often a small RAM disk that a 36 GB GatorTron-large checkpoint would not fit."""

@@ -381,6 +381,10 @@ class LanguageModel(models.Model):
         max_length=200, blank=True,
         help_text="The checkpoint it continued pretraining from, if any (a Hub id or name).",
     )  # fmt: skip
+    hub_id = models.CharField(
+        max_length=200, blank=True, help_text="The Hugging Face Hub repository it was submitted from (org/name)."
+    )
+    hub_commit = models.CharField(max_length=40, blank=True, help_text="The Hub commit its weights were fetched at.")
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
     origin = models.CharField(max_length=12, choices=Origin.choices, default=Origin.REPRODUCED)
     source_paper = models.CharField(max_length=SOURCE_MAX, blank=True)

@@ -41,6 +41,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import ApiTokenAuthentication
 from biolm_site.api import ErrorSerializer, PublicPagination
+from jobs import hub_tokens
 from submissions import api_serializers as shapes
 from submissions import services, uploads
 from submissions.forms import archive_suffix, upload_name
@@ -193,6 +194,8 @@ def submit_upload(user, data: dict) -> Submission:
         "owner": user,
         "benchmark": data["benchmark"],
         "recipe": data.get("recipe", "").strip() or None,
+        "hub": data.get("hub", "").strip() or None,
+        "hub_token": data.get("hub_token", "").strip(),
         "pretrain_steps": data.get("steps"),
         "datasets": tuple(data.get("datasets", ())),
         "name": data.get("name", "").strip() or None,
@@ -259,4 +262,19 @@ class SubmissionCancel(SubmissionsAPI):
         submission = self.submission(pk)
         services.cancel_submission(submission)
         submission.refresh_from_db()
+        return Response(self.shown(submission))
+
+
+@extend_schema(tags=["submissions"], parameters=[PK])
+class SubmissionHubToken(SubmissionsAPI):
+    @extend_schema(
+        summary="Delete the Hub token kept for a submission",
+        description="A submission by Hub id with a token keeps it, encrypted, until its fetch job ends; this "
+        "deletes it now (a fetch still to run then runs without it). Answers the submission.",
+        request=None,
+        responses={200: shapes.SubmissionSerializer, 401: UNAUTHENTICATED, 404: MISSING},
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        submission = self.submission(pk)
+        hub_tokens.revoke(submission)
         return Response(self.shown(submission))

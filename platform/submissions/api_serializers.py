@@ -41,13 +41,27 @@ class DeprecatedProtocolField(serializers.ChoiceField):
 
 
 class SubmitSerializer(serializers.Serializer):
-    """``POST /api/v1/submissions`` (multipart/form-data): a checkpoint, or a recipe with a corpus, on a benchmark."""
+    """``POST /api/v1/submissions`` (multipart/form-data): a checkpoint, a Hub id, or a recipe with a corpus."""
 
     checkpoint = UploadField(
         required=False,
         allow_empty_file=True,  # the intake says what is wrong with it, in the words the form uses
         help_text="A .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint: config.json, safetensors weights "
         "and the tokenizer's files. Pickled weights and custom code are refused.",
+    )
+    hub = serializers.CharField(
+        required=False,
+        max_length=300,
+        help_text="Instead of a checkpoint: a Hugging Face Hub model id, org/name[@revision] (a branch, tag or "
+        "commit; main when none). It is resolved to its commit at once; a CPU job fetches and checks the files.",
+    )
+    hub_token = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=300,
+        write_only=True,
+        help_text="With hub, for a gated or private repository: a read token of your Hub account. Kept encrypted "
+        "until the fetch job ends, never returned; DELETE /api/v1/submissions/{id}/hub-token deletes it sooner.",
     )
     recipe = serializers.CharField(
         required=False,

@@ -14,4 +14,5 @@ urlpatterns = [
     path("submissions", api.SubmissionList.as_view(), name="list"),
     path("submissions/<int:pk>", api.SubmissionDetail.as_view(), name="detail"),
     path("submissions/<int:pk>/cancel", api.SubmissionCancel.as_view(), name="cancel"),
+    path("submissions/<int:pk>/hub-token", api.SubmissionHubToken.as_view(), name="hub-token"),
 ]

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from registry import hub
 from submissions import uploads
 from submissions.forms import (
     LICENCES,
@@ -107,6 +108,8 @@ def _submit(user, data: dict) -> Submission:
         "private": True,  # until its owner publishes it from the submission's page
         "require_licence": True,
     }
+    if data["source"] == "hub":
+        return submit(SubmissionRequest(hub=data["hub"], hub_token=data["hub_token"], **common))
     with ExitStack() as stack:
         if data["source"] == "checkpoint":
             label = upload_name(data["checkpoint"].name)
@@ -117,6 +120,32 @@ def _submit(user, data: dict) -> Submission:
         return submit(
             SubmissionRequest(recipe=data["recipe"], corpus=corpus, label=label, pretrain_steps=data["steps"], **common)
         )
+
+
+@login_required
+@never_cache
+def hub_card(request: HttpRequest) -> JsonResponse:
+    """``/submit/hub.json?id=org/name@revision``: what the Hub says of a public repository, to pre-fill the form.
+
+    Its commit, files and size, and its card's licence and base model; or the refusal submit would make,
+    in the same words. Nothing is fetched but the repository's listing; no token is taken here.
+    """
+    try:
+        found = hub.resolve(hub.HubReference.parse(request.GET.get("id", "")), access=False)
+    except (hub.HubRefused, hub.HubUnavailable) as exc:
+        return JsonResponse({"error": str(exc).removesuffix(": it is retried")}, status=200)
+    return JsonResponse(
+        {
+            "repository": found.repository,
+            "commit": found.commit,
+            "files": len(found.files),
+            "bytes": found.size,
+            "licence": found.licence,
+            "base_model": found.base_model,
+            "gated": found.gated,
+            "name": found.repository.split("/", 1)[1],
+        }
+    )
 
 
 def _submitted(request: HttpRequest, submission: Submission) -> HttpResponse:

@@ -32,6 +32,7 @@ from submissions.submitting import BASE_MODEL_MAX, SubmissionError, import_comma
 
 SOURCES = [
     ("checkpoint", "A checkpoint: upload a Hugging Face checkpoint I trained"),
+    ("hub", "A Hugging Face Hub model: give its id, and biolm fetches it from the Hub"),
     ("recipe", "A recipe: pretrain a registered recipe on my corpus here, then evaluate the result"),
 ]
 PREVIEW_CHOICES = [
@@ -138,6 +139,8 @@ class SubmissionForm(forms.Form):
         label="What to evaluate", choices=SOURCES, initial="checkpoint", widget=forms.RadioSelect
     )
     checkpoint = forms.FileField(label="Checkpoint archive", required=False, allow_empty_file=False)
+    hub = forms.CharField(label="Hugging Face Hub id", required=False, max_length=300)  # resolved by submit()
+    hub_token = forms.CharField(label="Hub token", required=False, max_length=300, strip=True)
     recipe = forms.ChoiceField(label="Recipe", required=False)
     corpus = forms.FileField(label="Corpus", required=False, allow_empty_file=False)
     steps = forms.IntegerField(  # how many is submit's rule, shown beside this field
@@ -231,6 +234,11 @@ class SubmissionForm(forms.Form):
             self.add_error(field, sentence)
         if data.get("source") == "checkpoint" and "checkpoint" not in self.refused:
             self._check_archive(data.get("checkpoint"))
+        elif data.get("source") == "hub":
+            if not data.get("hub") and "hub" not in self.errors:
+                self.add_error(
+                    "hub", "give the model's Hub id: org/name, optionally @revision (a branch, tag or commit)"
+                )
         elif data.get("source") == "recipe":
             if not data.get("recipe") and "recipe" not in self.errors:
                 self.add_error("recipe", "choose the recipe to pretrain")

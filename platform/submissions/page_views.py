@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from jobs import hub_tokens
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission
@@ -48,6 +49,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "jobs": states,
         "ranks": services.pretraining_ranks(model),
         "manage": manage,
+        "hub_token_held": manage and hub_tokens.held_for(submission),
         "public": model.visibility == LanguageModel.Visibility.PUBLIC,
         "homepage_link": is_web_address(model.homepage),
         "poll_interval_s": POLL_INTERVAL_S,
@@ -104,6 +106,17 @@ def cancel(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Cancelled: {cancelled} job{'s' if cancelled != 1 else ''} will not run.")
     else:
         messages.info(request, "Nothing was left to cancel: every job had finished.")
+    return redirect("submissions:detail", pk=submission.pk)
+
+
+@require_POST
+def forget_hub_token(request: HttpRequest, pk: int) -> HttpResponse:
+    """The submitter takes back their Hub token before the fetch ends; a fetch still to run then runs without it."""
+    submission = services.submission_for(request.user, pk, manage=True)
+    if hub_tokens.revoke(submission):
+        messages.success(request, "Your Hub token is deleted. A fetch that has not finished runs without it.")
+    else:
+        messages.info(request, "No Hub token was kept for this submission any more.")
     return redirect("submissions:detail", pk=submission.pk)
 
 

@@ -19,6 +19,7 @@ evaluated twice: that submission is returned with ``reused`` set, unless the req
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import stat
@@ -33,16 +34,17 @@ from django.core.validators import URLValidator
 from django.db import connection, transaction
 from django.utils import timezone
 
-from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides
+from biolm.contract import ContractError, FetchJob, FinetuneJob, ModelInput, Overrides
 from biolm.contract.jobs import NODES_MAX, STEPS_MAX
 from biolm.job_specs import finetune_job
 from biolm.memory_plan import PlanRefused, parse_memory, plan_for_recipe
 from biolm.placement import Need
 from biolm.protocols import preview_overrides
-from jobs import artefacts, dispatch, graph, tasks
+from jobs import artefacts, dispatch, graph, hub_tokens, tasks
 from jobs.disk_room import no_room_sentence
 from jobs.management.commands.plan_pretraining import DEFAULT_GPU_MEMORY
-from registry.intake import IntakeError, TakenCheckpoint, checkpoint_intake
+from registry import hub
+from registry.intake import IntakeError, TakenCheckpoint, check_tokenizer, checkpoint_intake
 from registry.models import (
     Benchmark,
     BenchmarkEntry,
@@ -66,8 +68,12 @@ DESCRIPTION_MAX = 5000
 BASE_MODEL_MAX = 200  # LanguageModel.base_model
 ARCHIVES = "a .zip, .tar.gz, .tgz or .tar of a Hugging Face checkpoint's folder"
 # The rules every surface shares, said once, in words a web page, a JSON answer and a shell can all show.
-NEITHER = f"send a checkpoint ({ARCHIVES}, or its folder from the shell), or a pretraining recipe with a corpus"
-BOTH = "send either a checkpoint or a recipe with a corpus, not both"
+NEITHER = (
+    f"send a checkpoint ({ARCHIVES}, or its folder from the shell), a Hugging Face Hub id, or a pretraining "
+    "recipe with a corpus"
+)
+BOTH = "send one of a checkpoint, a Hub id, or a recipe with a corpus, not two"
+TOKEN_WITHOUT_HUB = "a Hub token goes with a Hub id: it reads a gated or private repository of the Hub"
 CORPUS_NEEDED = "a recipe needs a corpus: a text file with one document per line"
 CORPUS_WITHOUT_RECIPE = "a corpus goes with a recipe: name the recipe to pretrain, or send a checkpoint instead"
 LICENCE_NEEDED = "name the licence the weights are released under (for example apache-2.0, mit or cc-by-4.0)"
@@ -99,6 +105,8 @@ class SubmissionRequest:
     owner: object  # a User
     benchmark: str
     model: Path | None = None  # a checkpoint directory or archive
+    hub: str | None = None  # a Hugging Face Hub id, org/name[@revision], fetched by the submission's first job
+    hub_token: str = field(default="", repr=False)  # the submitter's, for a gated or private repository
     recipe: str | None = None
     corpus: Path | None = None
     datasets: tuple[str, ...] = ()  # default: every dataset of the benchmark
@@ -164,22 +172,30 @@ def submit(request: SubmissionRequest) -> Submission:
     overrides = _overrides(request)
     _check_source(request)
     recipe = _recipe(request) if request.recipe else None
-    if not 1 <= request.gpus <= 64:
-        raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
-    if not 1 <= request.nodes <= NODES_MAX:
-        raise SubmissionError(f"--nodes must be from 1 to {NODES_MAX}, not {request.nodes}", "nodes")
+    from_hub = _resolve_hub(request) if request.hub is not None else None
+    if from_hub is not None:  # what the Hub's card says fills what the submitter left empty
+        request = dataclasses.replace(
+            request, licence=request.licence or from_hub.licence, base_model=request.base_model or from_hub.base_model
+        )
+    _check_gpus(request)
     details = _details(request)
     contributions = load_contributions()
     if recipe is not None:
         _check_memory_plan(contributions, request)
     planned = _planned(contributions, benchmark, entries, overrides, request.preview)
     _check_quota(request.owner)  # at once, before the intake's work; counted again, under a lock, before the row
-    _check_disk(request)
+    _check_disk(request, from_hub)
     submission, created = None, []
     try:
         with ExitStack() as stack, transaction.atomic():
             if recipe is not None:
                 checkpoint, model = None, _model_for_recipe(request, recipe)
+            elif from_hub is not None:
+                same = {"hub_id": from_hub.repository, "hub_commit": from_hub.commit}
+                earlier = _reused(request, benchmark, planned, **same)
+                if earlier is not None:
+                    return earlier
+                checkpoint, model = None, _model_for_hub(request, from_hub)
             else:
                 # An upload's temporary file is no place: the model records the name it was uploaded under.
                 location = (
@@ -188,10 +204,9 @@ def submit(request: SubmissionRequest) -> Submission:
                 if request.slug is not None:  # a taken slug is refused before a byte is copied
                     check_slug_available(request.slug, request.owner, location)
                 taken = stack.enter_context(checkpoint_intake(request.model, label=request.label))
-                _check_tokenizer(taken)
-                earlier = None if request.rerun else _same_evaluation(request, taken, benchmark, planned)
+                check_tokenizer(taken)
+                earlier = _reused(request, benchmark, planned, content_sha256=taken.content_sha256)
                 if earlier is not None:
-                    earlier.reused = True
                     return earlier
                 checkpoint, model = taken.directory, _model_for_checkpoint(taken, request, location)
             if details:
@@ -203,8 +218,10 @@ def submit(request: SubmissionRequest) -> Submission:
                 submitter=request.owner, language_model=model, preview=request.preview
             )
             submission.benchmarks.add(benchmark)
-            source = _source(contributions, request, submission, checkpoint, recipe, created)
-            graph.queue(contributions, submission, planned, source, request.priority)
+            source = _source(contributions, request, submission, checkpoint, recipe, created, from_hub)
+            jobs = graph.queue(contributions, submission, planned, source, request.priority)
+            if from_hub is not None and request.hub_token:
+                hub_tokens.keep(jobs[0], request.hub_token)  # the fetch job's, apart from its spec
             transaction.on_commit(tasks.kick)  # workers with a free slot start at once, not at the next tick
     except BaseException as exc:
         if submission is not None:  # the rows rolled back; the copied files must go too
@@ -224,9 +241,14 @@ def submit(request: SubmissionRequest) -> Submission:
 
 
 def _check_source(request: SubmissionRequest) -> None:
-    """A checkpoint, or a recipe with its corpus: never both, never neither, never a corpus alone."""
-    if request.model is not None and (request.recipe or request.corpus is not None):
-        raise SubmissionError(BOTH, "checkpoint")
+    """A checkpoint, a Hub id, or a recipe with its corpus: exactly one, and never a corpus alone."""
+    given = [request.model is not None, request.hub is not None, bool(request.recipe or request.corpus is not None)]
+    if sum(given) > 1:
+        raise SubmissionError(BOTH, "hub" if request.hub is not None else "checkpoint")
+    if request.hub_token and request.hub is None:
+        raise SubmissionError(TOKEN_WITHOUT_HUB, "hub_token")
+    if request.hub is not None:
+        return
     if request.model is None and not request.recipe:
         raise SubmissionError(
             *((CORPUS_WITHOUT_RECIPE, "corpus") if request.corpus is not None else (NEITHER, "checkpoint"))
@@ -276,13 +298,37 @@ def _check_quota(owner, lock: bool = False) -> None:
         )
 
 
-def _check_disk(request: SubmissionRequest) -> None:
+def _check_gpus(request: SubmissionRequest) -> None:
+    if not 1 <= request.gpus <= 64:
+        raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
+    if not 1 <= request.nodes <= NODES_MAX:
+        raise SubmissionError(f"--nodes must be from 1 to {NODES_MAX}, not {request.nodes}", "nodes")
+
+
+def _resolve_hub(request: SubmissionRequest) -> hub.HubCheckpoint:
+    """The Hub id's revision as a commit and its files checked, within ``BIOLM_HUB_TIMEOUT_S``; or why not."""
+    try:
+        return hub.resolve(hub.HubReference.parse(request.hub), request.hub_token)
+    except hub.HubRefused as exc:
+        raise SubmissionError(str(exc), "hub_token" if "token" in str(exc) and request.hub_token else "hub") from None
+    except hub.HubUnavailable as exc:
+        raise SubmissionError(
+            f"{exc.args[0].removesuffix(': it is retried')}; nothing was queued: send it again in a minute", "hub"
+        ) from None
+
+
+def _check_disk(request: SubmissionRequest, from_hub: hub.HubCheckpoint | None = None) -> None:
     """Unpacking and storing the checkpoint or corpus must leave the disk's reserve free (``BIOLM_DISK_RESERVE_BYTES``).
 
     Its size (an archive's, or a folder's files') stands for what the intake unpacks and the store
     keeps. An upload was already checked by its declared length before its body was read; this is
     the shell's check, and the upload's again now that other uploads may have taken the room.
     """
+    if from_hub is not None:  # fetched, unpacked in the scratch folder and stored: its size, twice over
+        sentence = no_room_sentence(str(from_hub), 2 * from_hub.size)
+        if sentence is not None:
+            raise SubmissionError(sentence, "hub")
+        return
     path = Path(request.model if request.model is not None else request.corpus).expanduser()
     sentence = no_room_sentence(request.label or str(path), _bytes_in(path))
     if sentence is not None:
@@ -392,32 +438,27 @@ def _facets(request: SubmissionRequest) -> dict:
     return {**stated, "base_model": base}
 
 
-def _check_tokenizer(taken: TakenCheckpoint) -> None:
-    """The fine-tuning jobs load the checkpoint's tokenizer first: one that does not load is refused now."""
-    from workers.engine.tokenization import load_tokenizer  # transformers: only when a checkpoint is submitted
-
-    try:
-        load_tokenizer(taken.directory)
-    except Exception as exc:  # transformers raises many types for a missing or broken tokenizer
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise IntakeError(
-            f"{taken.label}: its tokenizer does not load ({reason}); include the tokenizer files "
-            "(tokenizer.json, or vocab.txt with tokenizer_config.json) that AutoTokenizer.from_pretrained reads"
-        ) from None
+def _reused(request: SubmissionRequest, benchmark: Benchmark, planned: list[graph.Planned],
+            **same_weights: str) -> Submission | None:  # fmt: skip
+    """The earlier submission of the same evaluation, marked ``reused``; None when there is none or a rerun is asked."""
+    earlier = None if request.rerun else _same_evaluation(request, benchmark, planned, **same_weights)
+    if earlier is not None:
+        earlier.reused = True
+    return earlier
 
 
-def _same_evaluation(request: SubmissionRequest, taken: TakenCheckpoint, benchmark: Benchmark,
-                     planned: list[graph.Planned]) -> Submission | None:  # fmt: skip
+def _same_evaluation(request: SubmissionRequest, benchmark: Benchmark, planned: list[graph.Planned],
+                     **same_weights: str) -> Submission | None:  # fmt: skip
     """The owner's earlier submission of the same weights whose jobs ran exactly the specs planned now, if any.
 
-    The specs are compared whole but for where the model's files are: the same dataset,
-    protocol, metric, overrides, preview, task options and pinned code (versions and content
+    The same weights: the same content (``content_sha256``), or the same Hub repository at the same commit
+    (``hub_id`` and ``hub_commit``). The specs are compared whole but for where the model's files are: the
+    same dataset, protocol, metric, overrides, preview, task options and pinned code (versions and content
     fingerprints). A plugin upgraded since, or other overrides, is a new evaluation.
     """
+    model = {f"language_model__{name}": value for name, value in same_weights.items()}
     earlier = (
-        Submission.objects.filter(
-            submitter=request.owner, language_model__content_sha256=taken.content_sha256, benchmarks=benchmark
-        )
+        Submission.objects.filter(submitter=request.owner, benchmarks=benchmark, **model)
         .exclude(status__in=(Submission.Status.FAILED, Submission.Status.CANCELLED))
         .order_by("-created_at")
     )
@@ -564,10 +605,42 @@ def _model_for_recipe(request: SubmissionRequest, recipe: PretrainingRecipe) -> 
     )
 
 
+def _model_for_hub(request: SubmissionRequest, from_hub: hub.HubCheckpoint) -> LanguageModel:
+    """The model row of a Hub repository at a commit, in the submitter's own namespace (a Hub id is not a biolm
+    address); its checkpoint's figures are filled by the fetch job. The same commit submitted again (with
+    "evaluate again") is the same model."""
+    location = f"hub:{from_hub.repository}@{from_hub.commit}"
+    existing = LanguageModel.objects.filter(owner=request.owner, checkpoint=location).first()
+    if existing is not None:
+        return existing
+    fallback = from_hub.repository.split("/", 1)[1]
+    if request.slug is not None:
+        slug, address_name = derived_address(request.slug, request.owner, location, fallback, slug_as_named=True)
+    else:
+        slug, address_name = derived_address(request.name, request.owner, location, fallback)
+    return LanguageModel.objects.create(
+        slug=slug,
+        namespace=default_namespace(request.owner),
+        address_name=address_name,
+        name=clean_display_name(request.name or from_hub.repository),
+        owner=request.owner,
+        architecture=None,
+        checkpoint=location,
+        hub_id=from_hub.repository,
+        hub_commit=from_hub.commit,
+        visibility=LanguageModel.Visibility.PRIVATE if request.private else LanguageModel.Visibility.PUBLIC,
+        origin=LanguageModel.Origin.REPRODUCED,
+    )
+
+
 def _source(contributions, request: SubmissionRequest, submission: Submission, checkpoint: Path | None,
-            recipe: PretrainingRecipe | None, created: list[str]) -> graph.Source:  # fmt: skip
-    """Store the checkpoint or corpus by content: the fine-tuning jobs' model, or the pretraining job that makes it."""
+            recipe: PretrainingRecipe | None, created: list[str],
+            from_hub: hub.HubCheckpoint | None = None) -> graph.Source:  # fmt: skip
+    """Store the checkpoint or corpus by content: the fine-tuning jobs' model, or the job that makes or fetches it."""
     prefix = f"submissions/{submission.pk}"
+    if from_hub is not None:
+        return graph.Source(fetch=FetchJob(repository=from_hub.repository, revision=from_hub.commit,
+                                           output=f"{prefix}/model"))  # fmt: skip
     if checkpoint is not None:
         stored = artefacts.store_directory_blobs(checkpoint, created)
         return graph.Source(model=graph.stored_checkpoint(stored, f"{prefix}/model"))

@@ -5,8 +5,8 @@
 * :mod:`submissions.queue_views`: ``/queue/``, the public queue.
 """
 
-from submissions.form_views import new_submission
-from submissions.page_views import cancel, detail, publish, status
+from submissions.form_views import hub_card, new_submission
+from submissions.page_views import cancel, detail, forget_hub_token, publish, status
 from submissions.queue_views import queue
 
-__all__ = ["cancel", "detail", "new_submission", "publish", "queue", "status"]
+__all__ = ["cancel", "detail", "forget_hub_token", "hub_card", "new_submission", "publish", "queue", "status"]

@@ -11,6 +11,7 @@ refused rather than misread.
 * :class:`FinetuneJob`: a protocol on one dataset, for one model, with the submitter's overrides.
 * :class:`ScoreJob`: scoring a fine-tuning job's test predictions against the gold only the platform
   holds, and recording the result.
+* :class:`FetchJob`: fetching a checkpoint from the Hugging Face Hub, at one commit, through the intake.
 
 Where a job's files are on a machine (the downloaded checkpoint, the exported data, the output
 folder) is not part of the document: the worker passes them beside it.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -30,13 +32,14 @@ from biolm.contract.errors import ContractError
 from biolm.contract.overrides import Overrides
 from biolm.contract.slices import Slice, check_reads
 from biolm.contract.task_options import TaskOptions
-from biolm.specs import SpecError, check_slug
+from biolm.specs import HUB_ID_RE, SpecError, check_slug
 
 SPEC_VERSION = 1  # fine-tuning and scoring specs
 PRETRAIN_SPEC_VERSION = 2  # 2 added ``nodes``; version 1 (one node) is still read, for jobs queued before
 GPUS_MAX = 64
 NODES_MAX = 1024
 STEPS_MAX = 100_000_000
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")  # a git commit's full hash, as the Hugging Face Hub names revisions
 # What ``POST jobs/<id>/complete`` answers (202) when the platform checks the outputs after the call, off the
 # web request (a pretraining job's model): the worker is done with the job, which is not yet succeeded.
 COMPLETION_CHECKING = "checking"
@@ -135,38 +138,51 @@ class Artefact:
 @dataclass(frozen=True)
 class ModelInput:
     """Where a fine-tuning job's encoder comes from: exactly one of a stored checkpoint, a pretraining job's
-    output, an architecture built from scratch, or a local folder (a person's own run of the engine)."""
+    output, a Hub fetch job's output, an architecture built from scratch, or a local folder (a person's own
+    run of the engine)."""
 
     checkpoint: tuple[Artefact, ...] = ()
     prefix: str = ""  # the folder the worker lays the files out under
     pretrained_by: int | None = None  # the pretraining job that writes the checkpoint
     architecture: str | None = None  # NAME[:preset], e.g. bert:tiny
     directory: str | None = None
+    fetched_by: int | None = None  # the Hub fetch job that stores the checkpoint
 
     def __post_init__(self) -> None:
-        given = [bool(self.checkpoint), self.pretrained_by is not None, bool(self.architecture), bool(self.directory)]
+        given = [bool(self.checkpoint), self.pretrained_by is not None, bool(self.architecture), bool(self.directory),
+                 self.fetched_by is not None]  # fmt: skip
         if sum(given) != 1:
             raise ContractError(
-                "the model is exactly one of: checkpoint (stored files), pretrained_by (a job), architecture "
-                "or directory",
+                "the model is exactly one of: checkpoint (stored files), pretrained_by or fetched_by (a job), "
+                "architecture or directory",
                 "model",
             )
         _count(self.pretrained_by, "pretrained_by", 1, 2**63 - 1, optional=True)
-        if (self.checkpoint or self.pretrained_by is not None) and not self.prefix:
+        _count(self.fetched_by, "fetched_by", 1, 2**63 - 1, optional=True)
+        if (self.checkpoint or self.made_by is not None) and not self.prefix:
             raise ContractError("a stored model needs its prefix (where its files are laid out)", "model")
+
+    @property
+    def made_by(self) -> int | None:
+        """The job whose output the model is (a pretraining or a Hub fetch job), or None for files already stored."""
+        return self.pretrained_by if self.pretrained_by is not None else self.fetched_by
 
     def to_json(self) -> dict:
         if self.checkpoint:
             return {"checkpoint": [a.to_json() for a in self.checkpoint], "prefix": self.prefix}
         if self.pretrained_by is not None:
             return {"pretrained_by": self.pretrained_by, "prefix": self.prefix}
+        if self.fetched_by is not None:
+            return {"fetched_by": self.fetched_by, "prefix": self.prefix}
         return {"architecture": self.architecture} if self.architecture else {"directory": self.directory}
 
     @classmethod
     def from_json(cls, data: object) -> ModelInput:
         if not isinstance(data, Mapping):
             raise ContractError(f"model must be a JSON object, not {type(data).__name__}", "model")
-        unknown = sorted(set(data) - {"checkpoint", "prefix", "pretrained_by", "architecture", "directory"})
+        unknown = sorted(
+            set(data) - {"checkpoint", "prefix", "pretrained_by", "architecture", "directory", "fetched_by"}
+        )
         if unknown:
             raise ContractError(f"model: unknown field(s) {', '.join(unknown)}", "model")
         values = dict(data)
@@ -384,10 +400,52 @@ class PretrainJob(JobSpec):
         return cls(**values)
 
 
-JOB_KINDS: dict[str, type[JobSpec]] = {kind.KIND: kind for kind in (PretrainJob, FinetuneJob, ScoreJob)}
+@dataclass(frozen=True)
+class FetchJob(JobSpec):
+    """Fetch a model repository of the Hugging Face Hub at one commit, check it as any submitted checkpoint, store it.
+
+    The commit was resolved at submit (a branch or tag moves; a commit does not), so every attempt fetches the
+    same files. A gated repository's token is not part of the spec: the platform keeps it apart, encrypted,
+    until the job ends (:mod:`jobs.hub_tokens`), and the job runs where the database is, which reads it there.
+    """
+
+    KIND: ClassVar[str] = "fetch"
+
+    repository: str  # org/name
+    revision: str  # the commit's full hash
+    output: str  # where the checked checkpoint is stored (an artefact-store prefix)
+    code: tuple[CodePin, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.repository, str) or not HUB_ID_RE.match(self.repository):
+            raise ContractError(f"repository must be a Hub id org/name, not {self.repository!r}", "repository")
+        if not isinstance(self.revision, str) or not COMMIT_RE.match(self.revision):
+            raise ContractError(f"revision must be a commit's 40 hex digits, not {self.revision!r}", "revision")
+        _text(self.output, "output")
+        object.__setattr__(self, "code", _code(self.code))
+
+    def to_json(self) -> dict:
+        return {
+            "version": SPEC_VERSION,
+            "kind": self.KIND,
+            "repository": self.repository,
+            "revision": self.revision,
+            "output": self.output,
+            "code": [pin.to_json() for pin in self.code],
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> FetchJob:
+        values = _fields(data, cls.KIND, {"repository", "revision", "output", "code"}, {"repository", "revision",
+                                                                                        "output"})  # fmt: skip
+        values["code"] = _code(values.get("code", []))
+        return cls(**values)
 
 
-def parse_job_spec(data: object) -> PretrainJob | FinetuneJob | ScoreJob:
+JOB_KINDS: dict[str, type[JobSpec]] = {kind.KIND: kind for kind in (PretrainJob, FinetuneJob, ScoreJob, FetchJob)}
+
+
+def parse_job_spec(data: object) -> PretrainJob | FinetuneJob | ScoreJob | FetchJob:
     """The spec of any kind, by its ``kind``; an unknown kind is a :class:`ContractError`."""
     kind = data.get("kind") if isinstance(data, Mapping) else None
     if kind not in JOB_KINDS:

@@ -15,7 +15,7 @@ from biolm.durations import in_words
 
 register = template.Library()
 
-KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "score": "scoring"}
+KINDS = {"pretrain": "pretraining", "finetune": "fine-tuning", "score": "scoring", "fetch": "fetching from the Hub"}
 DASH = "—"
 
 

@@ -1,4 +1,7 @@
-"""``manage.py submit``: evaluate a checkpoint, or pretrain a recipe and evaluate the result, on a benchmark.
+"""``manage.py submit``: evaluate a checkpoint or a Hub model, or pretrain a recipe and evaluate the result.
+
+A gated or private Hub repository (``--hub``) is read with the token in ``HF_TOKEN``, the variable the
+Hugging Face tools read too: an option would leave it in the shell's history and the process list.
 
 It parses its options into a :class:`~submissions.submitting.SubmissionRequest` for
 :func:`~submissions.submitting.submit`, the one service the form and the API call too, and prints
@@ -10,6 +13,7 @@ shows one later.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +34,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--model", type=Path, help="A checkpoint directory, or a .tar.gz/.tgz/.tar/.zip of one.")
+        source.add_argument("--hub", help="A Hugging Face Hub model id, org/name[@revision], fetched by a CPU job.")
         source.add_argument("--recipe", help="Pretrain this recipe (see manage.py plugins) on --corpus first.")
         parser.add_argument("--corpus", type=Path, help="With --recipe: a text file, one document per line.")
         parser.add_argument("--benchmark", required=True, help="The benchmark's slug, e.g. blurb.")
@@ -77,6 +82,8 @@ class Command(BaseCommand):
             owner=owner,
             benchmark=options["benchmark"],
             model=options["model"],
+            hub=options["hub"],
+            hub_token=os.environ.get("HF_TOKEN", "").strip() if options["hub"] else "",
             recipe=options["recipe"],
             corpus=options["corpus"],
             datasets=tuple(options["datasets"]),

@@ -10,7 +10,7 @@
 
   var root = document.getElementById("submission");
   if (!root) return;
-  var KINDS = { pretrain: "pretraining", finetune: "fine-tuning", aggregate: "scoring" };
+  var KINDS = { pretrain: "pretraining", finetune: "fine-tuning", aggregate: "scoring", fetch: "fetching from the Hub" };
   var DASH = "\u2014";
   var interval = Number(root.dataset.interval) || 2000;
   var delay = interval;

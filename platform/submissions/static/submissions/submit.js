@@ -40,6 +40,7 @@
     showSource();
     showDatasets();
     followBaseModel(form);
+    followHubCard(form);
     form.addEventListener("submit", send);
 
     var summary = document.getElementById("error-summary");
@@ -144,6 +145,42 @@
     base.addEventListener("change", function () {
       if (base.value.trim() && start.value === "") start.value = "continual";
     });
+  }
+
+  // A Hub id typed: the Hub's card pre-fills the name, licence and base model left empty, and says what it found.
+  function followHubCard(form) {
+    var hub = form.querySelector('input[name="hub"]');
+    var found = document.getElementById("hub-found");
+    if (!hub || !found || !window.fetch) return;
+    hub.addEventListener("change", function () {
+      var id = hub.value.trim();
+      found.textContent = id ? "Asking the Hub about " + id + "…" : "";
+      if (!id) return;
+      fetch(hub.dataset.cardUrl + "?id=" + encodeURIComponent(id), { credentials: "same-origin" })
+        .then(function (response) { return response.json(); })
+        .then(function (card) {
+          if (hub.value.trim() !== id) return; // typed on since
+          if (card.error) {
+            found.textContent = card.error;
+            return;
+          }
+          fillIfEmpty(form, "name", card.name);
+          fillIfEmpty(form, "licence", card.licence);
+          fillIfEmpty(form, "base_model", card.base_model);
+          found.textContent = card.repository + " at commit " + card.commit.slice(0, 12) + ": " + card.files +
+            " files to fetch (" + (card.bytes / MB).toFixed(1) + " MB)" + (card.gated ? "; gated: give your Hub token" : "") +
+            (card.licence ? "; licence " + card.licence : "") + ".";
+        })
+        .catch(function () { found.textContent = ""; });
+    });
+  }
+
+  function fillIfEmpty(form, name, value) {
+    var input = form.querySelector('[name="' + name + '"]');
+    if (input && value && !input.value.trim()) {
+      input.value = value;
+      input.dispatchEvent(new Event("change"));
+    }
   }
 
   function broken(button, text, announce) {
