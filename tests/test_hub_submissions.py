@@ -193,3 +193,65 @@ def test_manage_py_submit_takes_a_hub_id_and_reads_the_token_from_the_environmen
     fetch = Job.objects.get(kind=Job.Kind.FETCH)
     assert hub_tokens.token_for(fetch) == TOKEN
     assert TOKEN not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_its_board(alice, hub, artefact_store):
+    """The whole graph of a submission by Hub id: fetch (CPU), then the fine-tuning job's claim hands the worker
+    the fetched checkpoint from the store, the engine runs on it, and the score job records the model's row."""
+    from checkpoints import demo_texts, tiny_bert
+    from worker_side import API, deliver_results, fetch, worker_client
+
+    from leaderboard import recording
+    from leaderboard.models import Result
+    from registry.imports import import_dataset
+    from workers.engine.__main__ import main as engine
+    from workers.runner.execution import JobRun
+
+    hub.add_checkpoint("biolm-test/demo-bert", tiny_bert(artefact_store / "demo-bert", demo_texts(), 600, hidden=32))
+    import_dataset("demo-ner")
+    overrides = {"grid": "single", "seeds": 1, "epochs": 1, "max_train_examples": 40, "max_length": 64}
+    submission = submit(hub_request(alice, "biolm-test/demo-bert", overrides=overrides))
+    fetch_job = submission.jobs.get(kind=Job.Kind.FETCH)
+    assert run_fetch(fetch_job) == Job.Status.SUCCEEDED
+
+    finetune = submission.jobs.get(kind=Job.Kind.FINETUNE)
+    client = worker_client(finetune)
+    claimed = client.post(f"{API}jobs/{finetune.pk}/claim", {"delivery": "d1", "worker": "gpu0@test"}, format="json")
+    assert claimed.status_code == 200, claimed.content
+    work = artefact_store / "worker"
+    spec_file = work / "spec.json"
+    spec_file.parent.mkdir(parents=True, exist_ok=True)
+    spec_file.write_text(json.dumps(claimed.json()["spec"]))
+    inputs = {role: fetch(client, entries, work / role) for role, entries in claimed.json()["inputs"].items()}
+    assert (inputs["model"] / "model.safetensors").is_file() and not (inputs["model"] / "train.py").exists()
+    run = JobRun(finetune.pk, finetune.token, api_url="http://testserver/internal/", worker="gpu0@test", work_dir=work)
+    assert engine(run._finetune_command(spec_file, inputs, work / "out")[3:]) == 0
+    deliver_results(client, finetune, work / "out" / "results.json")
+
+    result = recording.record(submission.jobs.get(kind=Job.Kind.SCORE))
+    model = LanguageModel.objects.get(pk=submission.language_model_id)
+    assert result == Result.objects.get(language_model=model, dataset__slug="demo-ner")
+    assert (model.hub_id, model.hub_commit) == ("biolm-test/demo-bert", hub.repositories["biolm-test/demo-bert"].commit)
+
+
+def test_the_submitter_deletes_the_token_from_the_submission_page_and_no_one_else_can(alice, bob, hub, client):
+    submission = submit(hub_request(alice, "biolm-test/gated-bert", hub_token=TOKEN))
+    address = f"/submissions/{submission.pk}/"
+    client.force_login(bob)
+    assert client.post(f"{address}hub-token/forget").status_code == 404 and hub_tokens.held_for(submission)
+    client.force_login(alice)
+    page = client.get(address).content.decode()
+    assert "Delete my Hub token now" in page and TOKEN not in page and "biolm-test/gated-bert" in page
+    assert client.post(f"{address}hub-token/forget").status_code == 302
+    assert not hub_tokens.held_for(submission) and "Delete my Hub token now" not in client.get(address).content.decode()
+
+
+def test_the_forms_hub_lookup_answers_the_card_or_the_refusal_in_submits_words(alice, hub, client):
+    client.force_login(alice)
+    card = client.get("/submit/hub.json", {"id": "biolm-test/tiny-bert@v1"}).json()
+    assert card["commit"] == hub.repositories["biolm-test/tiny-bert"].commit and card["licence"] == "apache-2.0"
+    assert card["name"] == "tiny-bert" and card["files"] >= 4  # config, weights, tokenizer: never train.py
+    gated = client.get("/submit/hub.json", {"id": "biolm-test/gated-bert"}).json()
+    assert gated["gated"] is True  # its public card is read without a token
+    assert "no model repository" in client.get("/submit/hub.json", {"id": "biolm-test/none"}).json()["error"]
