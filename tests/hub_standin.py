@@ -6,7 +6,10 @@ own forms, headers included, so the library's own error mapping is what the plat
 
 * ``GET /api/models/{org}/{name}/revision/{revision}``: ``model_info`` (``blobs=true``: each file's size);
 * ``GET /api/models/{org}/{name}/tree/{revision}``: ``list_repo_tree``, which ``snapshot_download`` reads;
-* ``HEAD`` and ``GET /{org}/{name}/resolve/{revision}/{path}``: a file's metadata and bytes.
+* ``HEAD`` and ``GET /{org}/{name}/resolve/{revision}/{path}``: a file's metadata and bytes;
+* ``POST /api/validate-yaml``, ``/api/models/{org}/{name}/preupload/{revision}`` and ``.../commit/{revision}``
+  (``create_pr=1``):
+  ``create_commit``'s two calls; a pull request is kept in :attr:`HubStandIn.pull_requests`, never merged.
 
 Its repositories are public, gated (a granted token reads them), private, pickle-only, or failing (503s
 for a number of requests). An unknown token is refused as the Hub refuses one, with 401 and
@@ -16,13 +19,16 @@ unknown revision 404 ``RevisionNotFound``, a gated file without access 401/403 `
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
 
 
 @dataclass
@@ -56,6 +62,8 @@ class HubStandIn(ThreadingHTTPServer):
         self.repositories: dict[str, HubRepository] = {}
         self.tokens: set[str] = set()  # every token the Hub knows (valid credentials)
         self.requests: list[tuple[str, str, bool]] = []  # (method, path, whether a token came with it)
+        self.pull_requests: list[dict] = []  # {"repository", "token", "summary", "description", "files": {path: bytes}}
+        self.writers: dict[str, set[str]] = {}  # repository -> tokens that may open pull requests on it
         self.lock = threading.Lock()
 
     @property
@@ -88,6 +96,42 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._answer(head=False)
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        parts = unquote(url.path).strip("/").split("/")
+        token = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with self.server.lock:
+            self.server.requests.append(("POST", url.path, bool(token)))
+        if token and token not in self.server.tokens:
+            return self._error(401, "", "Invalid credentials in Authorization header", False)
+        if parts == ["api", "validate-yaml"]:  # create_commit checks a README's metadata first
+            return self._validated(json.loads(body).get("content", ""))
+        if parts[:2] != ["api", "models"] or len(parts) < 6 or parts[4] not in ("preupload", "commit"):
+            return self._error(404, "", "no such route on this Hub stand-in", False)
+        name = "/".join(parts[2:4])
+        repo = self._repository(name, token, False)
+        if repo is None:
+            return None
+        if token not in self.server.writers.get(name, set()):
+            return self._error(403, "", "You don't have the rights to create a pull request on this repository", False)
+        if parts[4] == "preupload":
+            paths = [file["path"] for file in json.loads(body)["files"]]
+            return self._json({"files": [{"path": p, "uploadMode": "regular", "shouldIgnore": False} for p in paths],
+                               "commitOid": repo.commit}, False)  # fmt: skip
+        if parse_qs(url.query).get("create_pr") != ["1"]:
+            return self._error(403, "", "this stand-in takes pull requests only", False)
+        lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
+        header = next(line["value"] for line in lines if line["key"] == "header")
+        files = {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines
+                 if line["key"] == "file"}  # fmt: skip
+        self.server.pull_requests.append({"repository": name, "summary": header.get("summary", ""),
+                                          "description": header.get("description", ""), "files": files})  # fmt: skip
+        number = len(self.server.pull_requests)
+        return self._json({"commitUrl": f"{self.server.endpoint}/{name}/commit/{'0' * 40}",
+                           "commitOid": "0" * 40,
+                           "pullRequestUrl": f"{self.server.endpoint}/{name}/discussions/{number}"}, False)  # fmt: skip
 
     def _answer(self, head: bool) -> None:
         path = unquote(urlsplit(self.path).path)
@@ -153,6 +197,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if not head:
             self.wfile.write(data)
+
+    def _validated(self, readme: str) -> None:
+        header = readme.split("---", 2)[1] if readme.startswith("---") else ""
+        try:
+            yaml.safe_load(header)
+        except yaml.YAMLError as exc:
+            return self._json_status(400, {"errors": [{"message": f"invalid YAML: {exc}"}], "warnings": []})
+        return self._json({"errors": [], "warnings": []}, False)
+
+    def _json_status(self, status: int, value: object) -> None:
+        body = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _json(self, value: object, head: bool) -> None:
         body = json.dumps(value).encode()

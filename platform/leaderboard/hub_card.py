@@ -123,7 +123,7 @@ def model_index_yaml(model: LanguageModel, page_url: str, values: list[CardValue
     results = eval_results(model, page_url, values)
     if not results:
         return ""
-    data = ModelCardData(model_name=_card_name(model), eval_results=results)
+    data = ModelCardData(model_name=card_name(model), eval_results=results)
     return data.to_yaml()
 
 
@@ -164,7 +164,8 @@ def hub_eval_files(model: LanguageModel, page_url: str, values: list[CardValue] 
     }
 
 
-def _card_name(model: LanguageModel) -> str:
+def card_name(model: LanguageModel) -> str:
+    """The name the card's model-index gives the model: its Hub id where it has one, else its biolm address."""
     return model.hub_id or hub_id(model.checkpoint) or model.address
 
 
