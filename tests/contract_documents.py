@@ -66,7 +66,8 @@ def pretrain_spec(recipe: str = "tiny", *, steps: int | None = 50, gpus: int = 1
 def results_document(spec: FinetuneJob, values: Mapping[str | int, float | None] | list[float], *,
                      predictions: Mapping[str, list] | None = None, statistic: str = "mean",
                      chosen: Mapping | None = None, selection: list | None = None, withheld: bool = True,
-                     notes: list[str] | None = None, cross_validation: Mapping | None = None) -> dict:  # fmt: skip
+                     notes: list[str] | None = None, cross_validation: Mapping | None = None,
+                     dev_predictions: Mapping[str, list] | None = None) -> dict:  # fmt: skip
     """A results document of ``spec`` whose runs scored ``values`` on test (a list: seeds 42, 43, ...; a mapping:
     run key -> value, ``"fold2-seed42"`` for a fold's run); ``None`` leaves a run's test metrics to the platform."""
     from biolm.contract import parse_run_key
@@ -87,6 +88,7 @@ def results_document(spec: FinetuneJob, values: Mapping[str | int, float | None]
         chosen_hyperparameters=hyperparameters, selection=list(selection or []),
         data={"test_gold_withheld": withheld, "notes": list(notes or [])},
         cross_validation=dict(cross_validation) if cross_validation is not None else None,
+        dev_predictions=dict(dev_predictions) if dev_predictions is not None else None,
     )  # fmt: skip
     data = document.to_json()
     assert data["version"] == RESULTS_VERSION

@@ -196,8 +196,14 @@ def test_a_results_document_round_trips_and_refuses_another_version_or_unknown_f
     assert document.to_json() == data and document.spec == spec
     assert [(run.fold, run.seed) for run in document.runs] == [(2, 42), (3, 42)]
     assert document.on_folds and document.reported_folds() == [2, 3] and document.test_gold_withheld
-    with pytest.raises(ContractError, match="reads results version 1, not None"):
+    with pytest.raises(ContractError, match="reads results version 1 or 2, not None"):
         ResultsDocument.from_json({key: value for key, value in data.items() if key != "version"})
+    with pytest.raises(ContractError, match="reads results version 1 or 2, not 3"):
+        ResultsDocument.from_json({**data, "version": 3})
+    with pytest.raises(ContractError, match=r"unknown field\(s\) dev_predictions"):  # version 1 had none
+        ResultsDocument.from_json({**data, "version": 1, "dev_predictions": {"fold2-seed42": []}})
+    older = ResultsDocument.from_json({**data, "version": 1})
+    assert older.dev_predictions is None  # recorded before they were kept
     with pytest.raises(ContractError, match=r"unknown field\(s\) _all_runs"):
         ResultsDocument.from_json({**data, "_all_runs": []})
     with pytest.raises(ContractError, match="run key 'fold2_seed42' is neither"):

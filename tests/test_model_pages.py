@@ -31,7 +31,8 @@ def store(artefact_store):
     return artefact_store
 
 
-def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, selection_value=71.5):
+def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, selection_value=71.5,
+               dev_predictions=None):  # fmt: skip
     """A result recorded the way leaderboard.recording records one: a succeeded fine-tuning job, its test runs,
     its results file in the artefact store, and the result with the mean, std and median of the seeds."""
     import statistics
@@ -67,7 +68,7 @@ def reproduced(model, dataset, seeds, *, predictions=None, store_results=True, s
             {"hyperparameters": chosen, "dev": {metric.slug: selection_value}},
         ]
         results = results_document(job.contract, [None] * len(seeds), predictions=predictions or {}, chosen=chosen,
-                                   selection=selection)  # fmt: skip
+                                   selection=selection, dev_predictions=dev_predictions)  # fmt: skip
         artefacts.store_bytes(json.dumps(results).encode(), results_name(job.pk))
     return Result.objects.create(
         language_model=model, dataset=dataset, metric=metric, value=statistics.fmean(seeds),

@@ -314,6 +314,10 @@ class DatasetSpec:
     same dataset with another metric (ChemProt: micro F1 in BLURB, macro F1 in
     Lewis et al.), which is why benchmark entries name their metric too.
 
+    ``text_shareable`` says that the dataset's licence lets anyone redistribute its text (CC BY, MIT, GPL):
+    the readers' dev-example viewer then shows it; otherwise it shows ids, labels and predictions only.
+    Invented demo data (``demo``) is always shown.
+
     ``hub_dataset`` is the dataset's id on the Hugging Face Hub (``org/name``) where one exists, and
     ``hub_task`` the task within it that the Hub's evaluation results name (default: the slug): a model's
     results then also come in the Hub's ``.eval_results`` form (:mod:`leaderboard.hub_card`).
@@ -346,6 +350,7 @@ class DatasetSpec:
     companion_metrics: tuple[str, ...] | None = None  # None: the task type's
     hub_dataset: str = ""
     hub_task: str = ""
+    text_shareable: bool = False
 
     def validate(self) -> None:
         check_slug(self.slug, "dataset slug")

@@ -20,7 +20,7 @@ from typing import Any
 from django.db.models import Q
 from django.urls import reverse
 
-from biolm.contract import ContractError, FinetuneJob, ResultsDocument
+from biolm.contract import ContractError, FinetuneJob, ResultsDocument, parse_run_key
 from jobs.models import Job, Run
 from jobs.results import results_name
 from leaderboard import charts
@@ -44,6 +44,8 @@ class ResultRow:
     provenance: list[tuple[str, str]] = field(default_factory=list)
     command: str = ""
     predictions_url: str = ""
+    dev_examples: list[tuple[str, str]] = field(default_factory=list)  # (run, link to its dev examples)
+    dev_missing: str = ""  # why there are none to show
 
     @property
     def restricted(self) -> bool:
@@ -153,6 +155,7 @@ def result_row(model: LanguageModel, result: Result, several: set[tuple[str, int
             row.notes = summary["notes"]
             if summary["has_predictions"]:
                 row.predictions_url = reverse("leaderboard:predictions", args=[*model.address_parts, result.pk])
+            _dev_examples(row, model, result, summary.get("dev_runs"))
         if row.selection and row.selection.get("chosen_hyperparameters"):
             row.chosen = dict(row.selection["chosen_hyperparameters"])
         if row.selection:
@@ -270,11 +273,27 @@ def seed_chart(rows: list[ResultRow]) -> charts.Chart | None:
     )
 
 
+def _dev_examples(row: ResultRow, model, result, runs: list[str] | None) -> None:
+    """A link per run to its dev examples (:mod:`leaderboard.dev_example_views`), or why there are none."""
+    if runs is None:  # a version 1 results document, or a summary made before they were kept
+        row.dev_missing = "no dev predictions (recorded before they were kept)"
+        return
+    page = reverse("leaderboard:dev-examples", args=[*model.address_parts, result.pk])
+    for key in runs:
+        fold, seed = parse_run_key(key)
+        label = f"fold {fold}, seed {seed}" if fold is not None else f"seed {seed}"
+        row.dev_examples.append((label, f"{page}?run={key}"))
+    if not runs:
+        row.dev_missing = "this protocol predicted no dev split"
+
+
 def _results_summary(job_id: int) -> dict | None:
-    return artefact_summary(results_name(job_id), _summarise_results)
+    return artefact_summary(
+        results_name(job_id), _summarise_results_document
+    )  # named anew when its fields change: the cache keys by name
 
 
-def _summarise_results(data: Any) -> dict | None:
+def _summarise_results_document(data: Any) -> dict | None:
     """What the page needs of a (possibly large) results file: the selection, its notes, whether it predicted."""
     try:
         results = ResultsDocument.from_json(data)
@@ -284,6 +303,9 @@ def _summarise_results(data: Any) -> dict | None:
         "selection": selection_summary(results),
         "notes": [str(note) for note in results.data.get("notes") or []],
         "has_predictions": any(v for v in results.predictions.values()),
+        "dev_runs": None
+        if results.dev_predictions is None
+        else [key for key, rows in results.dev_predictions.items() if rows],
     }
 
 

@@ -2,7 +2,7 @@ import datetime
 
 from django.urls import path, register_converter
 
-from leaderboard import model_page, predictions, views
+from leaderboard import dev_example_views, model_page, predictions, views
 
 
 class IsoDate:
@@ -70,6 +70,11 @@ urlpatterns = [
         "models/<model_namespace:namespace>/<model_slug:name>/predictions/<int:result_id>.jsonl",
         predictions.predictions,
         name="predictions",
+    ),
+    path(
+        "models/<model_namespace:namespace>/<model_slug:name>/dev-examples/<int:result_id>/",
+        dev_example_views.dev_example_page,
+        name="dev-examples",
     ),
     # A model's URLs before addresses were owner/name: a redirect for whoever may see it, else 404.
     path("models/<model_slug:slug>/", model_page.moved_model, name="model-moved"),

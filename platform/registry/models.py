@@ -130,6 +130,9 @@ class Dataset(PluginContributed):
     hub_task = models.CharField(
         max_length=200, blank=True, help_text="The task within it the Hub's evaluation results name (default: slug)."
     )
+    text_shareable = models.BooleanField(
+        default=False, help_text="Its licence lets its text be redistributed: the dev-example viewer shows it."
+    )
     held_by = models.ForeignKey(
         DataHolder, null=True, blank=True, on_delete=models.PROTECT, related_name="datasets",
         help_text="Restricted data kept on its holder's hosts: only its workers run these jobs (manage.py holders).",
@@ -139,6 +142,12 @@ class Dataset(PluginContributed):
         """Whether ``user`` may see this dataset's examples or per-example predictions: anyone for public data,
         staff only for restricted data (a data use agreement's), whoever holds it."""
         return self.access != self.Access.RESTRICTED or bool(user is not None and user.is_staff)
+
+    @property
+    def shows_text(self) -> bool:
+        """Whether readers may see its examples' text (not only ids, labels and predictions): invented demo data,
+        or data whose licence allows redistribution (:attr:`biolm.specs.DatasetSpec.text_shareable`)."""
+        return self.demo or self.text_shareable
 
     @property
     def current_import(self) -> DatasetImport | None:

@@ -191,6 +191,7 @@ def _sync_datasets(contributions: Contributions, report: SyncReport) -> None:
                 "adapter": _jsonable(dataclasses.asdict(spec.adapter)) if spec.adapter else None,
                 "demo": spec.demo,
                 "hub_dataset": spec.hub_dataset,
+                "text_shareable": spec.text_shareable,
                 "hub_task": spec.hub_task,
                 "plugin": contributions.origin[("datasets", slug)],
                 "active": True,

@@ -65,6 +65,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(5203, 5347, 5385, "mentions"),
         source=CRICHTON.format(corpus="BC5CDR", folder="BC5CDR-chem-IOB") + "; BLURB strips the entity type",
         licence=CRICHTON_LICENCE,
+        text_shareable=True,
         citation=(
             "Li J, Sun Y, Johnson RJ, et al. BioCreative V CDR task corpus: a resource for chemical disease "
             "relation extraction. Database, 2016."
@@ -85,6 +86,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(4182, 4244, 4424, "mentions"),
         source=CRICHTON.format(corpus="BC5CDR", folder="BC5CDR-disease-IOB") + "; BLURB strips the entity type",
         licence=CRICHTON_LICENCE,
+        text_shareable=True,
         citation=(
             "Li J, Sun Y, Johnson RJ, et al. BioCreative V CDR task corpus: a resource for chemical disease "
             "relation extraction. Database, 2016."
@@ -102,6 +104,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(5134, 787, 960, "mentions"),
         source=CRICHTON.format(corpus="NCBI Disease corpus", folder="NCBI-disease-IOB"),
         licence=CRICHTON_LICENCE,
+        text_shareable=True,
         citation=(
             "Doğan RI, Leaman R, Lu Z. NCBI disease corpus: a resource for disease name recognition and concept "
             "normalization. Journal of Biomedical Informatics 47, 2014."
@@ -122,6 +125,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(15197, 3061, 6325, "mentions"),
         source=CRICHTON.format(corpus="BioCreative II GM", folder="BC2GM-IOB"),
         licence=CRICHTON_LICENCE,
+        text_shareable=True,
         citation=(
             "Smith L, Tanabe LK, Ando RJ, et al. Overview of BioCreative II gene mention recognition. "
             "Genome Biology 9 Suppl 2, 2008."
@@ -283,6 +287,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(1295, 186, 371, "documents"),
         source="Hallmarks of Cancer corpus (github.com/sb895/Hallmarks-of-Cancer) with BLURB's PMID split lists",
         licence="GPL-3.0 (HoC repository licence)",
+        text_shareable=True,
         citation=(
             "Baker S, Silins I, Guo Y, et al. Automatic semantic classification of scientific literature "
             "according to the hallmarks of cancer. Bioinformatics 32(3), 2016."
@@ -304,6 +309,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         splits=_splits(450, 50, 500, "questions"),
         source="PubMedQA PQA-L (github.com/pubmedqa/pubmedqa, ori_pqal.json), fold-0 split of split_dataset.py",
         licence="MIT",
+        text_shareable=True,
         citation=(
             "Jin Q, Dhingra B, Liu Z, Cohen W, Lu X. PubMedQA: a dataset for biomedical research question "
             "answering. EMNLP-IJCNLP, 2019."

@@ -308,8 +308,10 @@ def _values(runs: list[RunResult], metric: str) -> list[RunValue]:
 
 
 def _predictions(spec: FinetuneSpec, runs: list[RunResult]) -> dict:
-    """The runs' test predictions keyed by run, and their per-example scores when the test gold was withheld."""
-    body: dict = {"predictions": {run_key(r.fold, r.seed): r.predictions.get("test") for r in runs}}
+    """The runs' test and dev predictions keyed by run, and their per-example test scores when the test gold was
+    withheld (the dev split's gold is never withheld: a reader compares the dev predictions with it)."""
+    body: dict = {"predictions": {run_key(r.fold, r.seed): r.predictions.get("test") for r in runs},
+                  "dev_predictions": {run_key(r.fold, r.seed): r.predictions.get("dev") for r in runs}}  # fmt: skip
     if spec.data.test_gold_withheld:
         body["test_scores"] = {run_key(r.fold, r.seed): r.scores.get("test") for r in runs}
     return body

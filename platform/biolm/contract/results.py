@@ -5,8 +5,10 @@ reads it back with :meth:`ResultsDocument.from_json` only (``jobs.results``). It
 spec exactly as the engine ran it, the protocol's plan, every run (with its fold as a field), the
 hyperparameters chosen on dev and the scores behind the choice, the test summary the protocol's
 statistic gives (:func:`biolm.protocols.combine`), the test predictions keyed by run
-(:func:`~biolm.contract.runs.run_key`) and the provenance. A document of another version, or with
-fields this biolm does not know, is refused rather than misread.
+(:func:`~biolm.contract.runs.run_key`), the dev predictions of the same runs (version 2; a reader's
+viewer shows them beside the dev gold, :mod:`leaderboard.dev_examples`) and the provenance. Version 1
+documents, recorded before dev predictions were kept, are still read (``dev_predictions`` None). A
+document of another version, or with fields its version does not have, is refused rather than misread.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from biolm.contract.errors import ContractError
 from biolm.contract.jobs import FinetuneJob
 from biolm.contract.runs import parse_run_key, run_key
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2 added dev_predictions
+READ_VERSIONS = (1, RESULTS_VERSION)
 RUN_FIELDS = ("seed", "fold", "hyperparameters", "metrics", "train", "inference")
 
 
@@ -59,7 +62,7 @@ class RunRecord:
         return cls(seed=seed, fold=fold, **{name: dict(value) for name, value in parts.items()})
 
 
-OPTIONAL = ("cross_validation", "test_scores")
+OPTIONAL = ("cross_validation", "test_scores", "dev_predictions")
 FIELDS = (
     "version", "spec", "dataset", "metric", "task_type", "model", "benchmark", "protocol", "formulation",
     "chosen_hyperparameters", "selection", "test", "reported", "runs", "predictions", "data", "efficiency",
@@ -90,6 +93,9 @@ class ResultsDocument:
     provenance: dict[str, Any] = field(default_factory=dict)
     cross_validation: dict[str, Any] | None = None  # folds, selection_fold, reported_folds, per_fold
     test_scores: dict[str, list | None] | None = None  # run key -> per-example scores, when test gold was withheld
+    # run key -> that run's dev predictions (None for a run without a dev split); None: a version 1 document,
+    # recorded before they were kept
+    dev_predictions: dict[str, list | None] | None = None
 
     @property
     def on_folds(self) -> bool:
@@ -126,9 +132,11 @@ class ResultsDocument:
         if not isinstance(data, Mapping):
             raise ContractError("a results document must be a JSON object")
         version = data.get("version")
-        if version != RESULTS_VERSION:
-            raise ContractError(f"this biolm reads results version {RESULTS_VERSION}, not {version!r}", "version")
-        unknown = sorted(set(data) - set(FIELDS))
+        if version not in READ_VERSIONS or isinstance(version, bool):
+            readable = " or ".join(str(v) for v in READ_VERSIONS)
+            raise ContractError(f"this biolm reads results version {readable}, not {version!r}", "version")
+        fields = set(FIELDS) - ({"dev_predictions"} if version == 1 else set())
+        unknown = sorted(set(data) - fields)
         if unknown:
             raise ContractError(f"results: unknown field(s) {', '.join(unknown)}", unknown[0])
         missing = sorted({"spec", "dataset", "metric", "runs", "predictions"} - set(data))
@@ -141,6 +149,11 @@ class ResultsDocument:
         if not isinstance(predictions, Mapping):
             raise ContractError("results: predictions must be a JSON object keyed by run", "predictions")
         for key in predictions:
+            parse_run_key(key)
+        dev = data.get("dev_predictions")
+        if dev is not None and not isinstance(dev, Mapping):
+            raise ContractError("results: dev_predictions must be a JSON object keyed by run", "dev_predictions")
+        for key in dev or {}:
             parse_run_key(key)
         values = {name: data[name] for name in FIELDS[1:] if name in data}
         values.update(
