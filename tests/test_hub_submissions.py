@@ -196,7 +196,9 @@ def test_manage_py_submit_takes_a_hub_id_and_reads_the_token_from_the_environmen
 
 
 @pytest.mark.slow
-def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_its_board(alice, hub, artefact_store):
+def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_its_board(
+    alice, hub, artefact_store, client
+):
     """The whole graph of a submission by Hub id: fetch (CPU), then the fine-tuning job's claim hands the worker
     the fetched checkpoint from the store, the engine runs on it, and the score job records the model's row."""
     from checkpoints import demo_texts, tiny_bert
@@ -204,6 +206,8 @@ def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_it
 
     from leaderboard import recording
     from leaderboard.models import Result
+
+    django_client = client
     from registry.imports import import_dataset
     from workers.engine.__main__ import main as engine
     from workers.runner.execution import JobRun
@@ -233,6 +237,12 @@ def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_it
     model = LanguageModel.objects.get(pk=submission.language_model_id)
     assert result == Result.objects.get(language_model=model, dataset__slug="demo-ner")
     assert (model.hub_id, model.hub_commit) == ("biolm-test/demo-bert", hub.repositories["biolm-test/demo-bert"].commit)
+
+    written = json.loads((work / "out" / "results.json").read_text())
+    assert written["version"] == 2 and written["dev_predictions"]["42"]  # the engine keeps the dev predictions
+    Result.objects.filter(pk=result.pk).update(preview=False)
+    viewer = django_client.get(f"{model.get_absolute_url()}dev-examples/{result.pk}/")
+    assert viewer.status_code == 200 and "demo-ner-dev-0001" in viewer.content.decode()
 
 
 def test_the_submitter_deletes_the_token_from_the_submission_page_and_no_one_else_can(alice, bob, hub, client):
