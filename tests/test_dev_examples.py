@@ -176,3 +176,24 @@ def test_every_schema_pairs_rows_and_predictions_in_order():
     assert examples("extractive-qa", asked, ["The Aspirin"], True)[0].right  # SQuAD's normalisation
     with pytest.raises(ValueError):
         examples("classification", rows, ["yes"], True)  # a count that does not match is never shown half
+
+
+def test_a_chemprot_dev_example_shows_its_entity_pair_gold_and_prediction_but_not_its_unshareable_text(
+    client, model, official_data
+):
+    """The real ChemProt (Gu et al. 2021's BLURB copy): its licence is not stated, so its sentences stay unshown."""
+    from registry.imports import import_dataset
+
+    import_dataset("chemprot", official_data("ChemProt", "blurb", "train.tsv").parent)
+    chemprot = Dataset.objects.get(slug="chemprot")
+    dev = split(chemprot, "dev")
+    predicted = ["CPR:4" if row["label"] != "CPR:4" else "false" for row in dev]
+    result = reproduced(model, chemprot, [62.0], dev_predictions={"42": predicted})
+    row = dev[0]
+    head = row["text"][row["head"]["start"] : row["head"]["end"]]
+    tail = row["text"][row["tail"]["start"] : row["tail"]["end"]]
+    text = " ".join(text_of(client.get(viewer(result), {"q": row["id"]})).split())
+    assert f"{len(dev)} dev examples, {len(dev)} wrong; 1 shown" in text
+    assert f"Entity pair: {head} ({row['head']['type']}) and {tail} ({row['tail']['type']})" in text
+    assert f"Gold {row['label']} Predicted {predicted[0]}" in text
+    assert "does not let its text be redistributed" in text and row["text"] not in text

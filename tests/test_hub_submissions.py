@@ -243,6 +243,8 @@ def test_a_hub_model_is_fetched_fine_tuned_on_its_stored_copy_and_recorded_on_it
     Result.objects.filter(pk=result.pk).update(preview=False)
     viewer = django_client.get(f"{model.get_absolute_url()}dev-examples/{result.pk}/")
     assert viewer.status_code == 200 and "demo-ner-dev-0001" in viewer.content.decode()
+    page = django_client.get(model.get_absolute_url()).content.decode()
+    assert f'biolm-test/demo-bert</a> at commit <code title="{model.hub_commit}">' in page
 
 
 def test_the_submitter_deletes_the_token_from_the_submission_page_and_no_one_else_can(alice, bob, hub, client):

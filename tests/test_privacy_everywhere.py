@@ -122,6 +122,8 @@ def probes(w: World) -> list[Probe]:
         Probe("leaderboard:model", OWN, model, missing=missing_model),
         Probe("leaderboard:predictions", OWN, f"{model}predictions/{w.result}.jsonl",
               missing=f"{missing_model}predictions/{w.result}.jsonl"),
+        Probe("leaderboard:dev-examples", OWN, f"{model}dev-examples/{w.result}/",
+              missing=f"{missing_model}dev-examples/{w.result}/"),
         Probe("leaderboard:model-moved", OWN, moved, missing=missing_moved, names=False, moved_to=model),
         Probe("leaderboard:predictions-moved", OWN, f"{moved}predictions/{w.result}.jsonl",
               missing=f"{missing_moved}predictions/{w.result}.jsonl", names=False,
@@ -149,11 +151,16 @@ def probes(w: World) -> list[Probe]:
               names=False),
         Probe("submissions:publish", OWN, f"{submission}publish", missing=f"{missing_submission}publish",
               method="post", data={"published": "0"}, names=False),
+        Probe("submissions:forget-hub-token", OWN, f"{submission}hub-token/forget",
+              missing=f"{missing_submission}hub-token/forget", method="post", names=False),
+        Probe("submissions:hub-card", NAMES_NONE, url("submissions:hub-card") + "?id=acme/some-bert"),
         Probe("submissions:queue", PUBLIC_ONLY, url("submissions:queue"), shows=SHOWN.name),
         Probe("submissions-api:list", PERSONAL, url("submissions-api:list")),
         Probe("submissions-api:detail", OWN, api_submission, missing=api_missing),
         Probe("submissions-api:cancel", OWN, f"{api_submission}/cancel", missing=f"{api_missing}/cancel",
               method="post"),
+        Probe("submissions-api:hub-token", OWN, f"{api_submission}/hub-token", missing=f"{api_missing}/hub-token",
+              method="delete"),
         Probe("accounts:profile", PERSONAL, url("accounts:profile")),
         Probe("accounts:token-create", PERSONAL, url("accounts:token-create"), method="post",
               data={"name": "privacy probe"}),
@@ -246,8 +253,11 @@ def store_predictions(model: LanguageModel) -> Result:
     import_dataset(PREDICTED_DATASET)
     test = (DEMO / PREDICTED_DATASET / "test.jsonl").read_text(encoding="utf-8")
     rows = [["yes"] for line in test.splitlines() if line.strip()]
+    dev = (DEMO / PREDICTED_DATASET / "dev.jsonl").read_text(encoding="utf-8")
+    dev_rows = [["yes"] for line in dev.splitlines() if line.strip()]
     result = Result.objects.select_related("job").get(language_model=model, dataset__slug=PREDICTED_DATASET)
-    results = results_document(result.job.contract, {"11": None}, predictions={"11": rows})
+    results = results_document(result.job.contract, {"11": None}, predictions={"11": rows},
+                               dev_predictions={"11": dev_rows})  # fmt: skip
     artefacts.store_bytes(json.dumps(results).encode(), results_name(result.job_id))
     return result
 

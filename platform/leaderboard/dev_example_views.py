@@ -14,15 +14,13 @@ import json
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from biolm.contract import parse_run_key
 from jobs import artefacts, exports
-from jobs.results import ResultsError, load_results
 from leaderboard import dev_examples
-from leaderboard.model_page import visible_model
-from leaderboard.models import Result
+from leaderboard.predictions import stored_results
 from registry.models import Dataset
 
 NOT_KEPT = "no dev predictions (recorded before they were kept)"
@@ -30,21 +28,9 @@ NOT_KEPT = "no dev predictions (recorded before they were kept)"
 
 @require_GET
 def dev_example_page(request: HttpRequest, namespace: str, name: str, result_id: int) -> HttpResponse:
-    model = visible_model(request, namespace, name)
-    result = get_object_or_404(
-        Result.objects.select_related("dataset", "metric", "job").defer("job__log", "job__token"),
-        pk=result_id, language_model=model,
-    )  # fmt: skip
+    model, result, results = stored_results(request, namespace, name, result_id, "examples")
     dataset = result.dataset
-    if not dataset.examples_visible_to(request.user):
-        raise Http404("this dataset is restricted by a data use agreement: its examples are shown to staff only")
     context = {"model": model, "result": result, "dataset": dataset, "shows_text": dataset.shows_text}
-    if result.job is None:
-        raise Http404("this result was not computed here, so there are no examples to show")
-    try:
-        results = load_results(result.job)
-    except ResultsError:
-        raise Http404("the job's results are not in the artefact store") from None
     runs = [key for key, rows in (results.dev_predictions or {}).items() if rows]
     if not runs:
         context["missing"] = NOT_KEPT if results.dev_predictions is None else "this protocol predicted no dev split"

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 
-from biolm.contract import parse_run_key
+from biolm.contract import ResultsDocument, parse_run_key
 from jobs import artefacts, exports
 from jobs.results import ResultsError, load_results
 from leaderboard.model_page import visible_model
 from leaderboard.models import Result
-from registry.models import Dataset
+from registry.models import Dataset, LanguageModel
 
 
 def predictions(request: HttpRequest, namespace: str, name: str, result_id: int) -> HttpResponse:
@@ -29,20 +29,7 @@ def predictions(request: HttpRequest, namespace: str, name: str, result_id: int)
     test split's order. The ids are read from the copy of the test split the worker received, whose
     gold was already replaced by a placeholder, and only the id is taken from it.
     """
-    model = visible_model(request, namespace, name)
-    result = get_object_or_404(
-        Result.objects.select_related("dataset", "job").defer("job__log", "job__token"),
-        pk=result_id,
-        language_model=model,
-    )
-    if not result.dataset.examples_visible_to(request.user):
-        raise Http404("this dataset is restricted by a data use agreement: its predictions are shown to staff only")
-    if result.job is None:
-        raise Http404("this result was not computed here, so there are no predictions to download")
-    try:
-        results = load_results(result.job)
-    except ResultsError:
-        raise Http404("the job's results are not in the artefact store") from None
+    model, result, results = stored_results(request, namespace, name, result_id, "predictions")
     predicted = {key: rows for key, rows in results.predictions.items() if rows}
     if not predicted:
         raise Http404("the job stored no test predictions")
@@ -51,6 +38,27 @@ def predictions(request: HttpRequest, namespace: str, name: str, result_id: int)
     filename = f"{model.slug}-{result.dataset.slug}-test-predictions.jsonl"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+def stored_results(request: HttpRequest, namespace: str, name: str, result_id: int,
+                   shown: str) -> tuple[LanguageModel, Result, ResultsDocument]:  # fmt: skip
+    """The result of a model ``request.user`` may see, and its job's stored results document; a 404 that says why
+    otherwise: a private model, a restricted dataset's ``shown`` (its predictions, its examples) for all but staff,
+    a result not computed here, a document no longer stored."""
+    model = visible_model(request, namespace, name)
+    result = get_object_or_404(
+        Result.objects.select_related("dataset", "metric", "job").defer("job__log", "job__token"),
+        pk=result_id,
+        language_model=model,
+    )
+    if not result.dataset.examples_visible_to(request.user):
+        raise Http404(f"this dataset is restricted by a data use agreement: its {shown} are shown to staff only")
+    if result.job is None:
+        raise Http404(f"this result was not computed here, so there are no {shown} to show")
+    try:
+        return model, result, load_results(result.job)
+    except ResultsError:
+        raise Http404("the job's results are not in the artefact store") from None
 
 
 Checked = list[tuple[int | None, int | str, list[str], list]]

@@ -466,6 +466,13 @@ class LanguageModel(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("leaderboard:model", args=self.address_parts)
 
+    @property
+    def hub_page(self) -> str:
+        """Its repository on the Hub it was submitted from, at the commit evaluated ("" for other models)."""
+        if not self.hub_id:
+            return ""
+        return f"{settings.BIOLM_HUB_ENDPOINT}/{self.hub_id}/tree/{self.hub_commit or 'main'}"
+
     def is_visible_to(self, user=None) -> bool:
         """Whether ``user`` may see this model: exactly when ``visible_to(user)`` holds it, without a query."""
         viewer = _viewer(user)
