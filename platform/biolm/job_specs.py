@@ -24,9 +24,7 @@ from biolm.contract import (
 from biolm.contract.code import KIND_WORDS
 from biolm.plugins import Contributions
 from biolm.protocols import Plan, plan_for, protocol_named
-from biolm.specs import BenchmarkSpec, DatasetSpec
-
-DEFAULT_PROTOCOL = "blurb"
+from biolm.specs import DEFAULT_PROTOCOL, BenchmarkSpec, DatasetSpec
 
 
 def finetune_job(

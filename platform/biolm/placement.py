@@ -37,7 +37,6 @@ from dataclasses import dataclass
 GPU_QUEUE = "gpu"
 SHARED_QUEUE = "gpu-shared"
 SLURM_QUEUE_PREFIX = "slurm-"
-GPUS_MAX = 64
 SLURM_QUEUE = re.compile(r"^slurm-(\d+)x(\d+)$")
 HELD_PREFIX = "held-"
 HOLDER_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")

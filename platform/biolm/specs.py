@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 # A repository's id on the Hugging Face Hub, org/name: no path, no scheme (its own limit is 96 characters a part).
+DEFAULT_PROTOCOL = "blurb"  # a benchmark's fine-tuning protocol when it names none: Gu et al. 2021's
 HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 
 # Column sizes of the rows these specs become (registry and leaderboard models use the same
@@ -740,7 +741,7 @@ class BenchmarkSpec:
     published: tuple[PublishedModelSpec, ...] = ()
     published_source: str = ""
     precision: int = 2
-    protocol: str = "blurb"  # the slug of the contributed protocol (ProtocolSpec) the paper used
+    protocol: str = DEFAULT_PROTOCOL  # the slug of the contributed protocol (ProtocolSpec) the paper used
 
     def entry_keys(self) -> tuple[str, ...]:
         return tuple(e.key for e in self.entries)

@@ -18,11 +18,13 @@ from biolm.placement import held_queue
 from biolm.specs import (
     CHECKPOINT_MAX,
     CORPUS_MAX,
+    DEFAULT_PROTOCOL,
     LABEL_MAX,
     LANGUAGE_MODEL_SLUG_MAX,
     MODEL_TYPE_MAX,
     NAME_MAX,
     NAMESPACE_MAX,
+    PAPERS_NAMESPACE,
     SLUG_MAX,
     SOURCE_MAX,
     VERSION_MAX,
@@ -238,7 +240,9 @@ class Benchmark(PluginContributed):
     precision = models.PositiveSmallIntegerField(default=2, help_text="Decimal places the paper prints.")
     published_source = models.CharField(max_length=SOURCE_MAX, blank=True)
     protocol = models.CharField(
-        max_length=SLUG_MAX, default="blurb", help_text="The slug of the paper's fine-tuning protocol (a Protocol)."
+        max_length=SLUG_MAX,
+        default=DEFAULT_PROTOCOL,
+        help_text="The slug of the paper's fine-tuning protocol (a Protocol).",
     )
     datasets = models.ManyToManyField(Dataset, through="BenchmarkEntry", related_name="benchmarks")
 
@@ -296,9 +300,6 @@ def visibility_audience(user) -> str:
     audience ("public" for every anonymous visitor, "staff" for staff, "user-<pk>" for each signed-in user)."""
     viewer = _viewer(user)
     return viewer if isinstance(viewer, str) else f"user-{viewer}"
-
-
-PAPERS_NAMESPACE = "papers"  # reported models, and models registered without an owner
 
 
 def default_namespace(owner) -> str:

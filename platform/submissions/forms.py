@@ -25,8 +25,8 @@ from django.utils.text import slugify
 
 from biolm.archives import ARCHIVE_SUFFIXES
 from biolm.contract import Overrides
-from biolm.specs import NAME_MAX
-from registry.models import PAPERS_NAMESPACE, BenchmarkEntry, DatasetImport, LanguageModel, PretrainingRecipe
+from biolm.specs import NAME_MAX, PAPERS_NAMESPACE
+from registry.models import BenchmarkEntry, DatasetImport, LanguageModel, PretrainingRecipe
 from registry.registration import RegistrationError, clean_display_name
 from submissions.submitting import BASE_MODEL_MAX, SubmissionError, import_command
 

@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from biolm.contract import ContractError, FetchJob, FinetuneJob, ModelInput, Overrides
-from biolm.contract.jobs import NODES_MAX, STEPS_MAX
+from biolm.contract.jobs import GPUS_MAX, NODES_MAX, STEPS_MAX
 from biolm.job_specs import finetune_job
 from biolm.memory_plan import PlanRefused, parse_memory, plan_for_recipe
 from biolm.placement import Need
@@ -299,8 +299,8 @@ def _check_quota(owner, lock: bool = False) -> None:
 
 
 def _check_gpus(request: SubmissionRequest) -> None:
-    if not 1 <= request.gpus <= 64:
-        raise SubmissionError(f"--gpus must be from 1 to 64, not {request.gpus}", "gpus")
+    if not 1 <= request.gpus <= GPUS_MAX:
+        raise SubmissionError(f"--gpus must be from 1 to {GPUS_MAX}, not {request.gpus}", "gpus")
     if not 1 <= request.nodes <= NODES_MAX:
         raise SubmissionError(f"--nodes must be from 1 to {NODES_MAX}, not {request.nodes}", "nodes")
 
