@@ -39,7 +39,7 @@ NAME = "jobs"
 # files the no-op worker never downloads. No "%" in it: the scripts below are %-formatted.
 SPEC_PREAMBLE = """
 from biolm.contract import Artefact, ModelInput
-from biolm.job_specs import finetune_job
+from biolm.job_contracts import finetune_job
 from registry.sync import load_contributions
 SPEC = finetune_job(load_contributions(), dataset="demo-ner", benchmark="blurb-mini", model=ModelInput(
     checkpoint=(Artefact("bench/model/config.json", 2, "0" * 64, "config.json"),), prefix="bench/model")).to_json()

@@ -6,7 +6,7 @@ a synthetic benchmark of ``datasets`` datasets aggregated like BLURB, ``models``
 (``private_models`` of them private), each with per dataset a fine-tuning job, ``seeds`` runs and one
 ``Result``, and each model's ``Score`` and bootstrap vector as the scorer computes them. Result
 vectors (8 KB each, 1.2 GB for 150,000 results) are stored where the ranking reads them
-(``result_vectors``); the fill's scores are checked against ``leaderboard.scoring.recompute_scores``
+(``result_vectors``); the fill's scores are checked against ``leaderboard.score_aggregation.recompute_scores``
 on ``checked_models`` models, and ranks come from the real ``leaderboard.ranking.rank_benchmark``.
 Everything touching Django runs in a child process (``python -m bench.leaderboard``) configured
 for that database, as the web processes are, with the Redis cache of ``cache_url`` as

@@ -15,7 +15,7 @@ the models the benchmark rescores (the newcomer, whose new result the re-ranking
 ``checked_models`` others) and, with ``result_vectors="all"``, for every model. The scores are
 computed here from the same numbers with the scorer's own functions (``biolm.aggregation.aggregate``
 and the linear weights of ``biolm.significance.aggregation_weights``); :func:`check_scores` then
-rescored the checked models with ``leaderboard.scoring.recompute_scores`` and requires every stored
+rescored the checked models with ``leaderboard.score_aggregation.recompute_scores`` and requires every stored
 figure and vector to come out identical, so the fast fill cannot drift from what the platform computes.
 """
 
@@ -126,7 +126,7 @@ def fill(config, timings: dict[str, float]) -> Board:
 def _weights(benchmark) -> list[float]:
     """Each dataset's weight in the primary score, in entry order, as the scorer derives them."""
     from biolm.significance import aggregation_weights
-    from leaderboard.scoring import spec_for
+    from leaderboard.score_aggregation import spec_for
 
     weights = aggregation_weights(spec_for(benchmark))
     return [weights[f"d{d:02d}"] for d in range(len(weights))]
@@ -269,7 +269,7 @@ def fill_scores(board: Board, indices: Sequence[int]) -> int:
     from biolm.aggregation import aggregate
     from leaderboard.models import Score, ScoreResamples
     from leaderboard.resamples import encode
-    from leaderboard.scoring import spec_for
+    from leaderboard.score_aggregation import spec_for
 
     spec, benchmark = spec_for(board.benchmark), board.benchmark
     keys = [f"d{d:02d}" for d in range(len(board.datasets))]
@@ -300,7 +300,7 @@ def check_scores(board: Board) -> dict:
     Raises AssertionError naming the first model whose score or bootstrap vector differs.
     """
     from leaderboard.models import Score, ScoreResamples
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
 
     checked = [i for i in board.vector_models if i != board.newcomer]
     pks = [board.models[i].pk for i in checked]

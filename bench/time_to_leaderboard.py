@@ -1,7 +1,7 @@
 """Time to the leaderboard: BLURB's full protocol for BERT-base on 1 to 16 GPU workers (``bench time_to_leaderboard``).
 
 The jobs are those the platform queues for a BLURB submission, cut by the same functions
-(:func:`biolm.job_specs.job_plan` for each dataset's plan, :func:`biolm.contract.slices.planned` and
+(:func:`biolm.job_contracts.job_plan` for each dataset's plan, :func:`biolm.contract.slices.planned` and
 :func:`~biolm.contract.slices.reads_of` for the slices and what each waits for):
 
 * **sliced** (``BIOLM_SLICE_PROTOCOLS=1``, the default): per dataset each grid point, the selection,
@@ -105,7 +105,7 @@ def contributions():
 def plans(found, benchmark: str) -> dict:
     """Each of the benchmark's datasets' plans, as the platform's job specs make them."""
     from biolm.contract import ModelInput
-    from biolm.job_specs import finetune_job, job_plan
+    from biolm.job_contracts import finetune_job, job_plan
 
     datasets = dict.fromkeys(entry.dataset for entry in found.benchmarks[benchmark].entries)
     model = ModelInput(architecture="bert:base")

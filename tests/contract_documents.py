@@ -41,7 +41,7 @@ def finetune_spec(
     model: ModelInput | None = None,
 ) -> FinetuneJob:
     """The spec submit would build for ``dataset`` on ``benchmark`` (code pinned as installed here)."""
-    from biolm.job_specs import finetune_job
+    from biolm.job_contracts import finetune_job
 
     chosen = Overrides.from_json({**(PREVIEW if preview else {}), **(overrides or {})})
     return finetune_job(
@@ -51,7 +51,7 @@ def finetune_spec(
 
 
 def score_spec(finetune: FinetuneJob, finetune_job_id: int, metric: str | None = None, variant: str = "") -> ScoreJob:
-    from biolm.job_specs import score_job
+    from biolm.job_contracts import score_job
 
     return score_job(BUILTIN, finetune, finetune_job_id, metric or finetune.metric, variant)
 

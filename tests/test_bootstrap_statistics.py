@@ -31,7 +31,7 @@ from workers.engine import bootstrap
 from workers.engine.bootstrap import resampled_values
 from workers.engine.metrics import classification, qa, tagging
 from workers.engine.metrics.common import Sufficient
-from workers.engine.spec import FinetuneSpec
+from workers.engine.run_settings import FinetuneSpec
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"
 RESAMPLES = 200  # metric level: cheap, so many resamples

@@ -617,7 +617,7 @@ def test_score_predictions_passes_the_negative_class_to_a_metric_whose_context_a
     from biolm.plugins import collect_contributions, get_plugin_manager
     from biolm.specs import MetricSpec
     from workers.engine.encoding import LabelSpace
-    from workers.engine.scoring import score_predictions
+    from workers.engine.prediction_scoring import score_predictions
     from workers.engine.task import Task
 
     received: dict[str, dict] = {}

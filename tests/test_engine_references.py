@@ -100,8 +100,8 @@ def test_each_code_path_resolves_to_code_a_plugin_may_use(place: str, path: str)
 
 @pytest.mark.parametrize(
     "path",
-    ["leaderboard.scoring:recompute_scores", "workers.runner.health:main", "workers.engine.metrics.tagging:nothing",
-     "plugins.tasks.metrics:METRICS", "not a path"],
+    ["leaderboard.score_aggregation:recompute_scores", "workers.runner.health:main",
+     "workers.engine.metrics.tagging:nothing", "plugins.tasks.metrics:METRICS", "not a path"],
 )  # fmt: skip
 def test_a_path_into_the_platform_the_runner_or_nowhere_is_refused(path: str):
     assert problem("metrics.made-up.implementation", path) is not None

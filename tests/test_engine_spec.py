@@ -15,8 +15,8 @@ from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import TaskOptions, formulation_for
 from workers.engine.formulations.base import Formulation, ModelSource
+from workers.engine.run_settings import DataArguments, FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.runs import parameter_count
-from workers.engine.spec import DataArguments, FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.task import Task
 from workers.engine.tokenization import train_wordpiece
 from workers.engine.training import TrainingContext

@@ -18,7 +18,7 @@ import pytest
 from biolm.significance import resample_indices
 from leaderboard.models import Result, Score
 from leaderboard.resamples import store_result_resamples
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from registry.models import Benchmark, LanguageModel
 
 pytestmark = pytest.mark.django_db

@@ -52,7 +52,7 @@ def test_unknown_benchmark_is_a_404(client):
 
 def test_private_models_are_shown_only_to_their_owner_and_staff(client, alice, bob, staff):
     from leaderboard.models import Result
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from registry.models import Benchmark, Dataset, Metric
 
     model = LanguageModel.objects.create(
@@ -71,7 +71,7 @@ def test_private_models_are_shown_only_to_their_owner_and_staff(client, alice, b
 
 def test_a_model_missing_datasets_is_listed_unranked(client, alice):
     from leaderboard.models import Result
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from registry.models import Benchmark, Dataset, Metric
 
     model = LanguageModel.objects.create(slug="alice-partial", name="Alice Partial BERT", owner=alice)
@@ -121,7 +121,7 @@ def test_the_index_counts_datasets_as_the_benchmarks_names_do_not_scored_columns
 
 def test_a_model_with_a_primary_score_but_a_missing_dataset_is_listed_after_every_ranked_model(client, alice):
     from leaderboard.models import Result
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from leaderboard.tables import leaderboard_for
     from registry.models import Benchmark
 
@@ -164,7 +164,7 @@ def test_a_benchmark_page_names_the_protocol_its_reproduced_rows_follow(client):
 
 def test_a_pretrained_model_shows_how_much_of_each_test_set_its_corpus_contains(client, alice):
     from leaderboard.models import Result
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from leaderboard.tables import leaderboard_for
     from registry.models import Benchmark, Dataset, Metric
 

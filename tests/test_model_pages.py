@@ -16,7 +16,7 @@ from jobs import artefacts
 from jobs.models import Job, Run
 from jobs.results import results_name
 from leaderboard.models import Result
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from registry.imports import import_dataset
 from registry.models import Architecture, Benchmark, Dataset, LanguageModel, PretrainingRecipe
 

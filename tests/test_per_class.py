@@ -3,7 +3,7 @@
 The counting functions (``class_counts``, ``entity_counts``, ``element_counts``) must pool back to
 the metric they belong to, and each class's figure must equal the metric computed on that class
 alone (the relation type as the only positive class, the entity type's mentions alone, the one
-PICO element, the one hallmark). The engine's :func:`workers.engine.per_class.per_class_figures`
+PICO element, the one hallmark). The engine's :func:`workers.engine.per_class_counts.per_class_figures`
 is then run on BLURB-mini's test splits with known predictions (the relation set standing in for
 ChemProt, the PICO set for EBM PICO, the document set for HoC, the NER set with its mentions typed
 for a typed entity set such as JNLPBA's typed files), checked against scikit-learn,
@@ -41,8 +41,8 @@ from workers.engine.metrics import (
     token_macro_f1,
 )
 from workers.engine.metrics.common import scores_of, total
-from workers.engine.per_class import MIN_SUPPORT, per_class_figures
-from workers.engine.spec import FinetuneSpec
+from workers.engine.per_class_counts import MIN_SUPPORT, per_class_figures
+from workers.engine.run_settings import FinetuneSpec
 from workers.engine.withheld import score_withheld
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"

@@ -91,7 +91,7 @@ KAPPA = MetricSpec(
 
 def test_hook_biolm_metrics_a_plugin_metric_scores_predictions_in_the_engine(register_plugin):
     from workers.engine.encoding import LabelSpace
-    from workers.engine.scoring import score_predictions
+    from workers.engine.prediction_scoring import score_predictions
     from workers.engine.task import Task
 
     contributions = register_plugin(plugin("kappa_plugin", biolm_metrics=[KAPPA]))
@@ -189,7 +189,7 @@ ONE_POINT = ProtocolSpec(
 
 def test_hook_biolm_protocols_a_plugin_protocol_is_planned_run_and_combined_by_the_engine(register_plugin, tmp_path):
     from workers.engine.finetune import finetune
-    from workers.engine.spec import FinetuneSpec
+    from workers.engine.run_settings import FinetuneSpec
 
     bench = BenchmarkSpec(
         "one-point-bench", "One point", "", entries=(EntrySpec("demo-similarity", "demo-similarity", "pearson"),),
@@ -277,7 +277,7 @@ def test_hook_biolm_corpus_preprocessors_a_plugin_preprocessor_is_applied_to_a_c
 def test_metric_scores_reach_roc_auc_through_the_scores_input():
     from biolm.plugins import collect_contributions, get_plugin_manager
     from workers.engine.encoding import LabelSpace
-    from workers.engine.scoring import score_predictions
+    from workers.engine.prediction_scoring import score_predictions
     from workers.engine.task import Task
 
     contributions = collect_contributions(get_plugin_manager(load_entrypoints=False))

@@ -34,7 +34,7 @@ from jobs.results import results_name
 from leaderboard import recording
 from leaderboard.models import Ranking, Result, Score
 from leaderboard.resamples import store_result_resamples
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from leaderboard.snapshots import take_snapshot
 from registry.models import Benchmark, LanguageModel
 

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from leaderboard.models import Result
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from leaderboard.tables import View, leaderboard_for
 from registry.models import Benchmark, LanguageModel
 

@@ -19,7 +19,7 @@ from django.core.management import CommandError, call_command
 from biolm.significance import resample_indices
 from leaderboard.models import Result, Snapshot
 from leaderboard.resamples import store_result_resamples
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from leaderboard.tables import View
 from registry.models import Architecture, Benchmark, LanguageModel
 

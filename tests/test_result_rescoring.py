@@ -6,7 +6,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from leaderboard import scoring
+from leaderboard import score_aggregation
 from leaderboard.models import Result, Score
 from registry.models import Benchmark, LanguageModel
 
@@ -43,8 +43,8 @@ def record_all(model, benchmark, commit, value=80.0) -> list[Result]:
 
 def test_recording_results_scores_the_model_once_per_transaction(model, blurb_mini, commit, monkeypatch):
     calls = []
-    real = scoring.recompute_scores
-    monkeypatch.setattr(scoring, "recompute_scores", lambda b, m=None: calls.append(b.slug) or real(b, m))
+    real = score_aggregation.recompute_scores
+    monkeypatch.setattr(score_aggregation, "recompute_scores", lambda b, m=None: calls.append(b.slug) or real(b, m))
     record_all(model, blurb_mini, commit)
     score = Score.objects.get(language_model=model, benchmark=blurb_mini)
     assert score.score == pytest.approx(82.5) and score.missing == []  # the mean of 80..85 over six task types

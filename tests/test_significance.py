@@ -36,7 +36,7 @@ from biolm.significance import (
 )
 from biolm.specs import AggregationSpec, BenchmarkSpec, EntrySpec, GroupSpec, SummarySpec
 from workers.engine.bootstrap import resampled_values
-from workers.engine.spec import FinetuneSpec
+from workers.engine.run_settings import FinetuneSpec
 from workers.engine.withheld import score_withheld
 
 DEMO = Path(__file__).resolve().parents[1] / "plugins" / "datasets" / "demo"

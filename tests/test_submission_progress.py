@@ -24,7 +24,7 @@ from django.utils import timezone
 from jobs import dispatch, lifecycle
 from jobs.models import Job
 from leaderboard.models import Result
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from registry.models import Benchmark, LanguageModel
 from submissions import services
 from submissions.models import Submission

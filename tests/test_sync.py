@@ -12,7 +12,7 @@ from django.db import models
 from biolm.plugins import collect_contributions, get_plugin_manager
 from biolm.specs import SummarySpec
 from leaderboard.models import Result, Score
-from leaderboard.scoring import recompute_stale_scores
+from leaderboard.score_aggregation import recompute_stale_scores
 from registry.models import Benchmark, Dataset, LanguageModel
 from registry.sync import sync_contributions
 

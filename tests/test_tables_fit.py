@@ -93,7 +93,7 @@ def test_each_row_folds_its_origin_size_and_groups_into_a_disclosure(client):
 
 def test_a_board_mixing_tested_and_untested_rows_marks_the_untested_ones(client):
     from leaderboard.models import Result
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from registry.models import LanguageModel
 
     fixture = build_web_fixture()

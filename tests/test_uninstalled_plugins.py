@@ -15,7 +15,7 @@ import pytest
 
 from biolm.plugins import collect_contributions, get_plugin_manager
 from leaderboard.models import Result, Score
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from registry.models import Benchmark, BenchmarkEntry, Dataset, LanguageModel, Metric, TaskType
 from registry.sync import sync_contributions
 

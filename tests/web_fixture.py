@@ -205,7 +205,7 @@ def build_web_fixture() -> WebFixture:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from leaderboard.snapshots import take_snapshot
     from registry.models import Benchmark
 
@@ -293,7 +293,7 @@ def remove_web_fixture() -> None:
     from django.db import transaction
 
     from leaderboard.models import Snapshot
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from registry.models import Benchmark, LanguageModel
 
     with transaction.atomic():

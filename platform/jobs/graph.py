@@ -42,7 +42,7 @@ from biolm.contract import (
     pins_for,
 )
 from biolm.contract.slices import planned, reads_of
-from biolm.job_specs import job_plan, score_job
+from biolm.job_contracts import job_plan, score_job
 from biolm.plugins import Contributions
 from jobs import exports
 from jobs.held import queue_for

@@ -390,7 +390,8 @@ class ResultList(PublicAPI, generics.ListAPIView):
 
 
 def benchmark_results(slug: str) -> Q:
-    """The results a benchmark scores (leaderboard.scoring.entry_results), as a filter; nothing if it is unknown."""
+    """The results a benchmark scores (leaderboard.score_aggregation.entry_results), as a filter; nothing if
+    it is unknown."""
     benchmark = Benchmark.objects.filter(slug=slug, active=True).first()
     entries = list(benchmark.entries.all()) if benchmark is not None else []
     if not entries:

@@ -18,7 +18,7 @@ from biolm.significance import difference
 from leaderboard import charts
 from leaderboard.models import Result, ResultResamples, Score
 from leaderboard.resamples import decode
-from leaderboard.scoring import aggregation_from_json
+from leaderboard.score_aggregation import aggregation_from_json
 from registry.models import Benchmark, LanguageModel, ModelAlias
 
 

@@ -27,7 +27,7 @@ from leaderboard import charts
 from leaderboard.artefact_summaries import artefact_summary, finite
 from leaderboard.model_card import plain
 from leaderboard.models import Result, Score
-from leaderboard.scoring import aggregation_from_json
+from leaderboard.score_aggregation import aggregation_from_json
 from registry.models import Dataset, LanguageModel
 
 
@@ -219,7 +219,7 @@ def engine_command(model: LanguageModel, spec: FinetuneJob) -> str:
 
     The worker ran the same spec (``--spec FILE``) on the platform's export of the data, test
     gold withheld (``--data_format canonical --test_gold_withheld``), which a reader does not have;
-    these flags build that spec again (:func:`biolm.job_specs.finetune_job`), and the model's files
+    these flags build that spec again (:func:`biolm.job_contracts.finetune_job`), and the model's files
     go where ``--model`` says.
     """
     words = [

@@ -180,7 +180,7 @@ class ResultClasses(models.Model):
     """A result's per-class test figures (relation types, PICO elements, entity types, HoC hallmarks).
 
     Computed once, when the result is recorded, from the stored test predictions
-    (:mod:`workers.engine.per_class`): only aggregates of classes with enough test examples are
+    (:mod:`workers.engine.per_class_counts`): only aggregates of classes with enough test examples are
     ever stored, so nothing here can reveal the gold label of any one example.
     """
 

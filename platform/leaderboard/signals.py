@@ -40,7 +40,7 @@ class _Batch:
 def rescore(model_ids: set[int]) -> None:
     """Recompute the scores of these models on every benchmark their results (or old scores) touch."""
     from leaderboard.models import Score
-    from leaderboard.scoring import recompute_scores
+    from leaderboard.score_aggregation import recompute_scores
     from registry.models import Benchmark, LanguageModel
 
     for model in LanguageModel.objects.filter(pk__in=model_ids):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from biolm.specs import BenchmarkSpec, PublishedModelSpec
 from leaderboard.models import Result
-from leaderboard.scoring import recompute_scores, recompute_stale_scores
+from leaderboard.score_aggregation import recompute_scores, recompute_stale_scores
 from registry.models import Benchmark, LanguageModel
 from registry.signals import BenchmarkSynced
 from registry.sync import SyncReport, upsert

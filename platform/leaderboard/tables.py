@@ -29,7 +29,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
 
 from leaderboard.models import Ranking, Score
-from leaderboard.scoring import aggregation_from_json
+from leaderboard.score_aggregation import aggregation_from_json
 from registry.models import Benchmark, LanguageModel, ModelAlias
 
 MAX_PINS = 4

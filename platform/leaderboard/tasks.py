@@ -1,11 +1,11 @@
-"""Celery tasks of the leaderboard: thin wrappers over :mod:`leaderboard.scoring` and its results dump."""
+"""Celery tasks of the leaderboard: thin wrappers over :mod:`leaderboard.score_aggregation` and its results dump."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from leaderboard.results_dump import write_dump
-from leaderboard.scoring import recompute_stale_scores
+from leaderboard.score_aggregation import recompute_stale_scores
 
 
 @shared_task(name="biolm.leaderboard.recompute_stale_scores", acks_late=True, ignore_result=True)

@@ -1,6 +1,6 @@
 """The readers' pages: the benchmark index, a leaderboard, its exports, compare and dated snapshots.
 
-Every page reads what :mod:`leaderboard.ranking` and :mod:`leaderboard.scoring` stored; none
+Every page reads what :mod:`leaderboard.ranking` and :mod:`leaderboard.score_aggregation` stored; none
 computes a score or a test per request. A leaderboard's filters, sort and pins live in the query
 string, so the CSV and JSON exports, the compare link and a reload give exactly the view on screen.
 Quick previews (one grid point, one seed) are never ranked: the page lists them in a table of

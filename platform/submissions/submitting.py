@@ -11,7 +11,7 @@ store (workers read it from there, never from the submitter's disk) and the subm
 jobs are written in one transaction, so a failed submit leaves nothing behind.
 
 Each job's spec is its typed, versioned contract (:mod:`biolm.contract`), built by
-:mod:`biolm.job_specs` and queued by :mod:`jobs.graph`: it pins the code the job runs. The same
+:mod:`biolm.job_contracts` and queued by :mod:`jobs.graph`: it pins the code the job runs. The same
 owner's same weights on the same benchmark, datasets, protocol settings and pinned code are not
 evaluated twice: that submission is returned with ``reused`` set, unless the request asks to
 ``rerun``.
@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from biolm.contract import ContractError, FetchJob, FinetuneJob, ModelInput, Overrides
 from biolm.contract.jobs import GPUS_MAX, NODES_MAX, STEPS_MAX
-from biolm.job_specs import finetune_job
+from biolm.job_contracts import finetune_job
 from biolm.memory_plan import PlanRefused, parse_memory, plan_for_recipe
 from biolm.placement import Need
 from biolm.protocols import preview_overrides

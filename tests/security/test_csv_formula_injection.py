@@ -13,7 +13,7 @@ import pytest
 
 from biolm.spreadsheet_csv import FORMULA_STARTS, csv_text
 from leaderboard.models import Result, Score
-from leaderboard.scoring import recompute_scores
+from leaderboard.score_aggregation import recompute_scores
 from registry.models import Benchmark, LanguageModel
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 """``python -m workers.engine finetune ...``: fine-tune and evaluate one model on one dataset.
 
-Arguments are the dataclass groups of :mod:`workers.engine.spec` (transformers'
+Arguments are the dataclass groups of :mod:`workers.engine.run_settings` (transformers'
 HfArgumentParser, as run_ner.py does). ``--spec FILE`` runs a job's spec exactly (a worker writes
 the claim's spec there); otherwise the flags describe the job (``--dataset``, ``--benchmark``,
 ``--seeds``, ...) and are built into the same spec submit builds. The results document lands in
@@ -29,7 +29,7 @@ from workers.engine.exit_status import CODE_MISSING, PLUGIN_FAULT, replay_failur
 from workers.engine.finetune import finetune  # noqa: E402
 from workers.engine.pretrain.run import REFUSAL_RECORD, PretrainArguments, pretrain, restarted_by_torchrun  # noqa: E402
 from workers.engine.progress_file import ProgressFile  # noqa: E402
-from workers.engine.spec import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
+from workers.engine.run_settings import ARGUMENT_GROUPS, FinetuneSpec  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
 The job's spec in, the results document out: no Django, no database. A GPU worker hands the
 engine the job's :class:`~biolm.contract.FinetuneJob` as a file, and uploads the
 :class:`~biolm.contract.ResultsDocument` this writes; a person's command line builds the same
-spec from flags (:mod:`workers.engine.spec`). The dataset's task type (a plugin contribution)
+spec from flags (:mod:`workers.engine.run_settings`). The dataset's task type (a plugin contribution)
 names the formulation and the metrics; the job's protocol (a plugin contribution too,
 :mod:`biolm.protocols`) the grid, the seeds, the folds and the statistic. Before anything is
 trained the code the spec pins is checked against the code loaded here.

@@ -31,6 +31,7 @@ from biolm.contract import ResultsDocument, RunRecord, run_key
 from biolm.cross_validation import fold_directories
 from biolm.protocols import Hyperparameters, Plan, RunValue, combine
 from workers.engine import efficiency
+from workers.engine.run_settings import FinetuneSpec
 from workers.engine.runs import (
     Prepared,
     Runner,
@@ -44,7 +45,6 @@ from workers.engine.runs import (
     resolve_dtype,
     score_or_lowest,
 )
-from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
 
 

@@ -33,8 +33,8 @@ from workers.engine.architectures import build_config, count_parameters, parse_a
 from workers.engine.encoding import LabelSpace
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
 from workers.engine.formulations.base import PristineWeights
+from workers.engine.run_settings import FinetuneSpec
 from workers.engine.run_store import RunStore, checkpoint_identity
-from workers.engine.spec import FinetuneSpec
 from workers.engine.task import Task
 from workers.engine.tokenization import load_tokenizer, train_wordpiece
 from workers.engine.training import ProgressCallback, TrainingContext, predict, seed_everything, train

@@ -10,7 +10,7 @@ examples with their gold (:mod:`biolm.data_copies`). It answers ``DIR/scores.jso
   (:func:`workers.engine.withheld.score_withheld`), each fold against its own test;
 * the benchmark metric on each shared bootstrap resample (:mod:`workers.engine.bootstrap`), over the
   reported folds under cross-validation;
-* the per-class figures (:mod:`workers.engine.per_class`).
+* the per-class figures (:mod:`workers.engine.per_class_counts`).
 
 With ``--local_data`` it scores on this host's own copy of the dataset instead (a data holder's worker, whose
 gated data and gold never leave its hosts, :mod:`jobs.held`): the copy the fine-tuning job read there.
@@ -33,7 +33,7 @@ from biolm.data_copies import read_copy
 from biolm.dataset_io import LoadedDataset, load_dataset_files
 from biolm.plugins import collect_contributions, get_plugin_manager
 from workers.engine.bootstrap import resampled_values
-from workers.engine.per_class import per_class_figures
+from workers.engine.per_class_counts import per_class_figures
 from workers.engine.runs import data_directory
 from workers.engine.withheld import score_withheld
 

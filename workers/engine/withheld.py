@@ -20,8 +20,8 @@ import numpy as np
 from biolm.contract import ResultsDocument
 from biolm.dataset_io import LoadedDataset
 from workers.engine.formulations import Formulation, ModelSource, formulation_for
+from workers.engine.run_settings import FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.runs import first_examples, label_space, load_task
-from workers.engine.spec import FinetuneSpec, ModelArguments, RunArguments
 from workers.engine.tokenization import load_tokenizer
 
 

@@ -6,7 +6,7 @@ A tag rather than view context, so the model and dataset pages each gain the sec
 
 from django import template
 
-from leaderboard import per_class
+from leaderboard import per_class_tables
 from registry.models import Dataset, LanguageModel
 
 register = template.Library()
@@ -19,14 +19,15 @@ def class_tables(context: template.Context, model: LanguageModel | None = None, 
     An include passes the variable it was given; the other is unset (an empty string), hence truth tests.
     """
     if model:
-        return per_class.for_model(model)
+        return per_class_tables.for_model(model)
     if dataset:
         user = context["request"].user
-        return per_class.for_dataset(dataset, LanguageModel.objects.visible_to(user))
+        return per_class_tables.for_dataset(dataset, LanguageModel.objects.visible_to(user))
     return []
 
 
 @register.simple_tag
 def class_tables_missing(dataset: Dataset | None = None) -> str:
-    """One line saying why ``dataset`` has no per-type figures (:func:`leaderboard.per_class.missing_reason`), or ''."""
-    return per_class.missing_reason(dataset) if dataset else ""
+    """One line saying why ``dataset`` has no per-type figures
+    (:func:`leaderboard.per_class_tables.missing_reason`), or ''."""
+    return per_class_tables.missing_reason(dataset) if dataset else ""

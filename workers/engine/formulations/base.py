@@ -37,7 +37,7 @@ from biolm.specs import DatasetSpec
 from workers.engine.architectures import attention_implementation, build_config, load_config, parse_architecture
 from workers.engine.batching import collate, computed_tokens
 from workers.engine.encoding import Feature, LabelSpace
-from workers.engine.scoring import class_counts, score_predictions
+from workers.engine.prediction_scoring import class_counts, score_predictions
 from workers.engine.task import Task
 
 LONG_DOCUMENT_VARIANTS: dict[type, type] = {}
@@ -292,6 +292,6 @@ class Formulation(abc.ABC):
         """``{class: Counts}`` of the dataset's metric on these predictions (None: it has no classes).
 
         Read exactly as :meth:`score` reads them, so the classes pool to the score's micro value;
-        ``typed_gold`` as :func:`workers.engine.scoring.class_counts` takes it.
+        ``typed_gold`` as :func:`workers.engine.prediction_scoring.class_counts` takes it.
         """
         return class_counts(self.task, self.labels, rows, predicted, typed_gold=typed_gold)

@@ -38,7 +38,7 @@ from biolm.schemas.token_tagging import ELEMENT_SEPARATOR
 from workers.engine.crf import LinearChainCRF, pack_labelled
 from workers.engine.encoding import IGNORE, Feature, LabelSpace, decode_token_tagging, encode_token_tagging
 from workers.engine.formulations.base import Formulation, ModelSource
-from workers.engine.scoring import class_counts, score_predictions
+from workers.engine.prediction_scoring import class_counts, score_predictions
 from workers.engine.tagging_schemes import (
     OUTSIDE,
     allowed_transitions,

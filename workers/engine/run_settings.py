@@ -4,7 +4,7 @@ What to run is a :class:`~biolm.contract.FinetuneJob`, the same document the pla
 submit and stores on the job: the dataset, the protocol, the metric, the overrides, the task
 options, the pinned code. A worker hands it to the engine as a file (``--spec FILE``); a person
 describes it with flags (``--dataset``, ``--benchmark``, ``--seeds``, ...), which
-:func:`biolm.job_specs.finetune_job` turns into the same document. Where things are (the local
+:func:`biolm.job_contracts.finetune_job` turns into the same document. Where things are (the local
 checkpoint, the data folder, the output folder, the device) is not part of it: those are the
 argument groups below, parsed by transformers' ``HfArgumentParser`` as run_ner.py does, each
 checked in ``__post_init__``.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biolm.contract import ContractError, FinetuneJob, ModelInput, Overrides, Slice, TaskOptions
-from biolm.job_specs import finetune_job
+from biolm.job_contracts import finetune_job
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 
 DATA_FORMATS = ("official", "canonical")

@@ -2,7 +2,7 @@
 NER's entity types, HoC's hallmarks.
 
 The figures are computed once, when a result is recorded (:func:`leaderboard.recording.record`
-through :mod:`workers.engine.per_class`), from the stored test predictions, and stored as
+through :mod:`workers.engine.per_class_counts`), from the stored test predictions, and stored as
 :class:`~leaderboard.models.ResultClasses`. What is stored is already safe to show: aggregates per
 class (support, precision, recall and F1, seeds combined), only for classes with at least ten
 gold instances in the test split, and never anything per example. This module only reads them
