@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from biolm.name_patterns import CALLABLE_PATH_RE
 from biolm.plugins import collect_contributions, get_plugin_manager
-from biolm.specs import CALLABLE_PATH_RE
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS_CONTRACT = "plugins import only biolm's Django-free core"

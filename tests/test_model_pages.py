@@ -378,7 +378,7 @@ def test_the_dataset_pages_keep_their_urls_and_names():
 
 
 def test_a_published_model_whose_slug_has_a_dot_has_a_page(client):
-    model = LanguageModel.objects.get(slug="dmis-lab--biobert-v1.1")  # biolm.specs.SLUG_RE allows '.'
+    model = LanguageModel.objects.get(slug="dmis-lab--biobert-v1.1")  # biolm.name_patterns.SLUG_RE allows '.'
     assert model.get_absolute_url() == "/models/dmis-lab/biobert-v1.1/"
     assert client.get(model.get_absolute_url()).status_code == 200
     dataset = model.results.select_related("dataset").first().dataset

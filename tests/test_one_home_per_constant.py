@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HOMES = {
     "DEFAULT_PROTOCOL": "platform/biolm/specs.py",
-    "PAPERS_NAMESPACE": "platform/biolm/specs.py",
+    "PAPERS_NAMESPACE": "platform/biolm/model_identity.py",
     "GPUS_MAX": "platform/biolm/contract/jobs.py",
 }
 
@@ -46,3 +46,16 @@ def test_the_places_that_wrote_the_values_again_read_the_one_definition():
     assert BenchmarkSpec.__dataclass_fields__["protocol"].default == DEFAULT_PROTOCOL
     submitting = (ROOT / "platform/submissions/submitting.py").read_text(encoding="utf-8")
     assert f"<= {GPUS_MAX}" not in submitting and "<= GPUS_MAX" in submitting
+
+
+def test_a_name_that_moved_out_of_biolm_specs_still_reads_there_with_a_warning_naming_its_home():
+    import warnings
+
+    import biolm.specs
+    from biolm.name_patterns import SLUG_RE
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert biolm.specs.SLUG_RE is SLUG_RE
+    assert [str(w.message) for w in caught] == ["biolm.specs.SLUG_RE moved to biolm.name_patterns.SLUG_RE"]
+    assert biolm.specs.ModelIdentity.__module__ == "biolm.model_identity"  # still imported there, no warning

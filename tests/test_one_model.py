@@ -1,6 +1,6 @@
 """One model, many sources (issue 30): every paper's numbers for one checkpoint belong to one model.
 
-Each published row names its model identity (``biolm.specs.ModelIdentity``); ``sync_plugins`` upserts one
+Each published row names its model identity (``biolm.model_identity.ModelIdentity``); ``sync_plugins`` upserts one
 model per identity, so BioBERT-Base v1.1, which Gu et al. 2021, Lewis et al. 2020 and Fang et al. 2023 all
 compare, is one page with each paper's numbers attributed to its table, while the 345M BioBERT of Yang et
 al. 2022 (BioBERT-Large v1.1) and the unversioned one of Li et al. 2022 stay models of their own, linked
@@ -14,8 +14,9 @@ import re
 
 import pytest
 
+from biolm.model_identity import ModelIdentity
 from biolm.plugins import collect_contributions, get_plugin_manager
-from biolm.specs import ModelIdentity, SpecError
+from biolm.spec_checks import SpecError
 from leaderboard.compare_data import comparison
 from leaderboard.models import Result, Score
 from registry.models import Benchmark, LanguageModel, ModelAlias

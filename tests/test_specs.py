@@ -7,6 +7,7 @@ import types
 import pytest
 
 from biolm import hookimpl
+from biolm.spec_checks import SpecError
 from biolm.specs import (
     AggregationSpec,
     BenchmarkSpec,
@@ -16,7 +17,6 @@ from biolm.specs import (
     MetricSpec,
     PreprocessorSpec,
     PublishedModelSpec,
-    SpecError,
     SplitSpec,
     SummarySpec,
     TaskTypeSpec,

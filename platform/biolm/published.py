@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from biolm.specs import PublishedModelSpec, SpecError
+from biolm.spec_checks import SpecError
+from biolm.specs import PublishedModelSpec
 
 _FIELDS = set(PublishedModelSpec.__dataclass_fields__)
 

@@ -1,4 +1,4 @@
-"""The plain dataclasses that plugin hooks return.
+"""The plain dataclasses that plugin hooks return: the contribution declarations.
 
 Plugins never import Django or the platform's models: they describe what they
 contribute with these frozen dataclasses, and the platform validates them on
@@ -6,41 +6,60 @@ load (``validate()`` raises :class:`SpecError` with a message naming the field)
 before syncing them into the database. Keeping them free of Django lets the
 Celery workers and the engine use the same descriptions.
 
-Slugs are stable, lower-case identifiers (``blurb``, ``ncbi-disease``) that
-appear in URLs, command lines and score files, so they are validated strictly.
+What they are checked with lives apart, each in the module of its concept: the column sizes
+(:mod:`biolm.column_limits`), the shapes of names (:mod:`biolm.name_patterns`), the checks and
+:class:`SpecError` (:mod:`biolm.spec_checks`) and a published row's model (:mod:`biolm.model_identity`).
+Plugins import them all from here, as before.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SLUG_RE = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
-# A repository's id on the Hugging Face Hub, org/name: no path, no scheme (its own limit is 96 characters a part).
-DEFAULT_PROTOCOL = "blurb"  # a benchmark's fine-tuning protocol when it names none: Gu et al. 2021's
-HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+from biolm.column_limits import (
+    BIG_INTEGER_MAX,
+    CHECKPOINT_MAX,
+    CORPUS_MAX,
+    INTEGER_MAX,
+    LABEL_MAX,
+    LANGUAGE_MODEL_SLUG_MAX,
+    MODEL_TYPE_MAX,
+    NAME_MAX,
+    SLUG_MAX,
+    SOURCE_MAX,
+    VERSION_MAX,
+    VOCABULARY_MAX,
+)
+from biolm.model_identity import PAPERS_NAMESPACE, ModelIdentity
+from biolm.name_patterns import CALLABLE_PATH_RE, HUB_ID_RE
+from biolm.spec_checks import SpecError, check_slug
+from biolm.spec_checks import check_count as _check_count
+from biolm.spec_checks import check_finite as _check_finite
+from biolm.spec_checks import check_json as _check_json
+from biolm.spec_checks import check_length as _check_length
+from biolm.spec_checks import require_text as _require_text
 
-# Column sizes of the rows these specs become (registry and leaderboard models use the same
-# constants): a spec that validates must never fail to save, on PostgreSQL least of all.
-SLUG_MAX = 100
-NAME_MAX = 200
-SOURCE_MAX = 300
-VERSION_MAX = 50
-MODEL_TYPE_MAX = 100
-LABEL_MAX = 200
-VOCABULARY_MAX = 300
-CORPUS_MAX = 500
-CHECKPOINT_MAX = 500
-LANGUAGE_MODEL_SLUG_MAX = 150  # "<benchmark>--<published model>"
-NAMESPACE_MAX = 150  # a model address's owner part: a username (Django's longest) or "papers"
-INTEGER_MAX = 2**31 - 1  # PositiveIntegerField
-BIG_INTEGER_MAX = 2**63 - 1  # BigIntegerField
-CALLABLE_PATH_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")
+# Names that moved to the module of their concept and that this module no longer uses itself: still read from
+# here, with a DeprecationWarning, until 0.2 (docs/plugins.md, "Changes").
+_MOVED = {"NAMESPACE_MAX": "biolm.column_limits", "ADDRESS_RE": "biolm.name_patterns", "SLUG_RE": "biolm.name_patterns"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module 'biolm.specs' has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(f"biolm.specs.{name} moved to {_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(_MOVED[name]), name)
+
+
+DEFAULT_PROTOCOL = "blurb"  # a benchmark's fine-tuning protocol when it names none: Gu et al. 2021's
+
 
 DOMAINS = ("biomedical", "clinical")
 # Canonical example schemas (after BigBIO); their datasets.Features live in biolm.schemas.
@@ -49,10 +68,6 @@ SPLIT_NAMES = ("train", "dev", "test")
 AGGREGATION_METHODS = ("mean", "mean_of_groups", "weighted_mean_of_groups")
 # What a protocol may report over its runs (biolm.protocols.combine computes it).
 STATISTICS = ("mean", "median")
-
-
-class SpecError(ValueError):
-    """A plugin returned a description that cannot be used."""
 
 
 class ImplementationError(RuntimeError):
@@ -117,46 +132,6 @@ def resolve_implementation(value: Implementation, what: str, contribution: tuple
     if not callable(target):
         raise ImplementationError(f"{what}: {value!r} is a {type(target).__name__}, not a callable", contribution)
     return target
-
-
-def check_slug(value: str, what: str, limit: int = SLUG_MAX) -> None:
-    """Raise SpecError unless ``value`` is a lower-case slug of at most ``limit`` characters."""
-    if not isinstance(value, str) or not SLUG_RE.match(value):
-        raise SpecError(f"{what} {value!r} is not a lower-case slug (letters, digits, '-', '_', '.')")
-    _check_length(value, limit, what)
-
-
-def _require_text(value: object, what: str, limit: int = NAME_MAX) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(f"{what} must be a non-empty string, got {value!r}")
-    _check_length(value, limit, what)
-
-
-def _check_length(value: object, limit: int, what: str) -> None:
-    if not isinstance(value, str):
-        raise SpecError(f"{what} must be a string, got {type(value).__name__}")
-    if len(value) > limit:
-        raise SpecError(f"{what} is {len(value)} characters long; at most {limit} fit ({value[:40]!r}...)")
-
-
-def _check_json(value: object, what: str) -> None:
-    """Settings, presets and options are stored as JSON: no NaN, no sets, no arbitrary objects."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"{what} must be JSON data (numbers, strings, lists, mappings; finite): {exc}") from None
-
-
-def _check_count(value: object, what: str, limit: int, allow_none: bool = True) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-        raise SpecError(f"{what} must be a positive integer of at most {limit}, got {value!r}")
-
-
-def _check_finite(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SpecError(f"{what} must be a finite number, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -613,58 +588,6 @@ class AggregationSpec:
     groups: tuple[GroupSpec, ...] = ()
     summaries: tuple[SummarySpec, ...] = ()
     show_group_scores: bool = True
-
-
-PAPERS_NAMESPACE = "papers"  # where a reported model without a Hugging Face organisation lives
-# A model's address, the Hugging Face Hub's owner/name: letters, digits, '-', '_' and '.'.
-ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-@dataclass(frozen=True)
-class ModelIdentity:
-    """The one model a published row is a number of, whichever paper printed it.
-
-    Papers name one checkpoint differently ("BioBERT v1.1 (+PubMed)", "BioBERT-Base v1.1"); each row
-    names its identity, so every paper's numbers for a checkpoint land on one model page. ``address``
-    is the Hub's ``owner/name`` where the checkpoint is on the Hub (``dmis-lab/biobert-v1.1``), else
-    ``papers/<name>``; ``name`` is the canonical name shown everywhere; ``hf_id`` the Hub id, if any.
-    ``version_of`` names the address of another identity this one is a version of (BioBERT-Large
-    beside BioBERT-Base v1.1): the two stay two models, linked on both pages.
-    """
-
-    address: str
-    name: str
-    hf_id: str = ""
-    version_of: str = ""
-
-    @property
-    def namespace(self) -> str:
-        return self.address.split("/", 1)[0]
-
-    @property
-    def address_name(self) -> str:
-        return self.address.split("/", 1)[1]
-
-    @property
-    def slug(self) -> str:
-        """The internal key (compare's ?models=, the API's slug): the address, lower case, '/' as '--'; under
-        ``papers/`` its name alone, as a reported model's key was before identities."""
-        if self.namespace == PAPERS_NAMESPACE:
-            return self.address_name.lower()
-        return self.address.lower().replace("/", "--")
-
-    def check(self, what: str) -> None:
-        """Refuse an address that is not owner/name, or a name, Hub id or link too long to store."""
-        for name in ("address", "version_of"):
-            value = getattr(self, name)
-            if (value or name == "address") and not (isinstance(value, str) and ADDRESS_RE.match(value)):
-                raise SpecError(f"{what}: identity {name} must be owner/name (letters, digits, - _ .), got {value!r}")
-        if len(self.slug) > LANGUAGE_MODEL_SLUG_MAX or len(self.namespace) > NAMESPACE_MAX:
-            raise SpecError(f"{what}: identity address {self.address!r} is too long")
-        if self.version_of == self.address:
-            raise SpecError(f"{what}: identity {self.address!r} cannot be a version of itself")
-        _require_text(self.name, f"{what}: identity name")
-        _check_length(self.hf_id, CHECKPOINT_MAX, f"{what}: identity hf_id")
 
 
 @dataclass(frozen=True)

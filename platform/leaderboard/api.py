@@ -38,7 +38,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from biolm.specs import PAPERS_NAMESPACE
+from biolm.model_identity import PAPERS_NAMESPACE
 from biolm_site.api import ErrorSerializer, PublicPagination
 from leaderboard import api_serializers as shapes
 from leaderboard import board_cache

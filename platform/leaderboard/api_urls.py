@@ -5,7 +5,7 @@ Paths are written in full (``api/v1/...``) rather than under an ``include("api/"
 because this module is also the URLconf the public schema is generated from: the schema's paths
 then read exactly as a client calls them, and only what is listed here can appear in it.
 
-Slugs are matched as plugin specs write them (biolm.specs.SLUG_RE allows '.', as in a published
+Slugs are matched as plugin specs write them (biolm.name_patterns.SLUG_RE allows '.', as in a published
 model's ``bioformer--biobert-base-v1.1``), wider than Django's ``<slug:>``; ``\\Z``, not ``$``, so a
 trailing newline is not part of a match.
 """

@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanen
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from biolm.specs import PAPERS_NAMESPACE
+from biolm.model_identity import PAPERS_NAMESPACE
 from jobs.models import Job, Run
 from leaderboard import hub_card
 from leaderboard.model_card import card, contamination, job_row, loss_chart

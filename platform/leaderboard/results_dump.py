@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.core.files.base import ContentFile
 from django.db.models import Prefetch
 
-from biolm.specs import HUB_ID_RE
+from biolm.name_patterns import HUB_ID_RE
 from jobs import artefacts
 from jobs.models import Run
 from leaderboard.models import Result

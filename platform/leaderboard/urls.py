@@ -23,7 +23,7 @@ register_converter(IsoDate, "isodate")
 
 
 class ModelSlug:
-    """A language model's slug as plugin specs write it: biolm.specs.SLUG_RE allows '.' (a published model's
+    """A language model's slug as plugin specs write it: biolm.name_patterns.SLUG_RE allows '.' (a published model's
     ``bioformer--biobert-base-v1.1``), which Django's ``<slug:>`` does not, so such a model had no page."""
 
     regex = r"[-a-zA-Z0-9_.]+"

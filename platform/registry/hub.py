@@ -39,7 +39,7 @@ from huggingface_hub.errors import (
 )
 
 from biolm.checkpoint_files import PICKLE_SUFFIXES
-from biolm.specs import HUB_ID_RE
+from biolm.name_patterns import HUB_ID_RE
 
 REVISION_RE = re.compile(r"^[\w.\-/]{1,200}$")  # a branch, tag or commit, as git allows them (no spaces, no ..)
 CONVERSION_HINT = (

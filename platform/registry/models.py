@@ -13,23 +13,23 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from biolm.facets import facets
-from biolm.placement import held_queue
-from biolm.specs import (
+from biolm.column_limits import (
     CHECKPOINT_MAX,
     CORPUS_MAX,
-    DEFAULT_PROTOCOL,
     LABEL_MAX,
     LANGUAGE_MODEL_SLUG_MAX,
     MODEL_TYPE_MAX,
     NAME_MAX,
     NAMESPACE_MAX,
-    PAPERS_NAMESPACE,
     SLUG_MAX,
     SOURCE_MAX,
     VERSION_MAX,
     VOCABULARY_MAX,
 )
+from biolm.facets import facets
+from biolm.model_identity import PAPERS_NAMESPACE
+from biolm.placement import held_queue
+from biolm.specs import DEFAULT_PROTOCOL
 
 
 class PluginContributed(models.Model):
@@ -495,7 +495,7 @@ class ModelAlias(models.Model):
     """One paper's row for a reported model: the name that paper gives it and the table it comes from.
 
     Papers name one checkpoint differently ("BioBERT", "BioBERT-Base-v1.1"); each published row names
-    its model identity (``biolm.specs.ModelIdentity``), and this row records the paper's naming, so the
+    its model identity (``biolm.model_identity.ModelIdentity``), and this row records the paper's naming, so the
     model page can say what each paper called it and each benchmark's board cites its own table. Before
     identities each row was a model of its own at ``papers/<benchmark>--<row>``; ``former_slug`` keeps
     that key, so its old URLs (snapshots taken then link them) redirect to the one model.

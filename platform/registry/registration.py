@@ -33,7 +33,7 @@ from pathlib import Path
 from django.utils.text import slugify
 
 from biolm import archives
-from biolm.specs import LANGUAGE_MODEL_SLUG_MAX, NAME_MAX
+from biolm.column_limits import LANGUAGE_MODEL_SLUG_MAX, NAME_MAX
 from registry.intake import TakenCheckpoint
 from registry.models import Architecture, LanguageModel, PretrainingRecipe, default_namespace
 

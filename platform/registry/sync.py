@@ -18,8 +18,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from biolm import plugin_set
+from biolm.column_limits import SOURCE_MAX
+from biolm.model_identity import ModelIdentity
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
-from biolm.specs import SOURCE_MAX, BenchmarkSpec, ModelIdentity, PublishedModelSpec
+from biolm.specs import BenchmarkSpec, PublishedModelSpec
 from registry.locks import hold_for_transaction
 from registry.models import (
     Architecture,

@@ -19,8 +19,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from biolm.column_limits import NAME_MAX
 from biolm.contract import Overrides
-from biolm.specs import NAME_MAX
 from registry.models import LanguageModel
 from submissions import services
 from submissions.models import Submission

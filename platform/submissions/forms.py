@@ -24,8 +24,9 @@ from django.forms.utils import ErrorDict
 from django.utils.text import slugify
 
 from biolm.archives import ARCHIVE_SUFFIXES
+from biolm.column_limits import NAME_MAX
 from biolm.contract import Overrides
-from biolm.specs import NAME_MAX, PAPERS_NAMESPACE
+from biolm.model_identity import PAPERS_NAMESPACE
 from registry.models import BenchmarkEntry, DatasetImport, LanguageModel, PretrainingRecipe
 from registry.registration import RegistrationError, clean_display_name
 from submissions.submitting import BASE_MODEL_MAX, SubmissionError, import_command

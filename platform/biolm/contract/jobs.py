@@ -32,7 +32,8 @@ from biolm.contract.errors import ContractError
 from biolm.contract.overrides import Overrides
 from biolm.contract.slices import Slice, check_reads
 from biolm.contract.task_options import TaskOptions
-from biolm.specs import HUB_ID_RE, SpecError, check_slug
+from biolm.name_patterns import HUB_ID_RE
+from biolm.spec_checks import SpecError, check_slug
 
 SPEC_VERSION = 1  # fine-tuning and scoring specs
 PRETRAIN_SPEC_VERSION = 2  # 2 added ``nodes``; version 1 (one node) is still read, for jobs queued before
