@@ -31,23 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from biolm.contribution_kinds import KINDS
 from biolm.errors import DataFormatError
 from biolm.plugins import Contributions
 from biolm.specs import ContractBreach, ImplementationError
 
-# Contribution kinds as Contributions names them -> how a person names them.
-KIND_NAMES = {
-    "metrics": "metric",
-    "datasets": "dataset reader",
-    "task_types": "task type formulation",
-    "preprocessors": "corpus preprocessor",
-    "recipes": "recipe implementation",
-    "protocols": "protocol planner",
-}
+# The kinds whose contributions run code, as Contributions names them -> how a person names that code.
+KIND_NAMES = {kind.name: kind.runs_as for kind in KINDS if kind.runs_code}
 # What a contribution's contract lets it raise to refuse its input rather than to fail: a
 # formulation raises ValueError to refuse options or examples it cannot encode (and a metric's
 # ValueError means "undefined here", which the engine records as None before anything is blamed).
-REFUSALS: dict[str, tuple[type[BaseException], ...]] = {"task_types": (ValueError,), "metrics": (ValueError,)}
+REFUSALS: dict[str, tuple[type[BaseException], ...]] = {kind.name: kind.refuses_with for kind in KINDS
+                                                         if kind.refuses_with}  # fmt: skip
 EXCEPTION_TEXT_MAX = 300
 ENVIRONMENTAL_WORDS = ("out of memory", "cuda", "cudnn", "nccl", "cublas")
 

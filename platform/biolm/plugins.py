@@ -16,13 +16,15 @@ import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from biolm import hookspecs
+from biolm.column_limits import NAME_MAX
+from biolm.contribution_kinds import KINDS
+from biolm.spec_checks import SpecError
 from biolm.specs import (
-    NAME_MAX,
     ArchitectureSpec,
     BenchmarkSpec,
     DatasetSpec,
@@ -30,7 +32,6 @@ from biolm.specs import (
     PreprocessorSpec,
     ProtocolSpec,
     RecipeSpec,
-    SpecError,
     TaskTypeSpec,
 )
 
@@ -57,17 +58,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.protocols.papers",
 )
 
-# hook name -> (contribution kind, spec class)
-HOOKS: dict[str, tuple[str, type]] = {
-    "biolm_metrics": ("metrics", MetricSpec),
-    "biolm_task_types": ("task_types", TaskTypeSpec),
-    "biolm_architectures": ("architectures", ArchitectureSpec),
-    "biolm_pretraining_recipes": ("recipes", RecipeSpec),
-    "biolm_corpus_preprocessors": ("preprocessors", PreprocessorSpec),
-    "biolm_datasets": ("datasets", DatasetSpec),
-    "biolm_protocols": ("protocols", ProtocolSpec),
-    "biolm_benchmarks": ("benchmarks", BenchmarkSpec),
-}
+# hook name -> (contribution kind, spec class), from the one table of kinds
+HOOKS: dict[str, tuple[str, type]] = {kind.hook: (kind.name, kind.spec) for kind in KINDS}
 
 
 @dataclass(frozen=True)
@@ -93,19 +85,32 @@ class PluginInfo:
 
 @dataclass
 class Contributions:
-    """Everything the loaded plugins contribute, validated and de-duplicated."""
+    """Everything the loaded plugins contribute, validated and de-duplicated.
 
-    metrics: dict[str, MetricSpec] = field(default_factory=dict)
-    task_types: dict[str, TaskTypeSpec] = field(default_factory=dict)
-    architectures: dict[str, ArchitectureSpec] = field(default_factory=dict)
-    recipes: dict[str, RecipeSpec] = field(default_factory=dict)
-    preprocessors: dict[str, PreprocessorSpec] = field(default_factory=dict)
-    datasets: dict[str, DatasetSpec] = field(default_factory=dict)
-    protocols: dict[str, ProtocolSpec] = field(default_factory=dict)
-    benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
+    One ``{slug: spec}`` per kind of :data:`biolm.contribution_kinds.KINDS`, read as an attribute of the
+    kind's name (``contributions.metrics``, ``contributions.datasets``): a kind added to the table is here.
+    """
+
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, slug) -> plugin name
     plugins: list[PluginInfo] = field(default_factory=list)
     problems: list[PluginProblem] = field(default_factory=list)
+    by_kind: dict[str, dict[str, Any]] = field(default_factory=lambda: {kind.name: {} for kind in KINDS})
+
+    if TYPE_CHECKING:  # what the built-in kinds hold, for type checkers; at run time __getattr__ reads by_kind
+        metrics: dict[str, MetricSpec]
+        task_types: dict[str, TaskTypeSpec]
+        architectures: dict[str, ArchitectureSpec]
+        recipes: dict[str, RecipeSpec]
+        preprocessors: dict[str, PreprocessorSpec]
+        datasets: dict[str, DatasetSpec]
+        protocols: dict[str, ProtocolSpec]
+        benchmarks: dict[str, BenchmarkSpec]
+
+    def __getattr__(self, name: str) -> dict[str, Any]:
+        by_kind = self.__dict__.get("by_kind")
+        if by_kind is not None and name in by_kind:
+            return by_kind[name]
+        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
     def by_plugin(self, plugin: str) -> dict[str, list[str]]:
         """The slugs each kind of contribution that ``plugin`` provided."""

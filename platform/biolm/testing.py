@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 
 from biolm.contract import Overrides
+from biolm.contribution_kinds import KINDS
 from biolm.dataset_io import DataFormatError, load_dataset_files
 from biolm.plugins import Contributions, collect_contributions, get_plugin_manager
 from biolm.protocols import RunValue, combine, plan_for
@@ -149,14 +150,9 @@ def check_plugin(plugin: ModuleType | Any, name: str | None = None, *, builtins:
     own = contributions.by_plugin(name)
     if not own and not failures:
         failures.append(f"{name} contributes nothing: implement at least one hook of biolm.hookspecs")
+    # Each kind's check, named by its row of the one table of kinds; a kind without one was validated when collected.
     checks: dict[str, Callable[[Any, Contributions], None]] = {
-        "datasets": _check_dataset,
-        "metrics": _check_metric,
-        "architectures": _check_architecture,
-        "task_types": _check_task_type,
-        "preprocessors": _check_preprocessor,
-        "recipes": _check_recipe,
-        "protocols": _check_protocol,
+        kind.name: globals()[kind.kit_check] for kind in KINDS if kind.kit_check
     }
     for kind, check in checks.items():
         for slug in own.get(kind, ()):

@@ -19,19 +19,11 @@ from dataclasses import dataclass
 
 from biolm import plugin_set
 from biolm.contract.errors import ContractError
+from biolm.contribution_kinds import KINDS
 from biolm.plugins import Contributions
 
 BIOLM = "biolm"
-KIND_WORDS = {
-    "metrics": "metric",
-    "datasets": "dataset",
-    "task_types": "task type",
-    "architectures": "architecture",
-    "recipes": "recipe",
-    "preprocessors": "preprocessor",
-    "benchmarks": "benchmark",
-    "protocols": "protocol",
-}
+KIND_WORDS = {kind.name: kind.word for kind in KINDS}  # "metrics" -> "metric": how a pin names one
 
 
 @dataclass(frozen=True)
