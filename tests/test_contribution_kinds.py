@@ -98,3 +98,28 @@ def test_the_built_in_kinds_and_their_hooks_are_the_tables():
     assert [kind.hook for kind in KINDS if callable(getattr(hookspecs, kind.hook, None))] == [k.hook for k in KINDS]
     assert set(Contributions().by_kind) == {kind.name for kind in KINDS}
     assert Contributions().metrics == {}
+
+
+def test_a_plugin_is_written_one_way_everywhere_from_its_identity():
+    """The pin's label, the registry row's name, a fault's name and the admin's comparison all read one type."""
+    from biolm.contract.code import CodePin, mismatch_message
+    from biolm.plugin_identity import PluginIdentity
+
+    acme = PluginIdentity("acme", "biolm-acme", "0.2.0", "sha256:1a2b")
+    pin = CodePin.of(acme, ("metric acme-f1",))
+    assert (pin.name, pin.distribution, pin.version, pin.fingerprint, pin.provides) == (
+        "acme", "biolm-acme", "0.2.0", "sha256:1a2b", ("metric acme-f1",)
+    )  # fmt: skip
+    assert pin.label == acme.label == "biolm-acme 0.2.0 (sha256:1a2b)" and pin.identity == acme
+    assert acme.named == "acme (biolm-acme 0.2.0)" and PluginIdentity("local").named == "local"
+    assert PluginIdentity("local").release == "local"
+    older = CodePin.of(PluginIdentity("acme", "biolm-acme", "0.1.0", "sha256:9f"))
+    assert mismatch_message(pin, older) == (
+        "plugin version mismatch: acme biolm-acme 0.2.0 (sha256:1a2b) pinned, biolm-acme 0.1.0 (sha256:9f) installed"
+    )
+    written = []
+    for path in (ROOT / "platform").rglob("*.py"):
+        if path.name != "plugin_identity.py" and "migrations" not in path.parts:
+            text = path.read_text(encoding="utf-8")
+            written += [path.name for marker in ("distribution} {", "distribution or self.name}") if marker in text]
+    assert not written, f"a plugin's label is formatted outside biolm.plugin_identity in {written}"

@@ -33,6 +33,7 @@ from types import FrameType
 
 from biolm.contribution_kinds import KINDS
 from biolm.errors import DataFormatError
+from biolm.plugin_identity import PluginIdentity
 from biolm.plugins import Contributions
 from biolm.specs import ContractBreach, ImplementationError
 
@@ -279,6 +280,4 @@ def _definition(value: object) -> str:
 def _plugin_label(contributions: Contributions, plugin: str) -> str:
     """The plugin's name, with its distribution and version when it was installed from one."""
     info = next((p for p in contributions.plugins if p.name == plugin), None)
-    if info is not None and info.distribution:
-        return f"{plugin} ({info.distribution} {info.version})"
-    return plugin
+    return PluginIdentity(plugin, info.distribution, info.version).named if info is not None else plugin

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import biolm
 from biolm.hookspecs import PROJECT_NAME
+from biolm.plugin_identity import PluginIdentity
 
 logger = logging.getLogger("biolm.plugins")
 
@@ -79,8 +80,13 @@ class InstalledPlugin:
     sources: tuple[tuple[str, str], ...] = ()  # (top-level module, the folder or file a fresh import reads it from)
 
     @property
+    def identity(self) -> PluginIdentity:
+        location = self.sources[0][1] if self.sources else ""
+        return PluginIdentity(self.name, self.distribution, self.version, self.fingerprint, location)
+
+    @property
     def label(self) -> str:
-        return f"{self.distribution or self.name} {self.version}".strip()
+        return self.identity.release
 
     @property
     def top_module(self) -> str:
@@ -167,6 +173,23 @@ def own_code() -> CodeVersion:
         places = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
         sources.extend((name, place) for place in places)
     return CodeVersion(version=biolm.__version__, fingerprint=content_fingerprint(sources))
+
+
+def own_identity() -> PluginIdentity:
+    """biolm itself, with its built-in plugins, as a plugin identity: what their pins and registry rows carry."""
+    own = own_code()
+    return PluginIdentity("biolm", "biolm", own.version, own.fingerprint)
+
+
+def identity_of(name: str, source: str, distribution: str = "", version: str = "") -> PluginIdentity:
+    """A registered plugin's identity: biolm's own for a built-in, else what was installed under its name (the
+    registration's distribution and version first, as its loader read them)."""
+    if source == "builtin":
+        return own_identity()
+    found = installed().get(name)
+    known = found.identity if found is not None else PluginIdentity(name)
+    return PluginIdentity(name, distribution or known.distribution, version or known.version, known.fingerprint,
+                          known.location)  # fmt: skip
 
 
 # -- where a distribution's code is installed -------------------------------------------------------------------------

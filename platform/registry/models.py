@@ -29,6 +29,7 @@ from biolm.column_limits import (
 from biolm.facets import facets
 from biolm.model_identity import PAPERS_NAMESPACE
 from biolm.placement import held_queue
+from biolm.plugin_identity import PluginIdentity
 from biolm.specs import DEFAULT_PROTOCOL
 
 
@@ -229,7 +230,11 @@ class Plugin(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.distribution} {self.version})" if self.distribution else self.name
+        return self.identity.named
+
+    @property
+    def identity(self) -> PluginIdentity:
+        return PluginIdentity(self.name, self.distribution, self.version, self.fingerprint)
 
 
 class Benchmark(PluginContributed):

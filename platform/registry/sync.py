@@ -206,19 +206,11 @@ def _sync_plugins(contributions: Contributions, report: SyncReport) -> None:
 
     Built-in plugins are biolm's own code: they carry biolm's version and fingerprint.
     """
-    own = plugin_set.own_code()
-    installed = plugin_set.installed()
     for info in contributions.plugins:
-        found = installed.get(info.name)
         source = Plugin.Source.BUILTIN if info.source == "builtin" else Plugin.Source.ENTRYPOINT
-        if info.source == "builtin":
-            distribution, version, fingerprint = "biolm", own.version, own.fingerprint
-        else:
-            distribution = info.distribution or (found.distribution if found else "")
-            version = info.version or (found.version if found else "")
-            fingerprint = found.fingerprint if found else ""
-        values = {"source": source, "distribution": distribution, "version": version, "fingerprint": fingerprint,
-                  "contributes": contributions.by_plugin(info.name), "active": True}  # fmt: skip
+        identity = plugin_set.identity_of(info.name, info.source, info.distribution, info.version)
+        values = {"source": source, **identity.row(), "contributes": contributions.by_plugin(info.name),
+                  "active": True}  # fmt: skip
         upsert(Plugin, report, "plugins", {"name": info.name}, values)
     gone = Plugin.objects.filter(active=True).exclude(name__in=[info.name for info in contributions.plugins])
     removed = gone.update(active=False)

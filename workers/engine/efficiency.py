@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 import biolm
+from biolm.plugin_identity import PluginIdentity
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +92,9 @@ def plugin_versions(manager) -> dict[str, str]:
     """
     described = {
         "builtin": lambda info: f"built-in (biolm {biolm.__version__})",
-        "entrypoint": lambda info: f"{info.distribution} {info.version}".strip() or "installed",
+        "entrypoint": lambda info: (
+            PluginIdentity(info.name, info.distribution, info.version).release if info.distribution else "installed"
+        ),
         "extra": lambda info: "registered in this process",
     }
     return {info.name: described[info.source](info) for info in sorted(manager.infos, key=lambda i: i.name)}

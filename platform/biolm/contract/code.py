@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from biolm import plugin_set
 from biolm.contract.errors import ContractError
 from biolm.contribution_kinds import KINDS
+from biolm.plugin_identity import PluginIdentity
 from biolm.plugins import Contributions
 
 BIOLM = "biolm"
@@ -36,11 +37,19 @@ class CodePin:
     fingerprint: str  # the content digest; "" for jobs queued before fingerprints were recorded
     provides: tuple[str, ...] = ()  # what the job uses of it: "dataset ncbi-disease", "metric entity-f1", ...
 
+    @classmethod
+    def of(cls, identity: PluginIdentity, provides: tuple[str, ...] = ()) -> CodePin:
+        """The pin of the plugin ``identity`` names, for what a job uses of it."""
+        return cls(identity.name, identity.distribution, identity.version, identity.fingerprint, tuple(provides))
+
+    @property
+    def identity(self) -> PluginIdentity:
+        return PluginIdentity(self.name, self.distribution, self.version, self.fingerprint)
+
     @property
     def label(self) -> str:
         """``biolm-acme 0.2.0 (sha256:1a2b...)``: what a person compares."""
-        text = f"{self.distribution or self.name} {self.version}".strip()
-        return f"{text} ({self.fingerprint})" if self.fingerprint else text
+        return self.identity.label
 
     def to_json(self) -> dict:
         return {
@@ -82,14 +91,10 @@ def pins_for(contributions: Contributions, uses: Iterable[tuple[str, str]]) -> t
             continue
         owner = BIOLM if plugin in builtin else plugin
         provided.setdefault(owner, []).append(f"{KIND_WORDS.get(kind, kind)} {slug}")
-    own = plugin_set.own_code()
-    pins = [CodePin(BIOLM, BIOLM, own.version, own.fingerprint, tuple(provided.pop(BIOLM, ())))]
+    pins = [CodePin.of(plugin_set.own_identity(), tuple(provided.pop(BIOLM, ())))]
     for name in sorted(provided):
         found = installed.get(name)
-        if found is None:
-            pins.append(CodePin(name, "", "", "", tuple(provided[name])))
-        else:
-            pins.append(CodePin(name, found.distribution, found.version, found.fingerprint, tuple(provided[name])))
+        pins.append(CodePin.of(found.identity if found is not None else PluginIdentity(name), tuple(provided[name])))
     return tuple(pins)
 
 
@@ -160,7 +165,7 @@ def compare(pins: Sequence[CodePin], here: Iterable[CodePin]) -> PinCheck:
             continue
         found = found_here.get(pin.name)
         if found is None:
-            missing.append(f"{pin.name} ({pin.distribution} {pin.version})")
+            missing.append(pin.identity.named)
             continue
         same_version = (found.distribution, found.version) == (pin.distribution, pin.version)
         if not same_version or (pin.fingerprint and pin.fingerprint != found.fingerprint):
@@ -186,7 +191,7 @@ def other_code_words(pins: Sequence[CodePin], here: Iterable[CodePin]) -> list[s
 
 
 def _version(pin: CodePin) -> str:
-    return f"{pin.distribution or pin.name} {pin.version}".strip()
+    return pin.identity.release
 
 
 def mismatch_message(pinned: CodePin, found: CodePin) -> str:
