@@ -123,3 +123,17 @@ def test_a_plugin_is_written_one_way_everywhere_from_its_identity():
             text = path.read_text(encoding="utf-8")
             written += [path.name for marker in ("distribution} {", "distribution or self.name}") if marker in text]
     assert not written, f"a plugin's label is formatted outside biolm.plugin_identity in {written}"
+
+
+def test_a_kinds_contributions_are_replaced_by_name_as_when_each_kind_was_a_field():
+    import dataclasses
+
+    import pytest
+
+    from biolm.plugins import Contributions
+
+    found = Contributions(metrics={"f1": "spec"})
+    replaced = dataclasses.replace(found, datasets={"ner": "spec"})
+    assert replaced.metrics == {"f1": "spec"} and replaced.datasets == {"ner": "spec"} and found.datasets == {}
+    with pytest.raises(TypeError, match="no contribution kind widgets"):
+        Contributions(widgets={})

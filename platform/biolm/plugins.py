@@ -15,7 +15,7 @@ import importlib
 import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -83,18 +83,31 @@ class PluginInfo:
     version: str = ""
 
 
-@dataclass
+@dataclass(init=False)
 class Contributions:
     """Everything the loaded plugins contribute, validated and de-duplicated.
 
     One ``{slug: spec}`` per kind of :data:`biolm.contribution_kinds.KINDS`, read as an attribute of the
     kind's name (``contributions.metrics``, ``contributions.datasets``): a kind added to the table is here.
+    A kind's contributions may be given by name too, so ``dataclasses.replace(contributions, benchmarks=...)``
+    works as it did when each kind was a field.
     """
 
-    origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, slug) -> plugin name
-    plugins: list[PluginInfo] = field(default_factory=list)
-    problems: list[PluginProblem] = field(default_factory=list)
-    by_kind: dict[str, dict[str, Any]] = field(default_factory=lambda: {kind.name: {} for kind in KINDS})
+    origin: dict[tuple[str, str], str]  # (kind, slug) -> plugin name
+    plugins: list[PluginInfo]
+    problems: list[PluginProblem]
+    by_kind: dict[str, dict[str, Any]]
+
+    def __init__(self, origin: dict | None = None, plugins: list | None = None, problems: list | None = None,
+                 by_kind: dict | None = None, **kinds: dict[str, Any]) -> None:  # fmt: skip
+        self.origin = origin if origin is not None else {}
+        self.plugins = plugins if plugins is not None else []
+        self.problems = problems if problems is not None else []
+        self.by_kind = {kind.name: {} for kind in KINDS} | dict(by_kind or {})
+        unknown = sorted(set(kinds) - set(self.by_kind))
+        if unknown:
+            raise TypeError(f"no contribution kind {', '.join(unknown)}; the kinds: {', '.join(self.by_kind)}")
+        self.by_kind.update({name: dict(specs) for name, specs in kinds.items()})
 
     if TYPE_CHECKING:  # what the built-in kinds hold, for type checkers; at run time __getattr__ reads by_kind
         metrics: dict[str, MetricSpec]
