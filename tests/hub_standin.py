@@ -84,6 +84,11 @@ class HubStandIn(ThreadingHTTPServer):
         threading.Thread(target=self.serve_forever, daemon=True).start()
         return self
 
+    def stop(self) -> None:
+        """Stop serving and free the port: nothing of it outlives the test."""
+        self.shutdown()
+        self.server_close()
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: HubStandIn

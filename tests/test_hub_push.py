@@ -43,7 +43,7 @@ def hub(settings, monkeypatch, artefact_store):
     server.add("alice/bert", HubRepository(files={"README.md": README.encode(), "config.json": b"{}"}))
     server.writers["alice/bert"] = {WRITER}
     yield server
-    server.shutdown()
+    server.stop()
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def hub(settings, monkeypatch, artefact_store, tiny_bert_checkpoint):
     pickled = {"config.json": (tiny_bert_checkpoint / "config.json").read_bytes(), "pytorch_model.bin": b"\x80\x04."}
     server.add("biolm-test/pickled-bert", HubRepository(files=pickled))
     yield server
-    server.shutdown()
+    server.stop()
 
 
 def hub_request(owner, hub_id: str, **options) -> SubmissionRequest:

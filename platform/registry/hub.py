@@ -50,7 +50,14 @@ CONVERSION_HINT = (
 
 
 class HubRefused(ValueError):
-    """The repository cannot be evaluated as given: the submitter's to fix, never retried."""
+    """The repository cannot be evaluated as given: the submitter's to fix, never retried.
+
+    ``field``: what to fix, ``hub`` (the id or revision) or ``hub_token`` (the token the Hub refused).
+    """
+
+    def __init__(self, message: str, field: str = "hub") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class HubUnavailable(RuntimeError):
@@ -200,7 +207,8 @@ def _named(exc: BaseException, repository: str, revision: str, token: str) -> Ex
             )
         return HubRefused(
             f"the Hub refused your token for {repository}: it has no access to this gated repository (accept "
-            "its conditions on its page with the same account, or give a token with read access)"
+            "its conditions on its page with the same account, or give a token with read access)",
+            "hub_token",
         )
     if isinstance(exc, RepositoryNotFoundError):
         private = "" if token else " (a private repository needs a Hub token of yours that can read it)"
@@ -210,15 +218,15 @@ def _named(exc: BaseException, repository: str, revision: str, token: str) -> Ex
         if status in (401, 403) and token:
             return HubRefused(
                 f"the Hub refused your token for {repository} ({status}): it is invalid, expired or cannot read "
-                "this repository; make a new read token on your Hub settings page"
+                "this repository; make a new read token on your Hub settings page",
+                "hub_token",
             )
         if status >= 500 or status == 429:
-            return HubUnavailable(f"the Hub answered {status} for {repository}: it is retried")
+            return HubUnavailable(f"the Hub answered {status} for {repository}")
         return HubRefused(_scrubbed(f"the Hub refused {repository}@{revision} ({status})", token))
     if isinstance(exc, httpx2.TransportError | LocalEntryNotFoundError | TimeoutError | ConnectionError):
         return HubUnavailable(
-            f"the Hub at {settings.BIOLM_HUB_ENDPOINT} did not answer for {repository} "
-            f"({type(exc).__name__}): it is retried"
+            f"the Hub at {settings.BIOLM_HUB_ENDPOINT} did not answer for {repository} ({type(exc).__name__})"
         )
     if isinstance(exc, OfflineModeIsEnabled):
         return HubUnavailable(f"this site runs with HF_HUB_OFFLINE=1, so it cannot reach the Hub for {repository}")

@@ -133,7 +133,7 @@ def hub_card(request: HttpRequest) -> JsonResponse:
     try:
         found = hub.resolve(hub.HubReference.parse(request.GET.get("id", "")), access=False)
     except (hub.HubRefused, hub.HubUnavailable) as exc:
-        return JsonResponse({"error": str(exc).removesuffix(": it is retried")}, status=200)
+        return JsonResponse({"error": str(exc)}, status=200)
     return JsonResponse(
         {
             "repository": found.repository,

@@ -310,11 +310,9 @@ def _resolve_hub(request: SubmissionRequest) -> hub.HubCheckpoint:
     try:
         return hub.resolve(hub.HubReference.parse(request.hub), request.hub_token)
     except hub.HubRefused as exc:
-        raise SubmissionError(str(exc), "hub_token" if "token" in str(exc) and request.hub_token else "hub") from None
+        raise SubmissionError(str(exc), exc.field) from None
     except hub.HubUnavailable as exc:
-        raise SubmissionError(
-            f"{exc.args[0].removesuffix(': it is retried')}; nothing was queued: send it again in a minute", "hub"
-        ) from None
+        raise SubmissionError(f"{exc}; nothing was queued: send it again in a minute", "hub") from None
 
 
 def _check_disk(request: SubmissionRequest, from_hub: hub.HubCheckpoint | None = None) -> None:

@@ -34,7 +34,7 @@ def hub(live_site, django_db_blocker, tiny_bert_checkpoint):
     with override_settings(BIOLM_HUB_ENDPOINT=server.endpoint), pytest.MonkeyPatch.context() as patch:
         patch.setattr(constants, "HF_HUB_OFFLINE", False)
         yield server
-    server.shutdown()
+    server.stop()
     with django_db_blocker.unblock():
         _remove_what_the_site_committed()
 
