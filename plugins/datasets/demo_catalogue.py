@@ -21,6 +21,14 @@ and aggregation as the real benchmark:
 Split sizes count examples (sentences, pairs, abstracts, questions), unlike BLURB's Table 3 units.
 The adapters (plugins.datasets.readers.demo.py) read the files from the package with
 ``DEMO_DATA_DIR`` as the directory, not from BIOLM_DATA_DIR.
+
+Each dataset declares its epochs (the protocol's per-dataset epochs, as a real dataset may), sized for
+``make demo``: two CPU cores, at the demo's learning rate 2e-4 and batch 4 (``manage.py demo``). A
+label per token or per pair is learnt in one pass (NER, PICO, relations, similarity: 38 to 60
+updates), whereas one label per abstract or question is not: the hallmarks' and the answers' new
+heads predict only the majority (no hallmark; yes) for 100 to 150 updates, so those two datasets take
+three and four passes over their 200 examples. Measured with all-MiniLM-L6 in docs/performance.md
+("make demo").
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ def _demo(
     splits: tuple[SplitSpec, ...],
     labels: tuple[str, ...] = (),
     negative_label: str = "",
+    epochs: int = 1,
 ) -> DatasetSpec:
     return DatasetSpec(
         slug=slug,
@@ -77,6 +86,7 @@ def _demo(
         adapter=ADAPTERS[slug],
         demo=True,
         negative_label=negative_label,
+        epochs=epochs,
     )
 
 
@@ -129,6 +139,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "cancer (an abstract may have none).",
         _splits(200, 40, 40),
         DEMO_HALLMARKS,
+        epochs=3,  # 150 updates: the hallmarks' head predicted none after 100, most after 150
     ),
     _demo(
         "demo-qa",
@@ -138,6 +149,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
         "PubMedQA-style yes/no/maybe questions, each with an invented passage of trial or cohort results.",
         _splits(200, 40, 40),
         ("yes", "no", "maybe"),
+        epochs=4,  # 200 updates: after 150 the answers were still nearly all "yes"
     ),
 )
 
